@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remat/config.h: the model/run configuration, with MaxText's key names.
+ *
+ * A config is built in layers: base defaults (MaxText's base.yml), then the
+ * model preset named by model_name (models/NAME.json), then a JSON config file,
+ * then key=value arguments; later layers win. Every key is typed and checked;
+ * an unknown key is an error that suggests the nearest known one.
+ */
+#ifndef REMAT_CONFIG_H
+#define REMAT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "remat/error.h"
+#include "remat/graph.h"
+#include "remat/policy.h"
+
+#define REMAT_STR_LEN 256
+
+typedef struct remat_config {
+    char model_name[REMAT_STR_LEN];
+    char graph[REMAT_STR_LEN];        /* built-in graph name or a file path */
+    char attention[32];               /* flash | dot_product */
+    char hardware[REMAT_STR_LEN];     /* built-in profile name or a file path */
+    char remat_policy[REMAT_STR_LEN]; /* preset name, "custom", or a file path */
+    char opt_type[32];                /* adamw | sgd */
+    uint64_t base_emb_dim, base_num_query_heads, base_num_kv_heads, head_dim, base_mlp_dim;
+    uint64_t base_num_decoder_layers, vocab_size, max_target_length;
+    uint64_t gradient_accumulation_steps, num_vocab_tiling, num_devices;
+    double per_device_batch_size;
+    remat_dtype_t dtype, weight_dtype, grad_dtype, mu_dtype;
+    bool mu_dtype_set;                /* else mu_dtype follows weight_dtype */
+    bool scan_layers;
+    uint64_t hbm_budget;              /* bytes; 0 = the hardware's HBM */
+    uint64_t hbm_reserve;             /* bytes held back for runtime/compiler */
+    double safety_margin;             /* fraction of the budget (check) */
+    double host_link_bw;              /* bytes/s per direction; 0 = hardware's */
+    size_t ncustom;                   /* custom policy keys (query_proj=device ...) */
+    remat_policy_rule_t custom[32];
+    char custom_source[REMAT_ERR_SOURCE_LEN]; /* where the first custom key came from */
+} remat_config_t;
+
+/** Sets MaxText's base.yml defaults (and remat's own: tpu7x, llama3-8b). */
+void remat_config_defaults(remat_config_t *c);
+
+/**
+ * Builds a config from an optional JSON file (@p file, may be NULL) and
+ * key=value arguments (@p args, may be 0). The model preset named by the last
+ * model_name among them is applied under the user's keys.
+ */
+remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
+                                  remat_config_t *c, remat_error_t *err);
+
+/** Applies one key=value (string form) to @p c. @p source/@p path for errors. */
+remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *value,
+                                const char *source, const char *path, remat_error_t *err);
+
+/** Whether @p key is an integer-valued config key a graph dim may bind to. */
+bool remat_config_is_size_key(const char *key);
+
+/**
+ * The integer a graph dim with `from: key` binds to. per_device_batch_size
+ * binds to the global micro-batch: per_device_batch_size x num_devices /
+ * gradient_accumulation_steps, which must be a whole number.
+ */
+remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint64_t *out,
+                                 remat_error_t *err);
+
+/** Bytes of a dtype class under this config (act -> dtype, weight -> weight_dtype). */
+unsigned remat_config_dtype_bytes(const remat_config_t *c, remat_dtype_t d);
+
+/** Number of known keys and the i-th one's name and one-line help. */
+size_t remat_config_nkeys(void);
+const char *remat_config_key_name(size_t i);
+const char *remat_config_key_help(size_t i);
+
+#endif

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remat/graph.h: the op graph of one transformer layer plus the model head,
+ * with symbolic shapes. Loaded from JSON (docs/graph-format.md), validated,
+ * then immutable: the simulator binds it to a config without changing it.
+ *
+ * Every tensor and op is addressed by its index in its block. A graph owns
+ * all of its strings and arrays; remat_graph_free releases them.
+ */
+#ifndef REMAT_GRAPH_H
+#define REMAT_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "remat/error.h"
+
+#define REMAT_NONE ((size_t)-1)
+#define REMAT_MAX_RANK 8
+#define REMAT_MAX_IO 8
+#define REMAT_MAX_TAGS 4
+
+typedef enum remat_dtype {
+    REMAT_DTYPE_ACT,    /* the config's `dtype` (default bf16) */
+    REMAT_DTYPE_WEIGHT, /* the config's `weight_dtype` (default fp32) */
+    REMAT_DTYPE_F32,
+    REMAT_DTYPE_BF16,
+    REMAT_DTYPE_F16,
+    REMAT_DTYPE_F8E4M3,
+    REMAT_DTYPE_F8E5M2,
+    REMAT_DTYPE_I32,
+    REMAT_DTYPE_I8,
+    REMAT_DTYPE_BOOL,
+    REMAT_DTYPE_COUNT
+} remat_dtype_t;
+
+typedef enum remat_opkind {
+    REMAT_OP_EINSUM,
+    REMAT_OP_ADD,
+    REMAT_OP_MUL,
+    REMAT_OP_SCALE,
+    REMAT_OP_SILU,
+    REMAT_OP_GELU,
+    REMAT_OP_SOFTMAX,
+    REMAT_OP_RMSNORM,
+    REMAT_OP_LAYERNORM,
+    REMAT_OP_ROPE,
+    REMAT_OP_DROPOUT,
+    REMAT_OP_FLASH_ATTENTION,
+    REMAT_OP_CAST,
+    REMAT_OP_RESHAPE,
+    REMAT_OP_TRANSPOSE,
+    REMAT_OP_SPLIT,
+    REMAT_OP_CONCAT,
+    REMAT_OP_EMBEDDING,
+    REMAT_OP_CROSS_ENTROPY,
+    REMAT_OP_COUNT
+} remat_opkind_t;
+
+/* A symbolic dimension: its size comes from a config key or is a constant. */
+typedef struct remat_dim {
+    char *name;
+    char *from;     /* config key, e.g. "base_emb_dim"; NULL for a constant */
+    char *div;      /* optional config key the size is divided by (GQA groups) */
+    uint64_t value; /* the constant when from == NULL */
+    char *axis;     /* MaxText logical axis it is sharded along, or NULL */
+} remat_dim_t;
+
+typedef struct remat_tensor {
+    char *name;
+    size_t rank;
+    size_t dim[REMAT_MAX_RANK]; /* indices into graph->dims */
+    remat_dtype_t dtype;
+    bool param;                   /* a weight: static memory, always available */
+    bool input;                   /* a block input (layer input, tokens, ...) */
+    size_t ntags;
+    char *tags[REMAT_MAX_TAGS];   /* MaxText checkpoint names (checkpoint_name) */
+    /* Derived at load time. */
+    size_t producer;              /* op index or REMAT_NONE */
+    size_t storage;               /* tensor whose buffer this one uses (views) */
+    size_t last_use;              /* position in `order` of the last forward reader */
+    bool needs_grad;              /* on a differentiable path to a block output */
+    bool residual;                /* some op's backward reads it */
+} remat_tensor_t;
+
+typedef struct remat_op {
+    char *name;
+    remat_opkind_t kind;
+    size_t nin, nout;
+    size_t in[REMAT_MAX_IO];
+    size_t out[REMAT_MAX_IO];
+    /* einsum only: subscripts of each input, then of the output. */
+    char subs[REMAT_MAX_IO + 1][REMAT_MAX_RANK + 1];
+    bool causal;          /* softmax/flash: causal mask (FLOPs are not halved) */
+    double value;         /* scale: the constant; dropout: the rate */
+    size_t nsaves;        /* what its backward reads (rule or "saves") */
+    size_t saves[2 * REMAT_MAX_IO];
+    bool saves_override;
+    bool has_backward;    /* some output needs a gradient */
+} remat_op_t;
+
+typedef struct remat_block {
+    size_t ntensors, nops;
+    remat_tensor_t *tensors;
+    remat_op_t *ops;
+    size_t *order;        /* ops in topological order (igraph) */
+    size_t ninputs, noutputs;
+    size_t *inputs, *outputs;
+} remat_block_t;
+
+typedef struct remat_graph {
+    char *name;
+    char *description;
+    char *source;         /* file name or "<builtin:NAME>" */
+    size_t ndims;
+    remat_dim_t *dims;
+    remat_block_t layer;
+    bool has_head;
+    remat_block_t head;
+    size_t head_feeds;    /* head tensor that is layer 0's input */
+    size_t head_takes;    /* head tensor that is the last layer's output */
+    size_t head_npre;     /* head->order[0..npre) runs before the layers */
+} remat_graph_t;
+
+/**
+ * Parses and validates a graph from a JSON text. @p source names it in errors.
+ * @return REMAT_OK and a new graph in *out (free with remat_graph_free), or an
+ * error status with @p err filled (file, JSON path, rule broken).
+ */
+remat_status_t remat_graph_load_string(const char *text, const char *source, remat_graph_t **out,
+                                       remat_error_t *err);
+
+/** As remat_graph_load_string, reading the file at @p path. */
+remat_status_t remat_graph_load_file(const char *path, remat_graph_t **out, remat_error_t *err);
+
+/** Frees a graph and everything it owns. NULL is a no-op. */
+void remat_graph_free(remat_graph_t *g);
+
+/** Index of the tensor named @p name in @p b, or REMAT_NONE. */
+size_t remat_block_find_tensor(const remat_block_t *b, const char *name);
+
+/** Whether any tensor of the layer carries checkpoint name @p tag. */
+bool remat_graph_has_tag(const remat_graph_t *g, const char *tag);
+
+/** Name of an op kind ("einsum") / dtype ("bf16", "act"). Static storage. */
+const char *remat_opkind_name(remat_opkind_t k);
+const char *remat_dtype_name(remat_dtype_t d);
+
+/** Bytes per element of a concrete dtype (act/weight resolve via the config). */
+unsigned remat_dtype_bytes(remat_dtype_t d);
+
+/** Parses a dtype name, accepting MaxText's spellings (bfloat16, float32). */
+bool remat_dtype_parse(const char *s, remat_dtype_t *out);
+
+/** Whether an einsum op has no batch dimension (JAX's dot predicate). */
+bool remat_op_einsum_no_batch_dims(const remat_op_t *op);
+
+#endif

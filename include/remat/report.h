@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remat/report.h: formatting of analysis results as text for people, or as
+ * JSON (docs/json-output.md, schema "remat-result/1"), CSV and Markdown for
+ * tools. Formatting only: every number printed is a field of the result.
+ * Output is deterministic (no times, no paths beyond the inputs' names).
+ */
+#ifndef REMAT_REPORT_H
+#define REMAT_REPORT_H
+
+#include <stdio.h>
+
+#include "remat/sim.h"
+
+typedef enum remat_format {
+    REMAT_FMT_TEXT,
+    REMAT_FMT_JSON,
+    REMAT_FMT_CSV,
+    REMAT_FMT_MD
+} remat_format_t;
+
+bool remat_format_parse(const char *s, remat_format_t *out);
+
+/** `remat analyze`: verdict, breakdown at the peak, compute and offload. */
+void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt);
+
+/** `remat table`: per-layer rows, per-tensor rows per profile, per-name rows. */
+typedef enum remat_table_kind {
+    REMAT_TABLE_LAYERS = 1,
+    REMAT_TABLE_TENSORS = 2,
+    REMAT_TABLE_NAMES = 4,
+    REMAT_TABLE_ALL = 7
+} remat_table_kind_t;
+void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, unsigned kinds);
+
+/** `remat compare`: results side by side in the given (ranked) order. */
+void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
+                          remat_format_t fmt);
+
+/** `remat check`: the one-line verdict (text) or a small JSON object. */
+void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt);
+
+/** "12.34 GiB" into @p buf. */
+void remat_format_bytes(uint64_t bytes, char *buf, size_t size);
+
+/** "layer 31 forward 'wo'" style description of a moment. */
+void remat_format_moment(const remat_moment_t *m, char *buf, size_t size);
+
+#endif

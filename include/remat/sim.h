@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remat/sim.h: one training step of the bound model, simulated op by op:
+ * forward over the head's embedding, every layer, the head's loss; backward
+ * in reverse with host fetches and recomputation. The result is the peak HBM
+ * per device with its breakdown and moment, recompute FLOPs, and offload
+ * bytes and time. The memory model is DESIGN §3 and docs/memory-model.md.
+ */
+#ifndef REMAT_SIM_H
+#define REMAT_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "remat/config.h"
+#include "remat/error.h"
+#include "remat/graph.h"
+#include "remat/hw.h"
+#include "remat/policy.h"
+
+/* What the live bytes at a moment are made of. */
+typedef enum remat_cat {
+    REMAT_CAT_PARAMS,      /* weights (weight_dtype) */
+    REMAT_CAT_OPTIMIZER,   /* adamw moments (mu_dtype) */
+    REMAT_CAT_GRADS,       /* weight gradients (grad_dtype), live all step */
+    REMAT_CAT_GRAD_ACCUM,  /* fp32 accumulator when gradient_accumulation_steps > 1 */
+    REMAT_CAT_SAVED,       /* residuals kept in HBM, layer inputs included */
+    REMAT_CAT_ACTIVATIONS, /* forward working set of the op being run */
+    REMAT_CAT_RECOMPUTE,   /* tensors rebuilt in backward */
+    REMAT_CAT_FETCHED,     /* offloaded residuals copied back for backward */
+    REMAT_CAT_ACT_GRADS,   /* activation gradients in flight */
+    REMAT_CAT_HEAD,        /* embedding/logits/loss tensors of the head */
+    REMAT_CAT_RESERVE,     /* hbm_reserve */
+    REMAT_CAT_COUNT
+} remat_cat_t;
+
+const char *remat_cat_name(remat_cat_t c);
+
+typedef enum remat_where {
+    REMAT_AT_HEAD_PRE,  /* embedding, before the layers */
+    REMAT_AT_LAYER,
+    REMAT_AT_HEAD_POST, /* final norm, logits, loss */
+} remat_where_t;
+
+typedef enum remat_step {
+    REMAT_STEP_FORWARD,
+    REMAT_STEP_FETCH,     /* host-to-device copies before a layer's backward */
+    REMAT_STEP_RECOMPUTE, /* re-running forward ops in backward */
+    REMAT_STEP_BACKWARD
+} remat_step_t;
+
+typedef struct remat_moment {
+    remat_step_t step;
+    remat_where_t where;
+    size_t layer;   /* when where == REMAT_AT_LAYER */
+    const char *op; /* borrowed from the graph; NULL for a fetch */
+} remat_moment_t;
+
+typedef struct remat_layer_row {
+    size_t index;
+    size_t profile;              /* index into result->profiles */
+    uint64_t saved_device_bytes; /* residuals kept in HBM, layer input included */
+    uint64_t offloaded_bytes;    /* D2H in forward = H2D in backward */
+    uint64_t recompute_flops;
+    uint64_t forward_flops, backward_flops;
+    double d2h_seconds, h2d_seconds;
+    double forward_seconds, backward_seconds; /* compute at peak FLOP/s */
+} remat_layer_row_t;
+
+typedef struct remat_tensor_row {
+    size_t tensor;        /* index in graph->layer.tensors */
+    uint64_t bytes;       /* per device; 0 for a view (shares its base's buffer) */
+    remat_place_t asked;  /* what the policy asked */
+    remat_fate_t fate;    /* what happens (residual rule) */
+    bool unused;          /* saveable placement that backward never reads */
+    uint64_t recompute_flops; /* per layer, of re-running its producer */
+} remat_tensor_row_t;
+
+/* Layers that share one plan share one profile. */
+typedef struct remat_profile {
+    size_t first, last, nlayers;
+    remat_plan_t plan;
+    remat_tensor_row_t *tensors; /* graph->layer.ntensors rows */
+    uint64_t fwd_peak_rel, bwd_peak_rel;
+} remat_profile_t;
+
+typedef struct remat_name_row {
+    char name[REMAT_NAME_LEN]; /* checkpoint name, or "(unnamed)" */
+    uint64_t recompute_flops;  /* whole step */
+    uint64_t saved_bytes;      /* whole step, kept in HBM */
+    uint64_t offloaded_bytes;  /* whole step */
+} remat_name_row_t;
+
+typedef struct remat_result {
+    /* verdict */
+    uint64_t peak_bytes, budget_bytes, usable_bytes; /* usable = budget x (1 - margin) */
+    bool fits;        /* peak <= budget */
+    bool fits_margin; /* peak <= usable */
+    int64_t breakdown[REMAT_CAT_COUNT];
+    remat_moment_t peak_at;
+    /* static memory */
+    uint64_t param_count, param_bytes, optimizer_bytes, grad_bytes, accum_bytes, reserve_bytes;
+    /* compute */
+    uint64_t forward_flops, backward_flops, recompute_flops, model_flops;
+    double recompute_share; /* recompute / model */
+    double recompute_seconds, added_seconds, compute_seconds;
+    /* offload */
+    uint64_t d2h_bytes, h2d_bytes, host_bytes_per_host, host_ram_bytes;
+    double d2h_seconds, h2d_seconds, exposed_seconds;
+    bool offload_hidden, host_fits;
+    double host_link_bw;
+    bool host_link_assumed;
+    /* tables */
+    size_t nlayers;
+    remat_layer_row_t *layers;
+    size_t nprofiles;
+    remat_profile_t *profiles;
+    size_t nnames;
+    remat_name_row_t *names;
+    /* the inputs, for reports (borrowed) */
+    const remat_graph_t *graph;
+    const remat_policy_t *policy;
+    const remat_config_t *config;
+    const remat_hw_t *hw;
+    bool none_as_full; /* remat_policy none under scan_layers behaves as full */
+    uint64_t dim_size[64]; /* bound per-device size of each graph dim */
+} remat_result_t;
+
+void remat_result_init(remat_result_t *r);
+void remat_result_release(remat_result_t *r);
+
+/**
+ * Analyzes one step. The graph, config, policy and hardware are borrowed and
+ * must outlive @p out. Errors: REMAT_E_CONFIG (dims that do not bind),
+ * REMAT_E_OVERFLOW (a byte or FLOP count over 64 bits), REMAT_E_POLICY.
+ * Complexity: O(layers + tensors + ops) per distinct layer plan.
+ */
+remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
+                             const remat_policy_t *policy, const remat_hw_t *hw,
+                             remat_result_t *out, remat_error_t *err);
+
+/**
+ * Resolves the config's graph, policy and hardware (built-in names or files)
+ * into new objects the caller frees (remat_graph_free, remat_policy_free).
+ */
+remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
+                             remat_policy_t **policy, remat_hw_t *hw, remat_error_t *err);
+
+#endif

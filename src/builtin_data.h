@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* builtin_data.h: the generated table of embedded data files (builtin.c). */
+#ifndef REMAT_BUILTIN_DATA_H
+#define REMAT_BUILTIN_DATA_H
+
+#include <stddef.h>
+
+#include "remat/builtin.h"
+
+typedef struct remat_i_builtin {
+    remat_builtin_kind_t kind;
+    const char *name;
+    const char *text;
+} remat_i_builtin_t;
+
+extern const remat_i_builtin_t remat_i_builtins[];
+extern const size_t remat_i_nbuiltins;
+
+#endif

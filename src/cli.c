@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli.c: the remat command line. Parses arguments, resolves the inputs,
+ * calls the library and prints. The only file that writes to stdout/stderr
+ * or chooses an exit code: 0 ok/fits, 1 negative verdict (check), 2 bad input
+ * or usage, 3 internal error.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "remat/builtin.h"
+#include "remat/config.h"
+#include "remat/graph.h"
+#include "remat/hw.h"
+#include "remat/policy.h"
+#include "remat/report.h"
+#include "remat/sim.h"
+#include "util.h"
+
+enum { EXIT_OK = 0, EXIT_NO = 1, EXIT_INPUT = 2, EXIT_INTERNAL = 3 };
+
+static int report_error(const remat_error_t *err) {
+    char line[1024];
+    remat_error_format(err, line, sizeof line);
+    fprintf(stderr, "remat: %s\n", line);
+    return err->code == REMAT_E_INTERNAL || err->code == REMAT_E_NOMEM ? EXIT_INTERNAL
+                                                                        : EXIT_INPUT;
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "remat: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see 'remat help')\n");
+    va_end(ap);
+    return EXIT_INPUT;
+}
+
+static const char *const usage_text =
+    "usage: remat <command> [options] [key=value ...]\n"
+    "\n"
+    "commands:\n"
+    "  analyze    peak HBM per device, breakdown, recompute FLOPs, offload cost\n"
+    "  compare    every preset (or --policies a,b,...) side by side, ranked\n"
+    "  check      launch gate: exit 0 fits, 1 over budget or inside the margin\n"
+    "  table      per-layer, per-tensor and per-checkpoint-name tables\n"
+    "  list       built-in models, graphs, policies, hardware, config keys\n"
+    "  validate   check a graph, policy, hardware or config JSON file\n"
+    "  help       this text\n"
+    "\n"
+    "options:\n"
+    "  --config FILE      JSON config with MaxText keys (key=value arguments override it)\n"
+    "  --format FMT       text (default), json, csv, md\n"
+    "  --policies LIST    compare: comma-separated presets or policy files\n"
+    "  --kind KIND        table: layers, tensors, names or all (default all)\n"
+    "\n"
+    "configuration uses MaxText's keys, e.g.\n"
+    "  remat analyze model_name=llama3-70b per_device_batch_size=2 remat_policy=minimal\n"
+    "  remat check remat_policy=custom query_proj=device mlpwi_0=offload hbm_budget=96GiB\n"
+    "with no key the default is llama3-8b on tpu7x, MaxText's base.yml batch and sequence,\n"
+    "remat_policy=full. exit codes: 0 ok, 1 negative verdict, 2 bad input, 3 internal.\n";
+
+typedef struct opts {
+    const char *config;
+    remat_format_t fmt;
+    const char *policies;
+    unsigned kinds;
+    int nargs;
+    char **args;
+} opts_t;
+
+static int parse_opts(int argc, char **argv, opts_t *o) {
+    static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
+                                          {"format", required_argument, NULL, 'f'},
+                                          {"policies", required_argument, NULL, 'p'},
+                                          {"kind", required_argument, NULL, 'k'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    memset(o, 0, sizeof *o);
+    o->fmt = REMAT_FMT_TEXT;
+    o->kinds = REMAT_TABLE_ALL;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+c:f:p:k:h", longs, NULL)) != -1) {
+        switch (c) {
+            case 'c':
+                o->config = optarg;
+                break;
+            case 'f':
+                if (!remat_format_parse(optarg, &o->fmt)) {
+                    return usage_error("unknown format '%s' (text, json, csv, md)", optarg);
+                }
+                break;
+            case 'p':
+                o->policies = optarg;
+                break;
+            case 'k':
+                if (strcmp(optarg, "layers") == 0) {
+                    o->kinds = REMAT_TABLE_LAYERS;
+                } else if (strcmp(optarg, "tensors") == 0) {
+                    o->kinds = REMAT_TABLE_TENSORS;
+                } else if (strcmp(optarg, "names") == 0) {
+                    o->kinds = REMAT_TABLE_NAMES;
+                } else if (strcmp(optarg, "all") == 0) {
+                    o->kinds = REMAT_TABLE_ALL;
+                } else {
+                    return usage_error("unknown table kind '%s' (layers, tensors, names, all)",
+                                       optarg);
+                }
+                break;
+            case 'h':
+                fputs(usage_text, stdout);
+                return -1;
+            default:
+                return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    o->nargs = argc - optind;
+    o->args = argv + optind;
+    for (int i = 0; i < o->nargs; i++) {
+        if (!strchr(o->args[i], '=')) {
+            return usage_error("unexpected argument '%s': settings are key=value", o->args[i]);
+        }
+    }
+    return 0;
+}
+
+/* Everything one analysis needs, owned together. */
+typedef struct job {
+    remat_config_t cfg;
+    remat_graph_t *graph;
+    remat_policy_t *policy;
+    remat_hw_t hw;
+    remat_result_t result;
+} job_t;
+
+static void job_release(job_t *j) {
+    remat_result_release(&j->result);
+    remat_graph_free(j->graph);
+    remat_policy_free(j->policy);
+    j->graph = NULL;
+    j->policy = NULL;
+}
+
+static remat_status_t job_run(job_t *j, remat_error_t *err) {
+    remat_result_init(&j->result);
+    remat_status_t st = remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, err);
+    if (st == REMAT_OK) {
+        st = remat_analyze(j->graph, &j->cfg, j->policy, &j->hw, &j->result, err);
+    }
+    return st;
+}
+
+static int cmd_analyze_like(const opts_t *o, int which) {
+    remat_error_t err;
+    remat_error_init(&err);
+    job_t *j = remat_i_xcalloc(1, sizeof *j);
+    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, &err);
+    if (st == REMAT_OK) {
+        st = job_run(j, &err);
+    }
+    int rc = EXIT_OK;
+    if (st) {
+        rc = report_error(&err);
+    } else if (which == 0) {
+        remat_report_analyze(stdout, &j->result, o->fmt);
+    } else if (which == 1) {
+        remat_report_table(stdout, &j->result, o->fmt, o->kinds);
+    } else {
+        remat_report_check(stdout, &j->result, o->fmt);
+        rc = j->result.fits_margin && j->result.host_fits ? EXIT_OK : EXIT_NO;
+    }
+    job_release(j);
+    free(j);
+    return rc;
+}
+
+static int rank_cmp(const void *pa, const void *pb) {
+    const remat_result_t *a = *(const remat_result_t *const *)pa;
+    const remat_result_t *b = *(const remat_result_t *const *)pb;
+    bool fa = a->fits_margin && a->host_fits, fb = b->fits_margin && b->host_fits;
+    if (fa != fb) {
+        return fa ? -1 : 1;
+    }
+    if (a->added_seconds != b->added_seconds) {
+        return a->added_seconds < b->added_seconds ? -1 : 1;
+    }
+    if (a->peak_bytes != b->peak_bytes) {
+        return a->peak_bytes < b->peak_bytes ? -1 : 1;
+    }
+    return strcmp(a->policy->name, b->policy->name);
+}
+
+static int cmd_compare(const opts_t *o) {
+    remat_error_t err;
+    remat_error_init(&err);
+    char *names[64];
+    size_t n = 0;
+    char *list = NULL;
+    if (o->policies) {
+        list = remat_i_xstrdup(o->policies);
+        for (char *tok = strtok(list, ","); tok && n < 64; tok = strtok(NULL, ",")) {
+            names[n++] = tok;
+        }
+        if (n == 0) {
+            free(list);
+            return usage_error("--policies needs a comma-separated list");
+        }
+    } else {
+        for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_POLICY) && n < 64; i++) {
+            const char *name = remat_builtin_name(REMAT_BUILTIN_POLICY, i);
+            if (strcmp(name, "minimal_flash") != 0) { /* an alias of minimal_with_context */
+                names[n++] = (char *)name;
+            }
+        }
+    }
+    job_t *jobs = remat_i_xcalloc(n, sizeof *jobs);
+    const remat_result_t **rs = remat_i_xcalloc(n, sizeof *rs);
+    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &jobs[0].cfg, &err);
+    for (size_t i = 0; st == REMAT_OK && i < n; i++) {
+        jobs[i].cfg = jobs[0].cfg;
+        if (strlen(names[i]) >= sizeof jobs[i].cfg.remat_policy) {
+            st = remat_error_set(&err, REMAT_E_USAGE, NULL, NULL, "policy name too long");
+            break;
+        }
+        strcpy(jobs[i].cfg.remat_policy, names[i]);
+        if (strcmp(names[i], "custom") != 0) {
+            jobs[i].cfg.ncustom = 0;
+        }
+        st = job_run(&jobs[i], &err);
+        rs[i] = &jobs[i].result;
+    }
+    int rc = EXIT_OK;
+    if (st) {
+        rc = report_error(&err);
+    } else {
+        qsort(rs, n, sizeof *rs, rank_cmp);
+        remat_report_compare(stdout, rs, n, o->fmt);
+    }
+    for (size_t i = 0; i < n; i++) {
+        job_release(&jobs[i]);
+    }
+    free(jobs);
+    free(rs);
+    free(list);
+    return rc;
+}
+
+static int cmd_list(const opts_t *o) {
+    const char *what = o->nargs > 0 ? NULL : "all";
+    (void)what;
+    static const struct {
+        const char *name;
+        remat_builtin_kind_t kind;
+    } kinds[] = {{"models", REMAT_BUILTIN_MODEL},
+                 {"graphs", REMAT_BUILTIN_GRAPH},
+                 {"policies", REMAT_BUILTIN_POLICY},
+                 {"hardware", REMAT_BUILTIN_HARDWARE}};
+    for (size_t k = 0; k < 4; k++) {
+        printf("%s:\n", kinds[k].name);
+        for (size_t i = 0; i < remat_builtin_count(kinds[k].kind); i++) {
+            const char *name = remat_builtin_name(kinds[k].kind, i);
+            json_t *root = json_loads(remat_builtin_find(kinds[k].kind, name), 0, NULL);
+            json_t *d = json_object_get(root, "description");
+            printf("  %-34s %s\n", name, json_is_string(d) ? json_string_value(d) : "");
+            json_decref(root);
+        }
+    }
+    printf("config keys:\n");
+    for (size_t i = 0; i < remat_config_nkeys(); i++) {
+        printf("  %-34s %s\n", remat_config_key_name(i), remat_config_key_help(i));
+    }
+    return EXIT_OK;
+}
+
+static int cmd_validate(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "remat: usage: remat validate FILE\n");
+        return EXIT_INPUT;
+    }
+    const char *path = argv[1];
+    remat_error_t err;
+    remat_error_init(&err);
+    char *text = NULL;
+    remat_status_t st = remat_i_read_file(path, &text, &err);
+    if (st) {
+        return report_error(&err);
+    }
+    json_error_t jerr;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        free(text);
+        remat_error_set(&err, REMAT_E_SYNTAX, path, NULL, "%s", jerr.text);
+        err.line = jerr.line;
+        err.column = jerr.column;
+        return report_error(&err);
+    }
+    json_t *format = json_object_get(root, "format");
+    const char *f = json_is_string(format) ? json_string_value(format) : "";
+    int rc = EXIT_OK;
+    if (strcmp(f, "remat-graph/1") == 0) {
+        remat_graph_t *g = NULL;
+        st = remat_graph_load_string(text, path, &g, &err);
+        if (st == REMAT_OK) {
+            printf("%s: ok: graph '%s', layer of %zu tensors and %zu ops%s\n", path, g->name,
+                   g->layer.ntensors, g->layer.nops, g->has_head ? ", with a head" : "");
+        }
+        remat_graph_free(g);
+    } else if (strcmp(f, "remat-policy/1") == 0) {
+        remat_policy_t *p = NULL;
+        st = remat_policy_load_string(text, path, false, &p, &err);
+        if (st == REMAT_OK) {
+            printf("%s: ok: policy '%s' placing %zu names, %zu layer ranges\n", path, p->name,
+                   p->nrules, p->nranges);
+        }
+        remat_policy_free(p);
+    } else if (strcmp(f, "remat-hardware/1") == 0) {
+        remat_hw_t hw;
+        st = remat_hw_load_string(text, path, &hw, &err);
+        if (st == REMAT_OK) {
+            printf("%s: ok: hardware '%s'\n", path, hw.name);
+        }
+    } else if (format) {
+        st = remat_error_set(&err, REMAT_E_SCHEMA, path, "$.format",
+                             "unknown format '%s' (remat-graph/1, remat-policy/1, "
+                             "remat-hardware/1; a config has no format key)",
+                             f);
+    } else {
+        /* A config: build it, then resolve and analyze what it names. */
+        job_t *j = remat_i_xcalloc(1, sizeof *j);
+        st = remat_config_build(path, 0, NULL, &j->cfg, &err);
+        if (st == REMAT_OK) {
+            st = job_run(j, &err);
+        }
+        if (st == REMAT_OK) {
+            printf("%s: ok: config for %s, remat_policy=%s on %s\n", path, j->cfg.model_name,
+                   j->policy->name, j->hw.name);
+        }
+        job_release(j);
+        free(j);
+    }
+    if (st) {
+        rc = report_error(&err);
+    }
+    json_decref(root);
+    free(text);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return EXIT_INPUT;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("remat 0.1.0\n");
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "validate") == 0) {
+        return cmd_validate(argc - 1, argv + 1);
+    }
+    opts_t o;
+    int prc = parse_opts(argc - 1, argv + 1, &o);
+    if (prc) {
+        return prc < 0 ? EXIT_OK : prc;
+    }
+    if (strcmp(cmd, "analyze") == 0) {
+        return cmd_analyze_like(&o, 0);
+    }
+    if (strcmp(cmd, "table") == 0) {
+        return cmd_analyze_like(&o, 1);
+    }
+    if (strcmp(cmd, "check") == 0) {
+        return cmd_analyze_like(&o, 2);
+    }
+    if (strcmp(cmd, "compare") == 0) {
+        return cmd_compare(&o);
+    }
+    if (strcmp(cmd, "list") == 0) {
+        return cmd_list(&o);
+    }
+    static const char *const commands[] = {"analyze", "compare", "check", "table",
+                                           "list",    "validate", "help"};
+    const char *best = NULL;
+    size_t bestd = 4;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        size_t d = remat_i_edit_distance(cmd, commands[i]);
+        if (d < bestd) {
+            bestd = d;
+            best = commands[i];
+        }
+    }
+    if (best) {
+        fprintf(stderr, "remat: unknown command '%s' (did you mean '%s'?)\n", cmd, best);
+    } else {
+        fprintf(stderr, "remat: unknown command '%s' (see 'remat help')\n", cmd);
+    }
+    return EXIT_INPUT;
+}

@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.c: the typed key table, value parsing, and the layering of defaults,
+ * model preset, config file and key=value arguments (config.h).
+ */
+#include "remat/config.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "remat/builtin.h"
+#include "util.h"
+
+typedef enum ktype { K_STR, K_U64, K_F64, K_DTYPE, K_BOOL, K_BYTES, K_PLACE } ktype_t;
+
+typedef struct key {
+    const char *name;
+    ktype_t type;
+    size_t offset;
+    size_t size; /* K_STR: buffer size */
+    const char *help;
+} key_t_;
+
+#define F(field) offsetof(remat_config_t, field), sizeof(((remat_config_t *)0)->field)
+
+static const key_t_ keys[] = {
+    {"model_name", K_STR, F(model_name), "built-in model preset (remat list), or 'default'"},
+    {"graph", K_STR, F(graph), "built-in graph name or a graph JSON file"},
+    {"attention", K_STR, F(attention), "flash | dot_product (selects the built-in graph variant)"},
+    {"hardware", K_STR, F(hardware), "built-in hardware profile or a profile JSON file"},
+    {"remat_policy", K_STR, F(remat_policy), "preset name, 'custom', or a policy JSON file"},
+    {"opt_type", K_STR, F(opt_type), "adamw | sgd"},
+    {"base_emb_dim", K_U64, F(base_emb_dim), "model width E"},
+    {"base_num_query_heads", K_U64, F(base_num_query_heads), "query heads Hq"},
+    {"base_num_kv_heads", K_U64, F(base_num_kv_heads), "key/value heads Hkv"},
+    {"head_dim", K_U64, F(head_dim), "head dimension D"},
+    {"base_mlp_dim", K_U64, F(base_mlp_dim), "MLP width M"},
+    {"base_num_decoder_layers", K_U64, F(base_num_decoder_layers), "decoder layers L"},
+    {"vocab_size", K_U64, F(vocab_size), "vocabulary size V"},
+    {"max_target_length", K_U64, F(max_target_length), "sequence length S"},
+    {"per_device_batch_size", K_F64, F(per_device_batch_size), "sequences per device per step"},
+    {"gradient_accumulation_steps", K_U64, F(gradient_accumulation_steps),
+     "micro-batches per step (activations are per micro-batch)"},
+    {"num_vocab_tiling", K_U64, F(num_vocab_tiling),
+     "chunks the logits/loss over tokens so one chunk's logits are live"},
+    {"dtype", K_DTYPE, F(dtype), "activation dtype (bfloat16)"},
+    {"weight_dtype", K_DTYPE, F(weight_dtype), "parameter dtype (float32)"},
+    {"grad_dtype", K_DTYPE, F(grad_dtype), "gradient dtype (float32)"},
+    {"mu_dtype", K_DTYPE, F(mu_dtype), "optimizer moment dtype (default: weight_dtype)"},
+    {"scan_layers", K_BOOL, F(scan_layers), "layers run under a scan (MaxText default true)"},
+    {"hbm_budget", K_BYTES, F(hbm_budget), "HBM budget per chip in bytes (e.g. 96GiB); default: the chip's"},
+    {"hbm_reserve", K_BYTES, F(hbm_reserve), "bytes held back for runtime and compiler temporaries"},
+    {"safety_margin", K_F64, F(safety_margin), "fraction of the budget kept free by 'check' (0.05)"},
+    {"host_link_bw", K_F64, F(host_link_bw), "host link bytes/s per direction; default: the chip's"},
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+/* MaxText's custom-policy keys (configs/types.py). */
+static const char *const custom_keys[] = {
+    "decoder_layer_input", "context",       "mlpwi",      "mlpwi_0",     "mlpwi_1",
+    "mlpwo",               "moe_mlpwi_0",   "moe_mlpwi_1", "moe_mlpwo",  "query_proj",
+    "key_proj",            "value_proj",    "kv_proj",    "qkv_proj",    "attention_out",
+    "out_proj",            "query_wa_proj", "kv_wa_proj", "mla_q",       "mla_kv",
+    "indexer_cutoff_threshold"};
+#define NCUSTOM (sizeof custom_keys / sizeof custom_keys[0])
+
+static const char *const size_keys[] = {"base_emb_dim",       "base_num_query_heads",
+                                        "base_num_kv_heads",  "head_dim",
+                                        "base_mlp_dim",       "base_num_decoder_layers",
+                                        "vocab_size",         "max_target_length",
+                                        "per_device_batch_size"};
+
+size_t remat_config_nkeys(void) {
+    return NKEYS + NCUSTOM;
+}
+
+const char *remat_config_key_name(size_t i) {
+    return i < NKEYS ? keys[i].name : i < NKEYS + NCUSTOM ? custom_keys[i - NKEYS] : NULL;
+}
+
+const char *remat_config_key_help(size_t i) {
+    return i < NKEYS ? keys[i].help : "custom policy placement: remat | device | offload";
+}
+
+bool remat_config_is_size_key(const char *key) {
+    for (size_t i = 0; i < sizeof size_keys / sizeof size_keys[0]; i++) {
+        if (strcmp(key, size_keys[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void remat_config_defaults(remat_config_t *c) {
+    memset(c, 0, sizeof *c);
+    strcpy(c->model_name, "llama3-8b");
+    strcpy(c->attention, "flash");
+    strcpy(c->hardware, "tpu7x");
+    strcpy(c->remat_policy, "full");
+    strcpy(c->opt_type, "adamw");
+    /* MaxText base.yml */
+    c->base_emb_dim = 2048;
+    c->base_num_query_heads = 16;
+    c->base_num_kv_heads = 16;
+    c->head_dim = 128;
+    c->base_mlp_dim = 7168;
+    c->base_num_decoder_layers = 16;
+    c->vocab_size = 32000;
+    c->max_target_length = 2048;
+    c->per_device_batch_size = 12;
+    c->gradient_accumulation_steps = 1;
+    c->num_vocab_tiling = 1;
+    c->num_devices = 1;
+    c->dtype = REMAT_DTYPE_BF16;
+    c->weight_dtype = REMAT_DTYPE_F32;
+    c->grad_dtype = REMAT_DTYPE_F32;
+    c->mu_dtype = REMAT_DTYPE_F32;
+    c->scan_layers = true;
+    c->safety_margin = 0.05;
+}
+
+static const char *nearest_key(const char *key) {
+    const char *best = NULL;
+    size_t bestd = (size_t)-1;
+    for (size_t i = 0; i < remat_config_nkeys(); i++) {
+        const char *k = remat_config_key_name(i);
+        size_t d = remat_i_edit_distance(key, k);
+        /* A prefix ("per_device_batch") is as good as a near miss. */
+        if (strncmp(k, key, strlen(key)) == 0 && strlen(key) >= 4) {
+            d = d < 2 ? d : 2;
+        }
+        if (d < bestd) {
+            bestd = d;
+            best = k;
+        }
+    }
+    size_t limit = strlen(key) / 3 + 2;
+    return bestd <= limit ? best : NULL;
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (*s < '0' || *s > '9') {
+        return false;
+    }
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || !remat_i_mul(v, 10, &v) ||
+            !remat_i_add(v, (uint64_t)(*s - '0'), &v)) {
+            return false;
+        }
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_bytes(const char *s, uint64_t *out) {
+    static const struct {
+        const char *suffix;
+        double unit;
+    } units[] = {{"", 1},      {"B", 1},         {"KB", 1e3},        {"MB", 1e6},
+                 {"GB", 1e9},  {"TB", 1e12},     {"KiB", 1024.0},    {"MiB", 1048576.0},
+                 {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    if (parse_u64(s, out)) {
+        return true;
+    }
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0) || !isfinite(v)) {
+        return false;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            double b = v * units[i].unit;
+            if (b >= 18446744073709549568.0) {
+                return false;
+            }
+            *out = (uint64_t)llround(b);
+            return true;
+        }
+    }
+    return false;
+}
+
+static remat_status_t set_custom(remat_config_t *c, const char *key, const char *value,
+                                 const char *source, const char *path, remat_error_t *err) {
+    remat_place_t place;
+    if (!remat_place_parse(value, &place)) {
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "'%s' must be remat, device or offload, not '%s'", key, value);
+    }
+    for (size_t i = 0; i < c->ncustom; i++) {
+        if (strcmp(c->custom[i].name, key) == 0) {
+            c->custom[i].place = place;
+            return REMAT_OK;
+        }
+    }
+    if (c->ncustom == 0) {
+        snprintf(c->custom_source, sizeof c->custom_source, "%s", source ? source : "");
+    }
+    snprintf(c->custom[c->ncustom].name, REMAT_NAME_LEN, "%s", key);
+    c->custom[c->ncustom++].place = place;
+    return REMAT_OK;
+}
+
+remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *value,
+                                const char *source, const char *path, remat_error_t *err) {
+    if (strcmp(key, "model") == 0) {
+        key = "model_name";
+    }
+    for (size_t i = 0; i < NCUSTOM; i++) {
+        if (strcmp(key, custom_keys[i]) == 0) {
+            return set_custom(c, key, value, source, path, err);
+        }
+    }
+    const key_t_ *k = NULL;
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (strcmp(key, keys[i].name) == 0) {
+            k = &keys[i];
+        }
+    }
+    if (!k) {
+        const char *near = nearest_key(key);
+        if (near) {
+            return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                   "unknown config key '%s' (did you mean '%s'?)", key, near);
+        }
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "unknown config key '%s' (remat list keys shows them all)", key);
+    }
+    char *field = (char *)c + k->offset;
+    switch (k->type) {
+        case K_STR:
+            if (strlen(value) >= k->size || !*value) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "'%s' must be a non-empty string under %zu bytes", key,
+                                       k->size);
+            }
+            memcpy(field, value, strlen(value) + 1);
+            if (strcmp(key, "attention") == 0 && strcmp(value, "flash") != 0 &&
+                strcmp(value, "dot_product") != 0 && strcmp(value, "autoselected") != 0) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "attention must be flash, dot_product or autoselected, "
+                                       "not '%s'",
+                                       value);
+            }
+            if (strcmp(key, "attention") == 0 && strcmp(value, "autoselected") == 0) {
+                /* MaxText picks flash on TPU for S >= 128; so do we. */
+                strcpy(field, "flash");
+            }
+            if (strcmp(key, "opt_type") == 0 && strcmp(value, "adamw") != 0 &&
+                strcmp(value, "sgd") != 0) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "opt_type must be adamw or sgd, not '%s'", value);
+            }
+            return REMAT_OK;
+        case K_U64: {
+            uint64_t v;
+            if (!parse_u64(value, &v) || v == 0) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "'%s' must be a positive integer, not '%s'", key, value);
+            }
+            *(uint64_t *)(void *)field = v;
+            return REMAT_OK;
+        }
+        case K_BYTES: {
+            uint64_t v;
+            if (!parse_bytes(value, &v)) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "'%s' must be a byte count such as 96GiB or 100000000000, "
+                                       "not '%s'",
+                                       key, value);
+            }
+            *(uint64_t *)(void *)field = v;
+            return REMAT_OK;
+        }
+        case K_F64: {
+            char *end;
+            double v = strtod(value, &end);
+            bool ok = end != value && !*end && isfinite(v);
+            if (strcmp(key, "safety_margin") == 0) {
+                ok = ok && v >= 0 && v < 1;
+            } else {
+                ok = ok && v > 0;
+            }
+            if (!ok) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       strcmp(key, "safety_margin") == 0
+                                           ? "'%s' must be a fraction in [0, 1), not '%s'"
+                                           : "'%s' must be a positive number, not '%s'",
+                                       key, value);
+            }
+            *(double *)(void *)field = v;
+            return REMAT_OK;
+        }
+        case K_DTYPE: {
+            remat_dtype_t d;
+            if (!remat_dtype_parse(value, &d) || d == REMAT_DTYPE_ACT ||
+                d == REMAT_DTYPE_WEIGHT || d >= REMAT_DTYPE_I32) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "'%s' must be a float dtype (float32, bfloat16, float16, "
+                                       "fp8_e4m3, fp8_e5m2), not '%s'",
+                                       key, value);
+            }
+            *(remat_dtype_t *)(void *)field = d;
+            if (strcmp(key, "mu_dtype") == 0) {
+                c->mu_dtype_set = true;
+            }
+            return REMAT_OK;
+        }
+        case K_BOOL:
+            if (strcmp(value, "true") == 0 || strcmp(value, "True") == 0 ||
+                strcmp(value, "1") == 0) {
+                *(bool *)(void *)field = true;
+            } else if (strcmp(value, "false") == 0 || strcmp(value, "False") == 0 ||
+                       strcmp(value, "0") == 0) {
+                *(bool *)(void *)field = false;
+            } else {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "'%s' must be true or false, not '%s'", key, value);
+            }
+            return REMAT_OK;
+        case K_PLACE:
+            break;
+    }
+    return remat_error_set(err, REMAT_E_INTERNAL, source, path, "unhandled key type for '%s'",
+                           key);
+}
+
+/* One setting from a file or the command line, as text. */
+typedef struct entry {
+    char key[96];
+    char value[REMAT_STR_LEN];
+    char path[REMAT_ERR_PATH_LEN];
+    const char *source;
+} entry_t;
+
+static remat_status_t json_to_entries(json_t *obj, const char *source, entry_t **out, size_t *n,
+                                      const char *prefix, remat_error_t *err) {
+    const char *key;
+    json_t *v;
+    if (!json_is_object(obj)) {
+        return remat_error_set(err, REMAT_E_SCHEMA, source, prefix,
+                               "a config must be a JSON object of key: value");
+    }
+    json_object_foreach(obj, key, v) {
+        *out = remat_i_xrealloc(*out, (*n + 1) * sizeof **out);
+        entry_t *e = &(*out)[*n];
+        memset(e, 0, sizeof *e);
+        e->source = source;
+        snprintf(e->path, sizeof e->path, "%s.%s", prefix, key);
+        if (strlen(key) >= sizeof e->key) {
+            return remat_error_set(err, REMAT_E_CONFIG, source, e->path, "key is too long");
+        }
+        strcpy(e->key, key);
+        int w;
+        if (json_is_string(v)) {
+            w = snprintf(e->value, sizeof e->value, "%s", json_string_value(v));
+        } else if (json_is_integer(v)) {
+            if (json_integer_value(v) < 0) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, e->path,
+                                       "'%s' must not be negative", key);
+            }
+            w = snprintf(e->value, sizeof e->value, "%lld", (long long)json_integer_value(v));
+        } else if (json_is_real(v)) {
+            w = snprintf(e->value, sizeof e->value, "%.17g", json_real_value(v));
+        } else if (json_is_boolean(v)) {
+            w = snprintf(e->value, sizeof e->value, "%s", json_is_true(v) ? "true" : "false");
+        } else {
+            return remat_error_set(err, REMAT_E_CONFIG, source, e->path,
+                                   "'%s' must be a string, number or boolean", key);
+        }
+        if (w < 0 || (size_t)w >= sizeof e->value) {
+            return remat_error_set(err, REMAT_E_CONFIG, source, e->path, "value is too long");
+        }
+        (*n)++;
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t apply_model(remat_config_t *c, const char *name, remat_error_t *err) {
+    if (strcmp(name, "default") == 0) {
+        return REMAT_OK;
+    }
+    const char *text = remat_builtin_find(REMAT_BUILTIN_MODEL, name);
+    if (!text) {
+        char list[1024];
+        remat_builtin_list(REMAT_BUILTIN_MODEL, list, sizeof list);
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "unknown model_name '%s' (built-in models: %s, or 'default')",
+                               name, list);
+    }
+    char source[REMAT_ERR_SOURCE_LEN + 300];
+    snprintf(source, sizeof source, "<builtin:models/%s.json>", name);
+    json_error_t jerr;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        return remat_error_set(err, REMAT_E_INTERNAL, source, NULL, "%s", jerr.text);
+    }
+    entry_t *entries = NULL;
+    size_t n = 0;
+    remat_status_t st =
+        json_to_entries(json_object_get(root, "config"), source, &entries, &n, "$.config", err);
+    for (size_t i = 0; st == REMAT_OK && i < n; i++) {
+        st = remat_config_set(c, entries[i].key, entries[i].value, source, entries[i].path, err);
+    }
+    free(entries);
+    json_decref(root);
+    return st;
+}
+
+remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
+                                  remat_config_t *c, remat_error_t *err) {
+    remat_config_defaults(c);
+    entry_t *entries = NULL;
+    size_t n = 0;
+    remat_status_t st = REMAT_OK;
+    if (file) {
+        char *text = NULL;
+        if ((st = remat_i_read_file(file, &text, err))) {
+            return st;
+        }
+        json_error_t jerr;
+        json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+        free(text);
+        if (!root) {
+            remat_error_set(err, REMAT_E_SYNTAX, file, NULL, "%s", jerr.text);
+            if (err) {
+                err->line = jerr.line;
+                err->column = jerr.column;
+            }
+            return REMAT_E_SYNTAX;
+        }
+        st = json_to_entries(root, file, &entries, &n, "$", err);
+        json_decref(root);
+        if (st) {
+            free(entries);
+            return st;
+        }
+    }
+    for (size_t i = 0; i < nargs; i++) {
+        const char *eq = strchr(args[i], '=');
+        entries = remat_i_xrealloc(entries, (n + 1) * sizeof *entries);
+        entry_t *e = &entries[n];
+        memset(e, 0, sizeof *e);
+        e->source = "<command line>";
+        snprintf(e->path, sizeof e->path, "%s", args[i]);
+        if (!eq || eq == args[i] || (size_t)(eq - args[i]) >= sizeof e->key ||
+            strlen(eq + 1) >= sizeof e->value) {
+            st = remat_error_set(err, REMAT_E_USAGE, e->source, e->path,
+                                 "expected key=value (MaxText style), e.g. per_device_batch_size=4");
+            free(entries);
+            return st;
+        }
+        memcpy(e->key, args[i], (size_t)(eq - args[i]));
+        strcpy(e->value, eq + 1);
+        n++;
+    }
+    /* The model preset goes under everything the user set. */
+    const char *model = c->model_name;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(entries[i].key, "model_name") == 0 || strcmp(entries[i].key, "model") == 0) {
+            model = entries[i].value;
+        }
+    }
+    char model_buf[REMAT_STR_LEN];
+    snprintf(model_buf, sizeof model_buf, "%s", model);
+    st = apply_model(c, model_buf, err);
+    if (st == REMAT_OK) {
+        snprintf(c->model_name, sizeof c->model_name, "%s", model_buf);
+    }
+    for (size_t i = 0; st == REMAT_OK && i < n; i++) {
+        st = remat_config_set(c, entries[i].key, entries[i].value, entries[i].source,
+                              entries[i].path, err);
+    }
+    free(entries);
+    if (st == REMAT_OK && !c->mu_dtype_set) {
+        c->mu_dtype = c->weight_dtype;
+    }
+    if (st == REMAT_OK && c->ncustom > 0 && strcmp(c->remat_policy, "custom") != 0) {
+        st = remat_error_set(err, REMAT_E_CONFIG, c->custom_source, NULL,
+                             "'%s=%s' applies only with remat_policy=custom (remat_policy is '%s')",
+                             c->custom[0].name, remat_place_name(c->custom[0].place),
+                             c->remat_policy);
+    }
+    return st;
+}
+
+remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint64_t *out,
+                                 remat_error_t *err) {
+    if (strcmp(key, "per_device_batch_size") == 0) {
+        double global = c->per_device_batch_size * (double)c->num_devices;
+        double micro = global / (double)c->gradient_accumulation_steps;
+        if (micro < 1 || micro != floor(micro) || micro > 1e15) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "per_device_batch_size %g x %llu devices / %llu accumulation "
+                                   "steps is %g sequences per micro-batch: it must be a whole "
+                                   "number of at least 1",
+                                   c->per_device_batch_size, (unsigned long long)c->num_devices,
+                                   (unsigned long long)c->gradient_accumulation_steps, micro);
+        }
+        *out = (uint64_t)micro;
+        return REMAT_OK;
+    }
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (strcmp(keys[i].name, key) == 0 && keys[i].type == K_U64) {
+            *out = *(const uint64_t *)(const void *)((const char *)c + keys[i].offset);
+            return REMAT_OK;
+        }
+    }
+    return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "'%s' is not an integer config key",
+                           key);
+}
+
+unsigned remat_config_dtype_bytes(const remat_config_t *c, remat_dtype_t d) {
+    if (d == REMAT_DTYPE_ACT) {
+        return remat_dtype_bytes(c->dtype);
+    }
+    if (d == REMAT_DTYPE_WEIGHT) {
+        return remat_dtype_bytes(c->weight_dtype);
+    }
+    return remat_dtype_bytes(d);
+}

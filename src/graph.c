@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * graph.c: whole-graph checks and derived facts, computed once at load:
+ * unique producers, the DAG check and topological order, reachability of the
+ * outputs, which tensors carry gradients, which are residuals (read by some
+ * op's backward), buffer aliasing of views, and each tensor's last forward
+ * use. igraph does the graph algorithms; this file is its only user besides
+ * the policy planner.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <igraph.h>
+
+#include "graph_internal.h"
+#include "util.h"
+
+static const char *const dtype_names[REMAT_DTYPE_COUNT] = {
+    "act", "weight", "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int32", "int8", "bool"};
+static const unsigned dtype_bytes[REMAT_DTYPE_COUNT] = {0, 0, 4, 2, 2, 1, 1, 4, 1, 1};
+
+const char *remat_dtype_name(remat_dtype_t d) {
+    return d < REMAT_DTYPE_COUNT ? dtype_names[d] : "?";
+}
+
+unsigned remat_dtype_bytes(remat_dtype_t d) {
+    return d < REMAT_DTYPE_COUNT ? dtype_bytes[d] : 0;
+}
+
+bool remat_dtype_parse(const char *s, remat_dtype_t *out) {
+    static const struct {
+        const char *alias;
+        remat_dtype_t d;
+    } aliases[] = {{"float32", REMAT_DTYPE_F32},   {"bfloat16", REMAT_DTYPE_BF16},
+                   {"float16", REMAT_DTYPE_F16},   {"float8_e4m3fn", REMAT_DTYPE_F8E4M3},
+                   {"fp8", REMAT_DTYPE_F8E4M3},    {"float8_e5m2", REMAT_DTYPE_F8E5M2},
+                   {"int32", REMAT_DTYPE_I32},     {"f32", REMAT_DTYPE_F32}};
+    for (int i = 0; i < REMAT_DTYPE_COUNT; i++) {
+        if (strcmp(s, dtype_names[i]) == 0) {
+            *out = (remat_dtype_t)i;
+            return true;
+        }
+    }
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+        if (strcmp(s, aliases[i].alias) == 0) {
+            *out = aliases[i].d;
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t remat_block_find_tensor(const remat_block_t *b, const char *name) {
+    for (size_t i = 0; i < b->ntensors; i++) {
+        if (b->tensors[i].name && strcmp(b->tensors[i].name, name) == 0) {
+            return i;
+        }
+    }
+    return REMAT_NONE;
+}
+
+bool remat_graph_has_tag(const remat_graph_t *g, const char *tag) {
+    for (size_t i = 0; i < g->layer.ntensors; i++) {
+        for (size_t j = 0; j < g->layer.tensors[i].ntags; j++) {
+            if (strcmp(g->layer.tensors[i].tags[j], tag) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static void block_release(remat_block_t *b) {
+    for (size_t i = 0; i < b->ntensors; i++) {
+        free(b->tensors[i].name);
+        for (size_t j = 0; j < b->tensors[i].ntags; j++) {
+            free(b->tensors[i].tags[j]);
+        }
+    }
+    for (size_t i = 0; i < b->nops; i++) {
+        free(b->ops[i].name);
+    }
+    free(b->tensors);
+    free(b->ops);
+    free(b->order);
+    free(b->inputs);
+    free(b->outputs);
+}
+
+void remat_graph_free(remat_graph_t *g) {
+    if (!g) {
+        return;
+    }
+    for (size_t i = 0; i < g->ndims; i++) {
+        free(g->dims[i].name);
+        free(g->dims[i].from);
+        free(g->dims[i].div);
+        free(g->dims[i].axis);
+    }
+    free(g->dims);
+    block_release(&g->layer);
+    if (g->has_head) {
+        block_release(&g->head);
+    }
+    free(g->name);
+    free(g->description);
+    free(g->source);
+    free(g);
+}
+
+static bool is_float(remat_dtype_t d) {
+    return d != REMAT_DTYPE_I32 && d != REMAT_DTYPE_I8 && d != REMAT_DTYPE_BOOL;
+}
+
+/* The bipartite tensor/op digraph: tensors are vertices [0, nt), ops
+   [nt, nt + nops); edges run tensor -> reading op -> written tensor. */
+static igraph_error_t build_igraph(const remat_block_t *b, igraph_t *ig) {
+    igraph_vector_int_t edges;
+    igraph_error_t ist = igraph_vector_int_init(&edges, 0);
+    if (ist) {
+        return ist;
+    }
+    for (size_t j = 0; j < b->nops && !ist; j++) {
+        const remat_op_t *op = &b->ops[j];
+        for (size_t i = 0; i < op->nin && !ist; i++) {
+            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)op->in[i]);
+            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)(b->ntensors + j));
+        }
+        for (size_t i = 0; i < op->nout && !ist; i++) {
+            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)(b->ntensors + j));
+            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)op->out[i]);
+        }
+    }
+    if (!ist) {
+        ist = igraph_create(ig, &edges, (igraph_integer_t)(b->ntensors + b->nops), IGRAPH_DIRECTED);
+    }
+    igraph_vector_int_destroy(&edges);
+    return ist;
+}
+
+/* Marks in @p hit every vertex reachable from @p roots (following @p mode)
+   through vertices allowed by @p allowed (NULL: all). */
+static igraph_error_t reach(const igraph_t *ig, const igraph_vector_int_t *roots,
+                            igraph_neimode_t mode, const igraph_vector_int_t *allowed, bool *hit) {
+    igraph_vector_int_t order;
+    igraph_error_t ist = igraph_vector_int_init(&order, 0);
+    if (ist) {
+        return ist;
+    }
+    if (igraph_vector_int_size(roots) > 0) {
+        ist = igraph_bfs(ig, 0, roots, mode, false, allowed, &order, NULL, NULL, NULL, NULL, NULL,
+                         NULL, NULL);
+    }
+    for (igraph_integer_t i = 0; !ist && i < igraph_vector_int_size(&order); i++) {
+        igraph_integer_t v = VECTOR(order)[i];
+        if (v >= 0) {
+            hit[v] = true;
+        }
+    }
+    igraph_vector_int_destroy(&order);
+    return ist;
+}
+
+typedef struct ctx {
+    remat_graph_t *g;
+    const char *source;
+    remat_error_t *err;
+    remat_jpath_t path;
+} ctx_t;
+
+static remat_status_t fail_at(ctx_t *c, const char *section, const char *key, size_t index,
+                              remat_status_t code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static remat_status_t fail_at(ctx_t *c, const char *section, const char *key, size_t index,
+                              remat_status_t code, const char *fmt, ...) {
+    char text[REMAT_ERR_TEXT_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    remat_i_jpath_init(&c->path);
+    remat_i_jpath_key(&c->path, section);
+    if (key) {
+        remat_i_jpath_key(&c->path, key);
+        if (index != REMAT_NONE) {
+            remat_i_jpath_index(&c->path, index);
+        }
+    }
+    return remat_error_set(c->err, code, c->source, c->path.buf, "%s", text);
+}
+
+static remat_status_t from_igraph(ctx_t *c, igraph_error_t ist) {
+    if (ist == IGRAPH_ENOMEM) {
+        return remat_error_set(c->err, REMAT_E_NOMEM, c->source, NULL, "out of memory in igraph");
+    }
+    return remat_error_set(c->err, REMAT_E_INTERNAL, c->source, NULL, "igraph error %d: %s",
+                           (int)ist, igraph_strerror(ist));
+}
+
+static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *section,
+                                    size_t takes, size_t feeds) {
+    remat_status_t st = REMAT_OK;
+    /* 1. Every tensor has exactly one origin: input, param, or one op. */
+    for (size_t j = 0; j < b->nops; j++) {
+        for (size_t i = 0; i < b->ops[j].nout; i++) {
+            remat_tensor_t *t = &b->tensors[b->ops[j].out[i]];
+            if (t->input || t->param || b->ops[j].out[i] == takes) {
+                return fail_at(c, section, "ops", j, REMAT_E_GRAPH,
+                               "op '%s' writes '%s', which is an input or a param",
+                               b->ops[j].name, t->name);
+            }
+            if (t->producer != REMAT_NONE) {
+                return fail_at(c, section, "ops", j, REMAT_E_GRAPH,
+                               "tensor '%s' is produced twice (also by '%s')", t->name,
+                               b->ops[t->producer].name);
+            }
+            t->producer = j;
+        }
+    }
+    for (size_t i = 0; i < b->ntensors; i++) {
+        remat_tensor_t *t = &b->tensors[i];
+        if (t->producer == REMAT_NONE && !t->input && !t->param && i != takes) {
+            remat_i_jpath_init(&c->path);
+            remat_i_jpath_key(&c->path, section);
+            remat_i_jpath_key(&c->path, "tensors");
+            remat_i_jpath_key(&c->path, t->name);
+            return remat_error_set(c->err, REMAT_E_GRAPH, c->source, c->path.buf,
+                                   "tensor '%s' is not an input or a param and no op produces it",
+                                   t->name);
+        }
+        if (t->input && t->param) {
+            return fail_at(c, section, "inputs", REMAT_NONE, REMAT_E_GRAPH,
+                           "param '%s' cannot be a block input", t->name);
+        }
+    }
+    /* 2. Each op obeys its kind's rule. */
+    for (size_t j = 0; j < b->nops; j++) {
+        remat_i_jpath_init(&c->path);
+        remat_i_jpath_key(&c->path, section);
+        remat_i_jpath_key(&c->path, "ops");
+        remat_i_jpath_index(&c->path, j);
+        if ((st = remat_i_op_check(c->g, b, &b->ops[j], c->source, c->path.buf, c->err))) {
+            return st;
+        }
+        if (remat_i_opkind_is_view(b->ops[j].kind)) {
+            for (size_t i = 0; i < b->ops[j].nout; i++) {
+                if (b->tensors[b->ops[j].out[i]].dtype != b->tensors[b->ops[j].in[0]].dtype) {
+                    return fail_at(c, section, "ops", j, REMAT_E_GRAPH,
+                                   "view op '%s' cannot change the dtype (use cast) of '%s'",
+                                   b->ops[j].name, b->tensors[b->ops[j].out[i]].name);
+                }
+            }
+        }
+    }
+    /* 3. DAG check, order and reachability, on igraph. */
+    igraph_t ig;
+    igraph_error_t ist = build_igraph(b, &ig);
+    if (ist) {
+        return from_igraph(c, ist);
+    }
+    size_t nv = b->ntensors + b->nops;
+    bool *fwd = remat_i_xcalloc(nv, sizeof *fwd);
+    bool *bwd = remat_i_xcalloc(nv, sizeof *bwd);
+    igraph_vector_int_t v1, v2;
+    igraph_vector_int_init(&v1, 0);
+    igraph_vector_int_init(&v2, 0);
+    igraph_bool_t dag = false;
+    if ((ist = igraph_is_dag(&ig, &dag))) {
+        st = from_igraph(c, ist);
+        goto out;
+    }
+    if (!dag) {
+        /* Name an op that sits on a cycle: one in a strong component of
+           more than one vertex. */
+        igraph_integer_t ncomp = 0;
+        if ((ist = igraph_connected_components(&ig, &v1, &v2, &ncomp, IGRAPH_STRONG))) {
+            st = from_igraph(c, ist);
+            goto out;
+        }
+        for (size_t j = 0; j < b->nops; j++) {
+            if (VECTOR(v2)[VECTOR(v1)[b->ntensors + j]] > 1) {
+                st = fail_at(c, section, "ops", j, REMAT_E_GRAPH,
+                             "the ops form a cycle through '%s'", b->ops[j].name);
+                goto out;
+            }
+        }
+        st = fail_at(c, section, "ops", REMAT_NONE, REMAT_E_GRAPH, "the ops form a cycle");
+        goto out;
+    }
+    if ((ist = igraph_topological_sorting(&ig, &v1, IGRAPH_OUT))) {
+        st = from_igraph(c, ist);
+        goto out;
+    }
+    b->order = remat_i_xcalloc(b->nops, sizeof *b->order);
+    size_t n = 0;
+    for (igraph_integer_t i = 0; i < igraph_vector_int_size(&v1); i++) {
+        igraph_integer_t v = VECTOR(v1)[i];
+        if ((size_t)v >= b->ntensors) {
+            b->order[n++] = (size_t)v - b->ntensors;
+        }
+    }
+    /* Forward reach from the block's differentiable sources (inputs and
+       params), through float tensors only: an int tensor stops gradients. */
+    igraph_vector_int_clear(&v1);
+    igraph_vector_int_clear(&v2);
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        if (is_float(t->dtype)) {
+            igraph_vector_int_push_back(&v2, (igraph_integer_t)i);
+            if (t->input || t->param || i == takes) {
+                igraph_vector_int_push_back(&v1, (igraph_integer_t)i);
+            }
+        }
+    }
+    for (size_t j = 0; j < b->nops; j++) {
+        igraph_vector_int_push_back(&v2, (igraph_integer_t)(b->ntensors + j));
+    }
+    if ((ist = reach(&ig, &v1, IGRAPH_OUT, &v2, fwd))) {
+        st = from_igraph(c, ist);
+        goto out;
+    }
+    igraph_vector_int_clear(&v1);
+    for (size_t i = 0; i < b->noutputs; i++) {
+        if (is_float(b->tensors[b->outputs[i]].dtype)) {
+            igraph_vector_int_push_back(&v1, (igraph_integer_t)b->outputs[i]);
+        }
+    }
+    if (feeds != REMAT_NONE) {
+        /* The head's feed to layer 0 receives its gradient from the layers. */
+        igraph_vector_int_push_back(&v1, (igraph_integer_t)feeds);
+    }
+    if ((ist = reach(&ig, &v1, IGRAPH_IN, &v2, bwd))) {
+        st = from_igraph(c, ist);
+        goto out;
+    }
+    for (size_t i = 0; i < b->noutputs; i++) {
+        const remat_tensor_t *t = &b->tensors[b->outputs[i]];
+        if (t->producer == REMAT_NONE) {
+            st = fail_at(c, section, "outputs", i, REMAT_E_GRAPH,
+                         "output '%s' is not produced by any op", t->name);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < b->ntensors; i++) {
+        b->tensors[i].needs_grad = fwd[i] && bwd[i];
+    }
+out:
+    igraph_vector_int_destroy(&v1);
+    igraph_vector_int_destroy(&v2);
+    igraph_destroy(&ig);
+    free(fwd);
+    free(bwd);
+    return st;
+}
+
+/* Derived per-op and per-tensor facts that depend on the final op order. */
+static remat_status_t derive(ctx_t *c, remat_block_t *b, const char *section) {
+    for (size_t i = 0; i < b->ntensors; i++) {
+        b->tensors[i].storage = i;
+        b->tensors[i].last_use = REMAT_NONE;
+        b->tensors[i].residual = false;
+    }
+    for (size_t p = 0; p < b->nops; p++) {
+        remat_op_t *op = &b->ops[b->order[p]];
+        for (size_t i = 0; i < op->nin; i++) {
+            b->tensors[op->in[i]].last_use = p;
+        }
+        if (remat_i_opkind_is_view(op->kind)) {
+            for (size_t i = 0; i < op->nout; i++) {
+                b->tensors[op->out[i]].storage = b->tensors[op->in[0]].storage;
+            }
+        }
+        op->has_backward = false;
+        for (size_t i = 0; i < op->nout; i++) {
+            op->has_backward |= b->tensors[op->out[i]].needs_grad;
+        }
+        remat_i_op_default_saves(b, op);
+        if (op->has_backward) {
+            for (size_t i = 0; i < op->nsaves; i++) {
+                remat_tensor_t *t = &b->tensors[op->saves[i]];
+                if (!t->param) {
+                    t->residual = true;
+                }
+            }
+        }
+    }
+    (void)section;
+    (void)c;
+    return REMAT_OK;
+}
+
+static bool same_shape(const remat_tensor_t *a, const remat_tensor_t *b) {
+    return a->rank == b->rank && memcmp(a->dim, b->dim, a->rank * sizeof a->dim[0]) == 0 &&
+           a->dtype == b->dtype;
+}
+
+remat_status_t remat_i_graph_analyze(remat_graph_t *g, const char *source, remat_error_t *err) {
+    ctx_t c = {.g = g, .source = source, .err = err};
+    igraph_error_handler_t *old = igraph_set_error_handler(igraph_error_handler_ignore);
+    igraph_warning_handler_t *oldw = igraph_set_warning_handler(igraph_warning_handler_ignore);
+    remat_status_t st = REMAT_OK;
+    remat_block_t *L = &g->layer;
+    if (L->ninputs != 1 || L->noutputs != 1) {
+        st = fail_at(&c, "layer", "inputs", REMAT_NONE, REMAT_E_GRAPH,
+                     "a layer has one input and one output (the residual stream)");
+        goto out;
+    }
+    if (!same_shape(&L->tensors[L->inputs[0]], &L->tensors[L->outputs[0]])) {
+        st = fail_at(&c, "layer", "outputs", 0, REMAT_E_GRAPH,
+                     "layer output '%s' must have the shape and dtype of input '%s'",
+                     L->tensors[L->outputs[0]].name, L->tensors[L->inputs[0]].name);
+        goto out;
+    }
+    if ((st = analyze_block(&c, L, "layer", REMAT_NONE, REMAT_NONE)) || (st = derive(&c, L, "layer"))) {
+        goto out;
+    }
+    if (L->tensors[L->outputs[0]].residual) {
+        st = fail_at(&c, "layer", "outputs", 0, REMAT_E_GRAPH,
+                     "layer output '%s' is read by its own layer's backward, which the layer "
+                     "stack does not support (it is the next layer's input)", L->tensors[L->outputs[0]].name);
+        goto out;
+    }
+    if (g->has_head) {
+        remat_block_t *H = &g->head;
+        const remat_tensor_t *feeds = &H->tensors[g->head_feeds];
+        const remat_tensor_t *takes = &H->tensors[g->head_takes];
+        if (!same_shape(feeds, &L->tensors[L->inputs[0]]) ||
+            !same_shape(takes, &L->tensors[L->inputs[0]])) {
+            st = fail_at(&c, "head", "feeds_layer", REMAT_NONE, REMAT_E_GRAPH,
+                         "'%s' and '%s' must have the layer input's shape and dtype",
+                         feeds->name, takes->name);
+            goto out;
+        }
+        if ((st = analyze_block(&c, H, "head", g->head_takes, g->head_feeds))) {
+            goto out;
+        }
+        /* The ops that do not depend on the last layer's output run before
+           the layers; order them first, keeping topological order. */
+        igraph_t ig;
+        igraph_error_t ist = build_igraph(H, &ig);
+        if (ist) {
+            st = from_igraph(&c, ist);
+            goto out;
+        }
+        bool *after = remat_i_xcalloc(H->ntensors + H->nops, sizeof *after);
+        igraph_vector_int_t roots;
+        igraph_vector_int_init(&roots, 1);
+        VECTOR(roots)[0] = (igraph_integer_t)g->head_takes;
+        ist = reach(&ig, &roots, IGRAPH_OUT, NULL, after);
+        igraph_vector_int_destroy(&roots);
+        igraph_destroy(&ig);
+        if (ist) {
+            free(after);
+            st = from_igraph(&c, ist);
+            goto out;
+        }
+        size_t *order = remat_i_xcalloc(H->nops, sizeof *order), n = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            for (size_t p = 0; p < H->nops; p++) {
+                if (after[H->ntensors + H->order[p]] == (pass == 1)) {
+                    order[n++] = H->order[p];
+                }
+            }
+            if (pass == 0) {
+                g->head_npre = n;
+            }
+        }
+        bool feeds_after = after[g->head_feeds];
+        free(H->order);
+        H->order = order;
+        free(after);
+        if (feeds_after || feeds->producer == REMAT_NONE) {
+            st = fail_at(&c, "head", "feeds_layer", REMAT_NONE, REMAT_E_GRAPH,
+                         "'%s' must be produced by head ops that run before the layers", feeds->name);
+            goto out;
+        }
+        if ((st = derive(&c, H, "head"))) {
+            goto out;
+        }
+    }
+out:
+    igraph_set_error_handler(old);
+    igraph_set_warning_handler(oldw);
+    return st;
+}

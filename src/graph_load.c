@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * graph_load.c: JSON -> remat_graph_t. Owns the schema of docs/graph-format.md
+ * (format "remat-graph/1"): types, required keys, names that must resolve.
+ * Semantic checks that need the whole graph (DAG, shapes, einsum specs) live
+ * in graph.c; no json_t survives a call into this file.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "graph_internal.h"
+#include "remat/config.h"
+#include "util.h"
+
+typedef struct loader {
+    const char *source;
+    remat_jpath_t path;
+    remat_error_t *err;
+    remat_graph_t *g;
+} loader_t;
+
+static remat_status_t fail(loader_t *L, remat_status_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static remat_status_t fail(loader_t *L, remat_status_t code, const char *fmt, ...) {
+    char text[REMAT_ERR_TEXT_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return remat_error_set(L->err, code, L->source, L->path.buf, "%s", text);
+}
+
+/* Object keys that a section may hold; anything else is a typo to report. */
+static remat_status_t check_keys(loader_t *L, json_t *obj, const char *const *allowed) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        bool ok = false;
+        for (size_t i = 0; allowed[i]; i++) {
+            if (strcmp(key, allowed[i]) == 0) {
+                ok = true;
+                break;
+            }
+        }
+        if (!ok) {
+            remat_i_jpath_key(&L->path, key);
+            remat_status_t st = fail(L, REMAT_E_SCHEMA, "unknown key '%s'", key);
+            remat_i_jpath_pop(&L->path);
+            return st;
+        }
+    }
+    (void)v;
+    return REMAT_OK;
+}
+
+static bool valid_name(const char *s) {
+    if (!*s || strlen(s) > 64) {
+        return false;
+    }
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static remat_status_t get_string(loader_t *L, json_t *obj, const char *key, bool required,
+                                 const char **out) {
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v) {
+        return required ? fail(L, REMAT_E_SCHEMA, "missing required key '%s'", key)
+                        : REMAT_OK;
+    }
+    if (!json_is_string(v)) {
+        remat_i_jpath_key(&L->path, key);
+        remat_status_t st = fail(L, REMAT_E_SCHEMA, "'%s' must be a string", key);
+        remat_i_jpath_pop(&L->path);
+        return st;
+    }
+    *out = json_string_value(v);
+    return REMAT_OK;
+}
+
+static remat_status_t load_dims(loader_t *L, json_t *dims) {
+    remat_graph_t *g = L->g;
+    if (!json_is_object(dims) || json_object_size(dims) == 0) {
+        return fail(L, REMAT_E_SCHEMA, "'dims' must be a non-empty object");
+    }
+    g->ndims = json_object_size(dims);
+    if (g->ndims > 64) {
+        return fail(L, REMAT_E_SCHEMA, "at most 64 dims");
+    }
+    g->dims = remat_i_xcalloc(g->ndims, sizeof *g->dims);
+    size_t i = 0;
+    const char *key;
+    json_t *d;
+    json_object_foreach(dims, key, d) {
+        remat_dim_t *dim = &g->dims[i++];
+        dim->name = remat_i_xstrdup(key);
+        remat_i_jpath_key(&L->path, key);
+        static const char *const allowed[] = {"from", "div", "value", "axis", NULL};
+        if (!valid_name(key)) {
+            return fail(L, REMAT_E_SCHEMA, "invalid dim name '%s'", key);
+        }
+        if (!json_is_object(d)) {
+            return fail(L, REMAT_E_SCHEMA, "dim '%s' must be an object with 'from' or 'value'", key);
+        }
+        remat_status_t st = check_keys(L, d, allowed);
+        if (st) {
+            return st;
+        }
+        const char *from, *axis, *div;
+        if ((st = get_string(L, d, "from", false, &from)) ||
+            (st = get_string(L, d, "div", false, &div)) ||
+            (st = get_string(L, d, "axis", false, &axis))) {
+            return st;
+        }
+        if (div && (!from || !remat_config_is_size_key(div))) {
+            return fail(L, REMAT_E_SCHEMA,
+                        "dim '%s': 'div' needs 'from' and must name an integer config key", key);
+        }
+        if (div) {
+            dim->div = remat_i_xstrdup(div);
+        }
+        json_t *value = json_object_get(d, "value");
+        if ((from == NULL) == (value == NULL)) {
+            return fail(L, REMAT_E_SCHEMA, "dim '%s' needs exactly one of 'from' and 'value'", key);
+        }
+        if (from) {
+            if (!remat_config_is_size_key(from)) {
+                return fail(L, REMAT_E_SCHEMA,
+                            "dim '%s' binds to '%s', which is not an integer config key", key,
+                            from);
+            }
+            dim->from = remat_i_xstrdup(from);
+        } else {
+            if (!json_is_integer(value) || json_integer_value(value) <= 0) {
+                return fail(L, REMAT_E_SCHEMA, "dim '%s': 'value' must be a positive integer", key);
+            }
+            dim->value = (uint64_t)json_integer_value(value);
+        }
+        if (axis) {
+            dim->axis = remat_i_xstrdup(axis);
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    return REMAT_OK;
+}
+
+static size_t find_dim(const remat_graph_t *g, const char *name) {
+    for (size_t i = 0; i < g->ndims; i++) {
+        if (strcmp(g->dims[i].name, name) == 0) {
+            return i;
+        }
+    }
+    return REMAT_NONE;
+}
+
+static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
+    static const char *const allowed[] = {"shape", "dtype", "param", "checkpoint", NULL};
+    remat_status_t st;
+    out->name = remat_i_xstrdup(name);
+    out->producer = REMAT_NONE;
+    out->last_use = REMAT_NONE;
+    if (!valid_name(name)) {
+        return fail(L, REMAT_E_SCHEMA, "invalid tensor name '%s'", name);
+    }
+    if (!json_is_object(t)) {
+        return fail(L, REMAT_E_SCHEMA, "tensor '%s' must be an object", name);
+    }
+    if ((st = check_keys(L, t, allowed))) {
+        return st;
+    }
+    json_t *shape = json_object_get(t, "shape");
+    if (!shape) {
+        return fail(L, REMAT_E_SCHEMA, "tensor '%s' has no 'shape'", name);
+    }
+    remat_i_jpath_key(&L->path, "shape");
+    if (!json_is_array(shape)) {
+        return fail(L, REMAT_E_SCHEMA, "'shape' must be an array of dim names");
+    }
+    if (json_array_size(shape) > REMAT_MAX_RANK) {
+        return fail(L, REMAT_E_SCHEMA, "rank above the maximum of 8");
+    }
+    out->rank = json_array_size(shape);
+    for (size_t i = 0; i < out->rank; i++) {
+        json_t *d = json_array_get(shape, i);
+        remat_i_jpath_index(&L->path, i);
+        if (!json_is_string(d)) {
+            return fail(L, REMAT_E_SCHEMA, "a shape entry must be a dim name");
+        }
+        size_t di = find_dim(L->g, json_string_value(d));
+        if (di == REMAT_NONE) {
+            return fail(L, REMAT_E_SCHEMA, "unknown dim '%s'", json_string_value(d));
+        }
+        out->dim[i] = di;
+        remat_i_jpath_pop(&L->path);
+    }
+    remat_i_jpath_pop(&L->path);
+    const char *dtype;
+    if ((st = get_string(L, t, "dtype", true, &dtype))) {
+        return st;
+    }
+    if (!remat_dtype_parse(dtype, &out->dtype)) {
+        remat_i_jpath_key(&L->path, "dtype");
+        return fail(L, REMAT_E_SCHEMA,
+                    "unknown dtype '%s' (act, weight, fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, "
+                    "int32, int8, bool)", dtype);
+    }
+    json_t *param = json_object_get(t, "param");
+    if (param) {
+        if (!json_is_boolean(param)) {
+            remat_i_jpath_key(&L->path, "param");
+            return fail(L, REMAT_E_SCHEMA, "'param' must be true or false");
+        }
+        out->param = json_is_true(param);
+    }
+    json_t *ck = json_object_get(t, "checkpoint");
+    if (ck) {
+        remat_i_jpath_key(&L->path, "checkpoint");
+        if (json_is_string(ck)) {
+            out->ntags = 1;
+            out->tags[0] = remat_i_xstrdup(json_string_value(ck));
+        } else if (json_is_array(ck) && json_array_size(ck) >= 1 &&
+                   json_array_size(ck) <= REMAT_MAX_TAGS) {
+            for (size_t i = 0; i < json_array_size(ck); i++) {
+                json_t *s = json_array_get(ck, i);
+                if (!json_is_string(s)) {
+                    return fail(L, REMAT_E_SCHEMA, "checkpoint names must be strings");
+                }
+                out->tags[out->ntags++] = remat_i_xstrdup(json_string_value(s));
+            }
+        } else {
+            return fail(L, REMAT_E_SCHEMA,
+                        "'checkpoint' must be a name or an array of 1 to 4 names");
+        }
+        for (size_t i = 0; i < out->ntags; i++) {
+            if (!valid_name(out->tags[i])) {
+                return fail(L, REMAT_E_SCHEMA, "invalid checkpoint name '%s'", out->tags[i]);
+            }
+        }
+        if (out->param) {
+            return fail(L, REMAT_E_SCHEMA,
+                        "a param cannot carry a checkpoint name (params are always kept)");
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t load_name_list(loader_t *L, remat_block_t *b, json_t *arr, const char *key,
+                                     size_t **out, size_t *n, size_t max) {
+    remat_i_jpath_key(&L->path, key);
+    if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > max) {
+        return max == REMAT_MAX_IO
+                   ? fail(L, REMAT_E_SCHEMA, "'%s' must be an array of 1 to 8 tensor names", key)
+                   : fail(L, REMAT_E_SCHEMA, "'%s' must be a non-empty array of tensor names", key);
+    }
+    *n = json_array_size(arr);
+    if (!*out) {
+        *out = remat_i_xcalloc(*n, sizeof **out);
+    }
+    for (size_t i = 0; i < *n; i++) {
+        json_t *s = json_array_get(arr, i);
+        remat_i_jpath_index(&L->path, i);
+        if (!json_is_string(s)) {
+            return fail(L, REMAT_E_SCHEMA, "a tensor reference must be a string");
+        }
+        size_t ti = remat_block_find_tensor(b, json_string_value(s));
+        if (ti == REMAT_NONE) {
+            return fail(L, REMAT_E_SCHEMA, "unknown tensor '%s'", json_string_value(s));
+        }
+        for (size_t j = 0; j < i; j++) {
+            if ((*out)[j] == ti) {
+                return fail(L, REMAT_E_SCHEMA, "tensor '%s' is listed twice", json_string_value(s));
+            }
+        }
+        (*out)[i] = ti;
+        remat_i_jpath_pop(&L->path);
+    }
+    remat_i_jpath_pop(&L->path);
+    return REMAT_OK;
+}
+
+static remat_status_t load_op(loader_t *L, remat_block_t *b, json_t *o, remat_op_t *op) {
+    static const char *const allowed[] = {"name", "op",     "in",    "out", "spec",
+                                          "saves", "causal", "value", NULL};
+    remat_status_t st;
+    if (!json_is_object(o)) {
+        return fail(L, REMAT_E_SCHEMA, "an op must be an object");
+    }
+    if ((st = check_keys(L, o, allowed))) {
+        return st;
+    }
+    const char *name, *kind, *spec;
+    if ((st = get_string(L, o, "name", true, &name)) ||
+        (st = get_string(L, o, "op", true, &kind)) ||
+        (st = get_string(L, o, "spec", false, &spec))) {
+        return st;
+    }
+    op->name = remat_i_xstrdup(name);
+    if (!valid_name(name)) {
+        return fail(L, REMAT_E_SCHEMA, "invalid op name '%s'", name);
+    }
+    if (!remat_i_opkind_parse(kind, &op->kind)) {
+        remat_i_jpath_key(&L->path, "op");
+        return fail(L, REMAT_E_SCHEMA, "unknown op kind '%s' (see docs/graph-format.md)", kind);
+    }
+    size_t *p = op->in;
+    if ((st = load_name_list(L, b, json_object_get(o, "in"), "in", &p, &op->nin, REMAT_MAX_IO))) {
+        return st;
+    }
+    p = op->out;
+    if ((st = load_name_list(L, b, json_object_get(o, "out"), "out", &p, &op->nout,
+                             REMAT_MAX_IO))) {
+        return st;
+    }
+    if (spec) {
+        if (op->kind != REMAT_OP_EINSUM) {
+            remat_i_jpath_key(&L->path, "spec");
+            return fail(L, REMAT_E_SCHEMA, "'spec' is only for einsum ops");
+        }
+        remat_i_jpath_key(&L->path, "spec");
+        if ((st = remat_i_einsum_parse(spec, op, L->source, L->path.buf, L->err))) {
+            return st;
+        }
+        remat_i_jpath_pop(&L->path);
+    } else if (op->kind == REMAT_OP_EINSUM) {
+        return fail(L, REMAT_E_SCHEMA, "einsum op '%s' needs a 'spec'", name);
+    }
+    json_t *causal = json_object_get(o, "causal");
+    if (causal) {
+        if (!json_is_boolean(causal) ||
+            (op->kind != REMAT_OP_SOFTMAX && op->kind != REMAT_OP_FLASH_ATTENTION)) {
+            remat_i_jpath_key(&L->path, "causal");
+            return fail(L, REMAT_E_SCHEMA,
+                        "'causal' must be a boolean on a softmax or flash_attention op");
+        }
+        op->causal = json_is_true(causal);
+    }
+    json_t *value = json_object_get(o, "value");
+    if (value) {
+        if (!json_is_number(value) ||
+            (op->kind != REMAT_OP_SCALE && op->kind != REMAT_OP_DROPOUT)) {
+            remat_i_jpath_key(&L->path, "value");
+            return fail(L, REMAT_E_SCHEMA, "'value' must be a number on a scale or dropout op");
+        }
+        op->value = json_number_value(value);
+    }
+    json_t *saves = json_object_get(o, "saves");
+    if (saves) {
+        remat_i_jpath_key(&L->path, "saves");
+        if (!json_is_array(saves) || json_array_size(saves) > 2 * REMAT_MAX_IO) {
+            return fail(L, REMAT_E_SCHEMA, "'saves' must be an array of the op's tensors");
+        }
+        op->saves_override = true;
+        for (size_t i = 0; i < json_array_size(saves); i++) {
+            json_t *s = json_array_get(saves, i);
+            remat_i_jpath_index(&L->path, i);
+            size_t ti = json_is_string(s) ? remat_block_find_tensor(b, json_string_value(s))
+                                          : REMAT_NONE;
+            bool mine = false;
+            for (size_t j = 0; ti != REMAT_NONE && j < op->nin; j++) {
+                mine |= op->in[j] == ti;
+            }
+            for (size_t j = 0; ti != REMAT_NONE && j < op->nout; j++) {
+                mine |= op->out[j] == ti;
+            }
+            if (!mine) {
+                return fail(L, REMAT_E_SCHEMA, "'saves' may name only the op's own inputs and "
+                                               "outputs");
+            }
+            op->saves[op->nsaves++] = ti;
+            remat_i_jpath_pop(&L->path);
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t load_block(loader_t *L, json_t *obj, remat_block_t *b, bool head) {
+    static const char *const layer_keys[] = {"inputs", "outputs", "tensors", "ops", NULL};
+    static const char *const head_keys[] = {"inputs",      "outputs",     "tensors", "ops",
+                                            "feeds_layer", "takes_layer", NULL};
+    remat_status_t st;
+    if (!json_is_object(obj)) {
+        return fail(L, REMAT_E_SCHEMA, "'%s' must be an object", head ? "head" : "layer");
+    }
+    if ((st = check_keys(L, obj, head ? head_keys : layer_keys))) {
+        return st;
+    }
+    json_t *tensors = json_object_get(obj, "tensors");
+    json_t *ops = json_object_get(obj, "ops");
+    if (!json_is_object(tensors) || json_object_size(tensors) == 0) {
+        return fail(L, REMAT_E_SCHEMA, "'tensors' must be a non-empty object");
+    }
+    if (!json_is_array(ops) || json_array_size(ops) == 0) {
+        return fail(L, REMAT_E_SCHEMA, "'ops' must be a non-empty array");
+    }
+    b->ntensors = json_object_size(tensors);
+    b->tensors = remat_i_xcalloc(b->ntensors, sizeof *b->tensors);
+    remat_i_jpath_key(&L->path, "tensors");
+    size_t i = 0;
+    const char *key;
+    json_t *t;
+    json_object_foreach(tensors, key, t) {
+        remat_i_jpath_key(&L->path, key);
+        if ((st = load_tensor(L, key, t, &b->tensors[i++]))) {
+            return st;
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    remat_i_jpath_pop(&L->path);
+    if ((st = load_name_list(L, b, json_object_get(obj, "inputs"), "inputs", &b->inputs,
+                             &b->ninputs, SIZE_MAX)) ||
+        (st = load_name_list(L, b, json_object_get(obj, "outputs"), "outputs", &b->outputs,
+                             &b->noutputs, SIZE_MAX))) {
+        return st;
+    }
+    for (size_t k = 0; k < b->ninputs; k++) {
+        b->tensors[b->inputs[k]].input = true;
+    }
+    b->nops = json_array_size(ops);
+    b->ops = remat_i_xcalloc(b->nops, sizeof *b->ops);
+    remat_i_jpath_key(&L->path, "ops");
+    for (size_t k = 0; k < b->nops; k++) {
+        remat_i_jpath_index(&L->path, k);
+        if ((st = load_op(L, b, json_array_get(ops, k), &b->ops[k]))) {
+            return st;
+        }
+        for (size_t j = 0; j < k; j++) {
+            if (strcmp(b->ops[j].name, b->ops[k].name) == 0) {
+                remat_i_jpath_key(&L->path, "name");
+                return fail(L, REMAT_E_GRAPH, "duplicate op name '%s'", b->ops[k].name);
+            }
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    remat_i_jpath_pop(&L->path);
+    return REMAT_OK;
+}
+
+static remat_status_t load_root(loader_t *L, json_t *root) {
+    static const char *const allowed[] = {"format", "name", "description", "dims",
+                                          "layer",  "head", NULL};
+    remat_graph_t *g = L->g;
+    remat_status_t st;
+    if (!json_is_object(root)) {
+        return fail(L, REMAT_E_SCHEMA, "a graph must be a JSON object");
+    }
+    if ((st = check_keys(L, root, allowed))) {
+        return st;
+    }
+    const char *format, *name, *desc;
+    if ((st = get_string(L, root, "format", true, &format))) {
+        return st;
+    }
+    if (strcmp(format, "remat-graph/1") != 0) {
+        remat_i_jpath_key(&L->path, "format");
+        return fail(L, REMAT_E_SCHEMA, "unsupported format '%s' (expected 'remat-graph/1')", format);
+    }
+    if ((st = get_string(L, root, "name", true, &name)) ||
+        (st = get_string(L, root, "description", false, &desc))) {
+        return st;
+    }
+    g->name = remat_i_xstrdup(name);
+    g->description = remat_i_xstrdup(desc ? desc : "");
+    json_t *dims = json_object_get(root, "dims");
+    if (!dims) {
+        return fail(L, REMAT_E_SCHEMA, "missing required key 'dims'");
+    }
+    remat_i_jpath_key(&L->path, "dims");
+    if ((st = load_dims(L, dims))) {
+        return st;
+    }
+    remat_i_jpath_pop(&L->path);
+    json_t *layer = json_object_get(root, "layer");
+    if (!layer) {
+        return fail(L, REMAT_E_SCHEMA, "missing required key 'layer'");
+    }
+    remat_i_jpath_key(&L->path, "layer");
+    if ((st = load_block(L, layer, &g->layer, false))) {
+        return st;
+    }
+    remat_i_jpath_pop(&L->path);
+    json_t *head = json_object_get(root, "head");
+    if (head) {
+        remat_i_jpath_key(&L->path, "head");
+        g->has_head = true;
+        if ((st = load_block(L, head, &g->head, true))) {
+            return st;
+        }
+        const char *feeds, *takes;
+        if ((st = get_string(L, head, "feeds_layer", true, &feeds)) ||
+            (st = get_string(L, head, "takes_layer", true, &takes))) {
+            return st;
+        }
+        g->head_feeds = remat_block_find_tensor(&g->head, feeds);
+        g->head_takes = remat_block_find_tensor(&g->head, takes);
+        if (g->head_feeds == REMAT_NONE || g->head_takes == REMAT_NONE) {
+            remat_i_jpath_key(&L->path,
+                              g->head_feeds == REMAT_NONE ? "feeds_layer" : "takes_layer");
+            return fail(L, REMAT_E_SCHEMA, "unknown tensor '%s'",
+                        g->head_feeds == REMAT_NONE ? feeds : takes);
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    return remat_i_graph_analyze(g, L->source, L->err);
+}
+
+remat_status_t remat_graph_load_string(const char *text, const char *source, remat_graph_t **out,
+                                       remat_error_t *err) {
+    json_error_t jerr;
+    *out = NULL;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        remat_error_set(err, REMAT_E_SYNTAX, source, NULL, "%s", jerr.text);
+        if (err) {
+            err->line = jerr.line;
+            err->column = jerr.column;
+        }
+        return REMAT_E_SYNTAX;
+    }
+    loader_t L = {.source = source, .err = err};
+    remat_i_jpath_init(&L.path);
+    L.g = remat_i_xcalloc(1, sizeof *L.g);
+    L.g->source = remat_i_xstrdup(source);
+    remat_status_t st = load_root(&L, root);
+    json_decref(root);
+    if (st != REMAT_OK) {
+        remat_graph_free(L.g);
+        return st;
+    }
+    *out = L.g;
+    return REMAT_OK;
+}
+
+remat_status_t remat_graph_load_file(const char *path, remat_graph_t **out, remat_error_t *err) {
+    char *text = NULL;
+    remat_status_t st = remat_i_read_file(path, &text, err);
+    if (st != REMAT_OK) {
+        *out = NULL;
+        return st;
+    }
+    st = remat_graph_load_string(text, path, out, err);
+    free(text);
+    return st;
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* hw.c: hardware profile loading and lookup (hw.h). */
+#include "remat/hw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "remat/builtin.h"
+#include "util.h"
+
+static remat_status_t bad(const char *source, const char *key, const char *what,
+                          remat_error_t *err) {
+    char path[80];
+    snprintf(path, sizeof path, "$.%s", key);
+    return remat_error_set(err, REMAT_E_SCHEMA, source, path, "'%s' must be %s", key, what);
+}
+
+static remat_status_t get_num(json_t *root, const char *source, const char *key, double *out,
+                              remat_error_t *err) {
+    json_t *v = json_object_get(root, key);
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || !isfinite(json_number_value(v))) {
+        return bad(source, key, "a positive number", err);
+    }
+    *out = json_number_value(v);
+    return REMAT_OK;
+}
+
+static remat_status_t get_u64(json_t *root, const char *source, const char *key, uint64_t *out,
+                              remat_error_t *err) {
+    json_t *v = json_object_get(root, key);
+    if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+        return bad(source, key, "a positive integer", err);
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return REMAT_OK;
+}
+
+remat_status_t remat_hw_load_string(const char *text, const char *source, remat_hw_t *out,
+                                    remat_error_t *err) {
+    static const char *const allowed[] = {
+        "format",       "name",          "description",    "hbm_bytes", "hbm_bw",
+        "flops_bf16",   "flops_fp8",     "host_link_bw",   "chips_per_host",
+        "host_ram_bytes", "ici_bw",      "assumed",        "sources",   NULL};
+    memset(out, 0, sizeof *out);
+    json_error_t jerr;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        remat_error_set(err, REMAT_E_SYNTAX, source, NULL, "%s", jerr.text);
+        if (err) {
+            err->line = jerr.line;
+            err->column = jerr.column;
+        }
+        return REMAT_E_SYNTAX;
+    }
+    remat_status_t st = REMAT_OK;
+    const char *key;
+    json_t *v;
+    if (!json_is_object(root)) {
+        st = remat_error_set(err, REMAT_E_SCHEMA, source, "$", "a profile must be an object");
+        goto out;
+    }
+    json_object_foreach(root, key, v) {
+        bool ok = false;
+        for (size_t i = 0; allowed[i]; i++) {
+            ok |= strcmp(allowed[i], key) == 0;
+        }
+        if (!ok) {
+            char path[96];
+            snprintf(path, sizeof path, "$.%.80s", key);
+            st = remat_error_set(err, REMAT_E_SCHEMA, source, path, "unknown key '%s'", key);
+            goto out;
+        }
+    }
+    json_t *format = json_object_get(root, "format");
+    if (!json_is_string(format) || strcmp(json_string_value(format), "remat-hardware/1")) {
+        st = bad(source, "format", "\"remat-hardware/1\"", err);
+        goto out;
+    }
+    json_t *name = json_object_get(root, "name");
+    if (!json_is_string(name) || strlen(json_string_value(name)) >= sizeof out->name) {
+        st = bad(source, "name", "a string under 64 bytes", err);
+        goto out;
+    }
+    snprintf(out->name, sizeof out->name, "%s", json_string_value(name));
+    json_t *desc = json_object_get(root, "description");
+    snprintf(out->description, sizeof out->description, "%s",
+             json_is_string(desc) ? json_string_value(desc) : "");
+    if ((st = get_u64(root, source, "hbm_bytes", &out->hbm_bytes, err)) ||
+        (st = get_num(root, source, "hbm_bw", &out->hbm_bw, err)) ||
+        (st = get_num(root, source, "flops_bf16", &out->flops_bf16, err)) ||
+        (st = get_num(root, source, "flops_fp8", &out->flops_fp8, err)) ||
+        (st = get_num(root, source, "host_link_bw", &out->host_link_bw, err)) ||
+        (st = get_u64(root, source, "chips_per_host", &out->chips_per_host, err)) ||
+        (st = get_u64(root, source, "host_ram_bytes", &out->host_ram_bytes, err)) ||
+        (st = get_num(root, source, "ici_bw", &out->ici_bw, err))) {
+        goto out;
+    }
+    json_t *assumed = json_object_get(root, "assumed");
+    if (assumed) {
+        if (!json_is_array(assumed)) {
+            st = bad(source, "assumed", "an array of field names", err);
+            goto out;
+        }
+        size_t len = 0;
+        for (size_t i = 0; i < json_array_size(assumed); i++) {
+            json_t *s = json_array_get(assumed, i);
+            if (!json_is_string(s) || !json_object_get(root, json_string_value(s))) {
+                st = bad(source, "assumed", "an array of this profile's field names", err);
+                goto out;
+            }
+            int w = snprintf(out->assumed + len, sizeof out->assumed - len, "%s%s",
+                             len ? "," : "", json_string_value(s));
+            len += w > 0 ? (size_t)w : 0;
+            if (len >= sizeof out->assumed) {
+                st = bad(source, "assumed", "a shorter list", err);
+                goto out;
+            }
+        }
+    }
+out:
+    json_decref(root);
+    return st;
+}
+
+remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t *err) {
+    size_t n = strlen(name);
+    if (n > 5 && strcmp(name + n - 5, ".json") == 0) {
+        char *text = NULL;
+        remat_status_t st = remat_i_read_file(name, &text, err);
+        if (st == REMAT_OK) {
+            st = remat_hw_load_string(text, name, out, err);
+        }
+        free(text);
+        return st;
+    }
+    const char *text = remat_builtin_find(REMAT_BUILTIN_HARDWARE, name);
+    if (!text) {
+        char list[512];
+        remat_builtin_list(REMAT_BUILTIN_HARDWARE, list, sizeof list);
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "unknown hardware '%s' (built-in: %s; or a .json profile)", name,
+                               list);
+    }
+    char source[REMAT_ERR_SOURCE_LEN + 300];
+    snprintf(source, sizeof source, "<builtin:hardware/%s.json>", name);
+    return remat_hw_load_string(text, source, out, err);
+}
+
+bool remat_hw_is_assumed(const remat_hw_t *hw, const char *field) {
+    size_t n = strlen(field);
+    for (const char *p = hw->assumed; (p = strstr(p, field)) != NULL; p += n) {
+        bool start = p == hw->assumed || p[-1] == ',';
+        bool end = p[n] == '\0' || p[n] == ',';
+        if (start && end) {
+            return true;
+        }
+    }
+    return false;
+}

@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops.c: the rules of each op kind, in one table-driven place: arity, shape
+ * and dtype checks, what its backward keeps (the residuals JAX's and
+ * PyTorch's autodiff keep), and its forward/backward FLOP counts. The counts
+ * are documented in docs/graph-format.md; tests pin every one of them.
+ */
+#include <string.h>
+
+#include "graph_internal.h"
+#include "util.h"
+
+typedef struct kind_info {
+    const char *name;
+    unsigned min_in, max_in, min_out, max_out;
+} kind_info_t;
+
+static const kind_info_t kinds[REMAT_OP_COUNT] = {
+    [REMAT_OP_EINSUM] = {"einsum", 1, 2, 1, 1},
+    [REMAT_OP_ADD] = {"add", 2, 8, 1, 1},
+    [REMAT_OP_MUL] = {"mul", 2, 8, 1, 1},
+    [REMAT_OP_SCALE] = {"scale", 1, 1, 1, 1},
+    [REMAT_OP_SILU] = {"silu", 1, 1, 1, 1},
+    [REMAT_OP_GELU] = {"gelu", 1, 1, 1, 1},
+    [REMAT_OP_SOFTMAX] = {"softmax", 1, 1, 1, 1},
+    [REMAT_OP_RMSNORM] = {"rmsnorm", 2, 2, 1, 2},
+    [REMAT_OP_LAYERNORM] = {"layernorm", 3, 3, 1, 3},
+    [REMAT_OP_ROPE] = {"rope", 1, 1, 1, 1},
+    [REMAT_OP_DROPOUT] = {"dropout", 1, 1, 2, 2},
+    [REMAT_OP_FLASH_ATTENTION] = {"flash_attention", 3, 3, 2, 2},
+    [REMAT_OP_CAST] = {"cast", 1, 1, 1, 1},
+    [REMAT_OP_RESHAPE] = {"reshape", 1, 1, 1, 1},
+    [REMAT_OP_TRANSPOSE] = {"transpose", 1, 1, 1, 1},
+    [REMAT_OP_SPLIT] = {"split", 1, 1, 2, 8},
+    [REMAT_OP_CONCAT] = {"concat", 2, 8, 1, 1},
+    [REMAT_OP_EMBEDDING] = {"embedding", 2, 2, 1, 1},
+    [REMAT_OP_CROSS_ENTROPY] = {"cross_entropy", 2, 2, 2, 2},
+};
+
+const char *remat_opkind_name(remat_opkind_t k) {
+    return k < REMAT_OP_COUNT ? kinds[k].name : "?";
+}
+
+bool remat_i_opkind_parse(const char *s, remat_opkind_t *out) {
+    for (int k = 0; k < REMAT_OP_COUNT; k++) {
+        if (strcmp(s, kinds[k].name) == 0) {
+            *out = (remat_opkind_t)k;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool remat_i_opkind_is_view(remat_opkind_t k) {
+    return k == REMAT_OP_RESHAPE || k == REMAT_OP_TRANSPOSE || k == REMAT_OP_SPLIT;
+}
+
+remat_status_t remat_i_einsum_parse(const char *spec, remat_op_t *op, const char *source,
+                                    const char *path, remat_error_t *err) {
+    const char *arrow = strstr(spec, "->");
+    if (!arrow || strstr(arrow + 2, "->")) {
+        return remat_error_set(err, REMAT_E_GRAPH, source, path,
+                               "einsum spec '%s' needs exactly one '->'", spec);
+    }
+    size_t operand = 0, len = 0;
+    for (const char *p = spec;; p++) {
+        if (p == arrow || *p == ',') {
+            if (operand >= op->nin) {
+                return remat_error_set(err, REMAT_E_GRAPH, source, path,
+                                       "einsum spec '%s' has more operands than the op's %zu "
+                                       "inputs",
+                                       spec, op->nin);
+            }
+            op->subs[operand][len] = '\0';
+            operand++;
+            len = 0;
+            if (p == arrow) {
+                break;
+            }
+            continue;
+        }
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) || len >= REMAT_MAX_RANK) {
+            return remat_error_set(err, REMAT_E_GRAPH, source, path,
+                                   "einsum spec '%s': operands are up to 8 letters separated by "
+                                   "','",
+                                   spec);
+        }
+        if (memchr(op->subs[operand], c, len)) {
+            return remat_error_set(err, REMAT_E_GRAPH, source, path,
+                                   "einsum spec '%s' repeats index '%c' in one operand (traces "
+                                   "and diagonals are not supported)",
+                                   spec, c);
+        }
+        op->subs[operand][len++] = c;
+    }
+    if (operand != op->nin) {
+        return remat_error_set(err, REMAT_E_GRAPH, source, path,
+                               "einsum spec '%s' has %zu operands but the op has %zu inputs",
+                               spec, operand, op->nin);
+    }
+    char *o = op->subs[op->nin];
+    len = 0;
+    for (const char *p = arrow + 2; *p; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) || len >= REMAT_MAX_RANK ||
+            memchr(o, c, len)) {
+            return remat_error_set(err, REMAT_E_GRAPH, source, path,
+                                   "einsum spec '%s': bad output subscripts", spec);
+        }
+        bool found = false;
+        for (size_t i = 0; i < op->nin; i++) {
+            found |= strchr(op->subs[i], c) != NULL;
+        }
+        if (!found) {
+            return remat_error_set(err, REMAT_E_GRAPH, source, path,
+                                   "einsum spec '%s': output index '%c' appears in no input",
+                                   spec, c);
+        }
+        o[len++] = c;
+    }
+    o[len] = '\0';
+    return REMAT_OK;
+}
+
+bool remat_op_einsum_no_batch_dims(const remat_op_t *op) {
+    if (op->kind != REMAT_OP_EINSUM || op->nin < 2) {
+        return op->kind == REMAT_OP_EINSUM;
+    }
+    /* A batch dimension of dot_general is an index shared by both operands
+       and kept in the output (b and h in "bshd,bthd->bhst"). */
+    for (const char *c = op->subs[0]; *c; c++) {
+        if (strchr(op->subs[1], *c) && strchr(op->subs[op->nin], *c)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static const remat_tensor_t *T(const remat_block_t *b, size_t i) {
+    return &b->tensors[i];
+}
+
+static bool same_shape(const remat_tensor_t *a, const remat_tensor_t *c) {
+    return a->rank == c->rank && memcmp(a->dim, c->dim, a->rank * sizeof a->dim[0]) == 0;
+}
+
+static bool is_float(remat_dtype_t d) {
+    return d != REMAT_DTYPE_I32 && d != REMAT_DTYPE_I8 && d != REMAT_DTYPE_BOOL;
+}
+
+static void shape_str(const remat_graph_t *g, const remat_tensor_t *t, char *buf, size_t n) {
+    size_t len = 0;
+    buf[len++] = '[';
+    for (size_t i = 0; i < t->rank && len + 2 < n; i++) {
+        const char *d = g->dims[t->dim[i]].name;
+        size_t dl = strlen(d);
+        if (len + dl + 3 >= n) {
+            break;
+        }
+        if (i) {
+            buf[len++] = ',';
+        }
+        memcpy(buf + len, d, dl);
+        len += dl;
+    }
+    buf[len++] = ']';
+    buf[len] = '\0';
+}
+
+#define BAD(...) remat_error_set(err, REMAT_E_GRAPH, source, path, __VA_ARGS__)
+
+static remat_status_t shape_mismatch(const remat_graph_t *g, const remat_op_t *op,
+                                     const remat_tensor_t *a, const remat_tensor_t *c,
+                                     const char *why, const char *source, const char *path,
+                                     remat_error_t *err) {
+    char sa[96], sc[96];
+    shape_str(g, a, sa, sizeof sa);
+    shape_str(g, c, sc, sizeof sc);
+    return BAD("%s op '%s': '%s' %s and '%s' %s %s", remat_opkind_name(op->kind), op->name,
+               a->name, sa, c->name, sc, why);
+}
+
+/* The last dim of x, as a rank-1 shape: what a norm's scale must be. */
+static bool is_last_dim(const remat_tensor_t *x, const remat_tensor_t *s) {
+    return s->rank == 1 && x->rank >= 1 && s->dim[0] == x->dim[x->rank - 1];
+}
+
+/* x without its last dim: the shape of per-row statistics. */
+static bool is_rows(const remat_tensor_t *x, const remat_tensor_t *s) {
+    return x->rank >= 1 && s->rank == x->rank - 1 &&
+           memcmp(s->dim, x->dim, s->rank * sizeof s->dim[0]) == 0;
+}
+
+remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
+                                const remat_op_t *op, const char *source, const char *path,
+                                remat_error_t *err) {
+    const kind_info_t *k = &kinds[op->kind];
+    if (op->nin < k->min_in || op->nin > k->max_in) {
+        return BAD("%s op '%s' takes %u to %u inputs, not %zu", k->name, op->name, k->min_in,
+                   k->max_in, op->nin);
+    }
+    if (op->nout < k->min_out || op->nout > k->max_out) {
+        return BAD("%s op '%s' makes %u to %u outputs, not %zu", k->name, op->name, k->min_out,
+                   k->max_out, op->nout);
+    }
+    const remat_tensor_t *x = T(b, op->in[0]), *y = T(b, op->out[0]);
+    for (size_t i = 0; i < op->nout; i++) {
+        if (T(b, op->out[i])->param) {
+            return BAD("op '%s' writes param '%s'", op->name, T(b, op->out[i])->name);
+        }
+    }
+    switch (op->kind) {
+        case REMAT_OP_EINSUM: {
+            size_t letter_dim[128];
+            for (size_t i = 0; i < 128; i++) {
+                letter_dim[i] = REMAT_NONE;
+            }
+            for (size_t i = 0; i <= op->nin; i++) {
+                const remat_tensor_t *t = i < op->nin ? T(b, op->in[i]) : y;
+                const char *s = op->subs[i];
+                if (strlen(s) != t->rank) {
+                    return BAD("einsum op '%s': subscripts '%s' do not match the rank %zu of '%s'",
+                               op->name, s, t->rank, t->name);
+                }
+                for (size_t j = 0; s[j]; j++) {
+                    unsigned char c = (unsigned char)s[j];
+                    if (letter_dim[c] == REMAT_NONE) {
+                        letter_dim[c] = t->dim[j];
+                    } else if (letter_dim[c] != t->dim[j]) {
+                        return BAD("einsum op '%s': index '%c' is dim '%s' in one operand and "
+                                   "'%s' in '%s'",
+                                   op->name, c, g->dims[letter_dim[c]].name,
+                                   g->dims[t->dim[j]].name, t->name);
+                    }
+                }
+            }
+            break;
+        }
+        case REMAT_OP_ADD:
+        case REMAT_OP_MUL:
+            for (size_t i = 0; i < op->nin; i++) {
+                const remat_tensor_t *a = T(b, op->in[i]);
+                /* numpy broadcasting restricted to trailing dims: a bias [e]
+                   adds to [b,s,e]; anything else must match exactly. */
+                if (a->rank > y->rank ||
+                    memcmp(a->dim, y->dim + (y->rank - a->rank), a->rank * sizeof a->dim[0])) {
+                    return shape_mismatch(g, op, a, y,
+                                          "do not broadcast (inputs must equal the output's "
+                                          "trailing dims)",
+                                          source, path, err);
+                }
+            }
+            for (size_t i = 0; i < op->nin; i++) {
+                if (same_shape(T(b, op->in[i]), y)) {
+                    return REMAT_OK;
+                }
+            }
+            return BAD("%s op '%s': no input has the output's shape", k->name, op->name);
+        case REMAT_OP_SCALE:
+        case REMAT_OP_SILU:
+        case REMAT_OP_GELU:
+        case REMAT_OP_SOFTMAX:
+        case REMAT_OP_ROPE:
+        case REMAT_OP_CAST:
+            if (!same_shape(x, y)) {
+                return shape_mismatch(g, op, x, y, "must have the same shape", source, path, err);
+            }
+            if (op->kind != REMAT_OP_CAST && x->dtype != y->dtype) {
+                return BAD("%s op '%s' keeps the dtype: '%s' is %s, '%s' is %s", k->name,
+                           op->name, x->name, remat_dtype_name(x->dtype), y->name,
+                           remat_dtype_name(y->dtype));
+            }
+            break;
+        case REMAT_OP_RMSNORM:
+        case REMAT_OP_LAYERNORM:
+            if (!same_shape(x, y)) {
+                return shape_mismatch(g, op, x, y, "must have the same shape", source, path, err);
+            }
+            for (size_t i = 1; i < op->nin; i++) {
+                if (!is_last_dim(x, T(b, op->in[i]))) {
+                    return shape_mismatch(g, op, T(b, op->in[i]), x,
+                                          "must be the last dim of the input", source, path, err);
+                }
+            }
+            for (size_t i = 1; i < op->nout; i++) {
+                if (!is_rows(x, T(b, op->out[i]))) {
+                    return shape_mismatch(g, op, T(b, op->out[i]), x,
+                                          "must be the input without its last dim (statistics)",
+                                          source, path, err);
+                }
+            }
+            break;
+        case REMAT_OP_DROPOUT:
+            if (!same_shape(x, y) || !same_shape(x, T(b, op->out[1]))) {
+                return shape_mismatch(g, op, x, T(b, op->out[1]),
+                                      "(input, output and mask) must have the same shape", source,
+                                      path, err);
+            }
+            if (is_float(T(b, op->out[1])->dtype)) {
+                return BAD("dropout op '%s': the mask '%s' must be bool or int8", op->name,
+                           T(b, op->out[1])->name);
+            }
+            break;
+        case REMAT_OP_FLASH_ATTENTION: {
+            const remat_tensor_t *q = x, *kk = T(b, op->in[1]), *v = T(b, op->in[2]);
+            const remat_tensor_t *lse = T(b, op->out[1]);
+            if (q->rank != 4 || kk->rank != 4 || !same_shape(kk, v)) {
+                return BAD("flash_attention op '%s': q, k, v must be [batch,seq,heads,head_dim] "
+                           "and k, v the same shape",
+                           op->name);
+            }
+            if (q->dim[0] != kk->dim[0] || q->dim[3] != kk->dim[3]) {
+                return shape_mismatch(g, op, q, kk, "differ in batch or head_dim", source, path,
+                                      err);
+            }
+            if (!same_shape(q, y)) {
+                return shape_mismatch(g, op, q, y, "must have the same shape", source, path, err);
+            }
+            if (lse->rank != 3 || lse->dim[0] != q->dim[0] || lse->dim[1] != q->dim[2] ||
+                lse->dim[2] != q->dim[1]) {
+                return BAD("flash_attention op '%s': logsumexp '%s' must be [batch,heads,seq]",
+                           op->name, lse->name);
+            }
+            break;
+        }
+        case REMAT_OP_TRANSPOSE: {
+            if (x->rank != y->rank) {
+                return shape_mismatch(g, op, x, y, "must be a permutation of each other", source,
+                                      path, err);
+            }
+            size_t used[REMAT_MAX_RANK] = {0};
+            for (size_t i = 0; i < y->rank; i++) {
+                bool hit = false;
+                for (size_t j = 0; j < x->rank && !hit; j++) {
+                    if (!used[j] && x->dim[j] == y->dim[i]) {
+                        used[j] = hit = true;
+                    }
+                }
+                if (!hit) {
+                    return shape_mismatch(g, op, x, y, "must be a permutation of each other",
+                                          source, path, err);
+                }
+            }
+            break;
+        }
+        case REMAT_OP_RESHAPE:
+        case REMAT_OP_SPLIT:
+        case REMAT_OP_CONCAT:
+            /* Element counts are compared once sizes are bound (sim.c). */
+            break;
+        case REMAT_OP_EMBEDDING:
+            if (!x->param || x->rank != 2) {
+                return BAD("embedding op '%s': first input must be a [vocab,embed] param",
+                           op->name);
+            }
+            if (T(b, op->in[1])->dtype != REMAT_DTYPE_I32) {
+                return BAD("embedding op '%s': token ids '%s' must be int32", op->name,
+                           T(b, op->in[1])->name);
+            }
+            if (y->rank != T(b, op->in[1])->rank + 1 || y->dim[y->rank - 1] != x->dim[1] ||
+                memcmp(y->dim, T(b, op->in[1])->dim, (y->rank - 1) * sizeof y->dim[0])) {
+                return shape_mismatch(g, op, T(b, op->in[1]), y,
+                                      "do not match (output is ids' shape plus embed)", source,
+                                      path, err);
+            }
+            break;
+        case REMAT_OP_CROSS_ENTROPY: {
+            const remat_tensor_t *tg = T(b, op->in[1]), *lse = T(b, op->out[1]);
+            if (tg->dtype != REMAT_DTYPE_I32 || !is_rows(x, tg)) {
+                return BAD("cross_entropy op '%s': targets '%s' must be int32 of the logits' "
+                           "shape without vocab",
+                           op->name, tg->name);
+            }
+            if (y->rank != 0 || y->dtype != REMAT_DTYPE_F32 || !is_rows(x, lse) ||
+                lse->dtype != REMAT_DTYPE_F32) {
+                return BAD("cross_entropy op '%s': outputs are a scalar fp32 loss and fp32 "
+                           "logsumexp rows",
+                           op->name);
+            }
+            break;
+        }
+        case REMAT_OP_COUNT:
+            break;
+    }
+    return REMAT_OK;
+}
+
+static void save(remat_op_t *op, size_t t) {
+    for (size_t i = 0; i < op->nsaves; i++) {
+        if (op->saves[i] == t) {
+            return;
+        }
+    }
+    op->saves[op->nsaves++] = t;
+}
+
+void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
+    if (op->saves_override) {
+        return;
+    }
+    op->nsaves = 0;
+    switch (op->kind) {
+        case REMAT_OP_EINSUM:
+            /* dX needs the weight (always available), dW the activation. */
+            for (size_t i = 0; i < op->nin; i++) {
+                if (!T(b, op->in[i])->param) {
+                    save(op, op->in[i]);
+                }
+            }
+            break;
+        case REMAT_OP_MUL:
+            for (size_t i = 0; i < op->nin; i++) {
+                save(op, op->in[i]);
+            }
+            break;
+        case REMAT_OP_SILU:
+        case REMAT_OP_GELU:
+            save(op, op->in[0]);
+            break;
+        case REMAT_OP_SOFTMAX:
+            save(op, op->out[0]);
+            break;
+        case REMAT_OP_RMSNORM:
+        case REMAT_OP_LAYERNORM:
+            save(op, op->in[0]);
+            for (size_t i = 1; i < op->nout; i++) {
+                save(op, op->out[i]);
+            }
+            break;
+        case REMAT_OP_DROPOUT:
+            save(op, op->out[1]);
+            break;
+        case REMAT_OP_FLASH_ATTENTION:
+            for (size_t i = 0; i < 3; i++) {
+                save(op, op->in[i]);
+            }
+            save(op, op->out[0]);
+            save(op, op->out[1]);
+            break;
+        case REMAT_OP_EMBEDDING:
+            save(op, op->in[1]);
+            break;
+        case REMAT_OP_CROSS_ENTROPY:
+            save(op, op->in[0]);
+            save(op, op->in[1]);
+            save(op, op->out[1]);
+            break;
+        default:
+            /* add, scale, rope, cast and the views need nothing. */
+            break;
+    }
+}
+
+/* Elements of a bound tensor, from the per-tensor element counts. */
+#define N(t) (numel[(t)])
+
+bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
+                      const uint64_t *dimsize, uint64_t *fwd, uint64_t *bwd) {
+    uint64_t f = 0, w = 0, n = N(op->out[0]);
+    size_t ngrad = 0;
+    for (size_t i = 0; i < op->nin; i++) {
+        ngrad += b->tensors[op->in[i]].needs_grad;
+    }
+    bool ok = true;
+    switch (op->kind) {
+        case REMAT_OP_EINSUM: {
+            /* 2 x the product of every distinct index size (one multiply-add
+               per point of the iteration space); backward is one such
+               contraction per operand that needs a gradient. */
+            char seen[2 * REMAT_MAX_RANK * REMAT_MAX_IO + 1] = {0};
+            size_t nseen = 0;
+            f = 2;
+            for (size_t i = 0; i <= op->nin; i++) {
+                const remat_tensor_t *t = &b->tensors[i < op->nin ? op->in[i] : op->out[0]];
+                for (size_t j = 0; op->subs[i][j]; j++) {
+                    if (!memchr(seen, op->subs[i][j], nseen)) {
+                        seen[nseen++] = op->subs[i][j];
+                        ok = ok && remat_i_mul(f, dimsize[t->dim[j]], &f);
+                    }
+                }
+            }
+            ok = ok && remat_i_mul(f, ngrad, &w);
+            break;
+        }
+        case REMAT_OP_ADD:
+            ok = remat_i_mul(n, op->nin - 1, &f);
+            for (size_t i = 0; i < op->nin; i++) {
+                /* A broadcast input's gradient is a sum over the output. */
+                if (b->tensors[op->in[i]].needs_grad && N(op->in[i]) != n) {
+                    ok = ok && remat_i_add(w, n, &w);
+                }
+            }
+            break;
+        case REMAT_OP_MUL:
+            ok = remat_i_mul(n, op->nin - 1, &f) && remat_i_mul(n, ngrad, &w);
+            break;
+        case REMAT_OP_SCALE:
+            f = n;
+            w = ngrad ? n : 0;
+            break;
+        case REMAT_OP_SILU:
+            ok = remat_i_mul(n, 4, &f) && remat_i_mul(n, ngrad ? 6 : 0, &w);
+            break;
+        case REMAT_OP_GELU:
+            ok = remat_i_mul(n, 8, &f) && remat_i_mul(n, ngrad ? 12 : 0, &w);
+            break;
+        case REMAT_OP_SOFTMAX:
+            ok = remat_i_mul(n, 5, &f) && remat_i_mul(n, ngrad ? 4 : 0, &w);
+            break;
+        case REMAT_OP_RMSNORM:
+            ok = remat_i_mul(n, 4, &f) && remat_i_mul(n, ngrad ? 8 : 0, &w);
+            break;
+        case REMAT_OP_LAYERNORM:
+            ok = remat_i_mul(n, 8, &f) && remat_i_mul(n, ngrad ? 12 : 0, &w);
+            break;
+        case REMAT_OP_ROPE:
+            ok = remat_i_mul(n, 3, &f) && remat_i_mul(n, ngrad ? 3 : 0, &w);
+            break;
+        case REMAT_OP_DROPOUT:
+            ok = remat_i_mul(n, 2, &f);
+            w = ngrad ? n : 0;
+            break;
+        case REMAT_OP_FLASH_ATTENTION: {
+            /* QK^T and PV: 2 x 2 x b x h x s x t x d forward; dQ, dK, dV,
+               dP: 4 contractions backward. The kernel's internal re-run of
+               QK^T in backward is not counted (model FLOPs convention). */
+            const remat_tensor_t *q = &b->tensors[op->in[0]], *k = &b->tensors[op->in[1]];
+            uint64_t c = 2;
+            ok = remat_i_mul(c, dimsize[q->dim[0]], &c) && remat_i_mul(c, dimsize[q->dim[2]], &c) &&
+                 remat_i_mul(c, dimsize[q->dim[1]], &c) && remat_i_mul(c, dimsize[k->dim[1]], &c) &&
+                 remat_i_mul(c, dimsize[q->dim[3]], &c) && remat_i_mul(c, 2, &f) &&
+                 remat_i_mul(c, ngrad ? 4 : 0, &w);
+            break;
+        }
+        case REMAT_OP_EMBEDDING:
+            f = 0;
+            w = b->tensors[op->in[0]].needs_grad ? n : 0;
+            break;
+        case REMAT_OP_CROSS_ENTROPY: {
+            uint64_t nl = N(op->in[0]);
+            ok = remat_i_mul(nl, 4, &f) && remat_i_mul(nl, ngrad ? 2 : 0, &w);
+            break;
+        }
+        default:
+            /* cast, reshape, transpose, split, concat move no arithmetic. */
+            break;
+    }
+    *fwd = f;
+    *bwd = op->has_backward ? w : 0;
+    return ok;
+}

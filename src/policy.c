@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * policy.c: policy files (format "remat-policy/1"), built-in presets, and the
+ * per-layer plan. The plan reproduces JAX's residual rule: start from the
+ * tensors some op's backward reads; keep those the policy makes saveable;
+ * rebuild the others by re-running their producers, whose inputs are then
+ * needed in turn. The reachability is one igraph BFS over the op graph with
+ * the producer edges of saveable tensors cut (a kept tensor ends the walk).
+ */
+#include "remat/policy.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <igraph.h>
+#include <jansson.h>
+
+#include "remat/builtin.h"
+#include "util.h"
+
+static const char *const place_names[] = {"remat", "device", "offload"};
+
+bool remat_place_parse(const char *s, remat_place_t *out) {
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(s, place_names[i]) == 0) {
+            *out = (remat_place_t)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *remat_place_name(remat_place_t p) {
+    return (unsigned)p < 3 ? place_names[p] : "?";
+}
+
+const char *remat_fate_name(remat_fate_t f) {
+    static const char *const names[] = {"param", "transient", "device", "offload", "recompute"};
+    return (unsigned)f < 5 ? names[f] : "?";
+}
+
+void remat_policy_free(remat_policy_t *p) {
+    if (!p) {
+        return;
+    }
+    for (size_t i = 0; i < p->nranges; i++) {
+        free(p->ranges[i].rules);
+    }
+    free(p->ranges);
+    free(p->rules);
+    free(p->name);
+    free(p->description);
+    free(p->source);
+    free(p);
+}
+
+static void rules_set(remat_policy_rule_t **rules, size_t *n, const char *name,
+                      remat_place_t place) {
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp((*rules)[i].name, name) == 0) {
+            (*rules)[i].place = place;
+            return;
+        }
+    }
+    *rules = remat_i_xrealloc(*rules, (*n + 1) * sizeof **rules);
+    snprintf((*rules)[*n].name, REMAT_NAME_LEN, "%s", name);
+    (*rules)[*n].place = place;
+    (*n)++;
+}
+
+void remat_policy_set(remat_policy_t *p, const char *name, remat_place_t place) {
+    rules_set(&p->rules, &p->nrules, name, place);
+}
+
+typedef struct ploader {
+    const char *source;
+    remat_jpath_t path;
+    remat_error_t *err;
+} ploader_t;
+
+static remat_status_t pfail(ploader_t *L, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static remat_status_t pfail(ploader_t *L, const char *fmt, ...) {
+    char text[REMAT_ERR_TEXT_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return remat_error_set(L->err, REMAT_E_SCHEMA, L->source, L->path.buf, "%s", text);
+}
+
+static remat_status_t load_names(ploader_t *L, json_t *names, remat_policy_rule_t **rules,
+                                 size_t *n) {
+    if (!json_is_object(names)) {
+        return pfail(L, "'names' must be an object of name: placement");
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(names, key, v) {
+        remat_i_jpath_key(&L->path, key);
+        remat_place_t place;
+        if (strlen(key) >= REMAT_NAME_LEN) {
+            return pfail(L, "checkpoint name '%s' is too long", key);
+        }
+        if (!json_is_string(v) || !remat_place_parse(json_string_value(v), &place)) {
+            return pfail(L, "placement of '%s' must be \"remat\", \"device\" or \"offload\"", key);
+        }
+        rules_set(rules, n, key, place);
+        remat_i_jpath_pop(&L->path);
+    }
+    return REMAT_OK;
+}
+
+static bool parse_range(const char *s, size_t *first, size_t *last) {
+    char *end;
+    if (*s < '0' || *s > '9') {
+        return false;
+    }
+    unsigned long a = strtoul(s, &end, 10), b = a;
+    if (*end == '-') {
+        const char *t = end + 1;
+        if (*t < '0' || *t > '9') {
+            return false;
+        }
+        b = strtoul(t, &end, 10);
+    }
+    if (*end || b < a || b > 1000000) {
+        return false;
+    }
+    *first = a;
+    *last = b;
+    return true;
+}
+
+static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p) {
+    static const char *const keys[] = {"format", "name",      "description",         "names",
+                                       "unnamed", "predicate", "predicate_placement", "none",
+                                       "layers",  NULL};
+    if (!json_is_object(root)) {
+        return pfail(L, "a policy must be a JSON object");
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        bool ok = false;
+        for (size_t i = 0; keys[i]; i++) {
+            ok |= strcmp(key, keys[i]) == 0;
+        }
+        if (!ok) {
+            remat_i_jpath_key(&L->path, key);
+            return pfail(L, "unknown key '%s'", key);
+        }
+    }
+    json_t *format = json_object_get(root, "format");
+    if (!json_is_string(format) || strcmp(json_string_value(format), "remat-policy/1") != 0) {
+        remat_i_jpath_key(&L->path, "format");
+        return pfail(L, "'format' must be \"remat-policy/1\"");
+    }
+    json_t *name = json_object_get(root, "name");
+    if (!json_is_string(name)) {
+        remat_i_jpath_key(&L->path, "name");
+        return pfail(L, "'name' must be a string");
+    }
+    p->name = remat_i_xstrdup(json_string_value(name));
+    json_t *desc = json_object_get(root, "description");
+    p->description = remat_i_xstrdup(json_is_string(desc) ? json_string_value(desc) : "");
+    json_t *names = json_object_get(root, "names");
+    if (names) {
+        remat_i_jpath_key(&L->path, "names");
+        remat_status_t st = load_names(L, names, &p->rules, &p->nrules);
+        if (st) {
+            return st;
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    json_t *unnamed = json_object_get(root, "unnamed");
+    if (unnamed && (!json_is_string(unnamed) ||
+                    !remat_place_parse(json_string_value(unnamed), &p->unnamed))) {
+        remat_i_jpath_key(&L->path, "unnamed");
+        return pfail(L, "'unnamed' must be \"remat\", \"device\" or \"offload\"");
+    }
+    json_t *pred = json_object_get(root, "predicate");
+    if (pred) {
+        remat_i_jpath_key(&L->path, "predicate");
+        if (!json_is_string(pred) ||
+            strcmp(json_string_value(pred), "dots_with_no_batch_dims") != 0) {
+            return pfail(L, "'predicate' must be \"dots_with_no_batch_dims\"");
+        }
+        p->predicate = REMAT_PRED_DOTS_NO_BATCH;
+        p->predicate_place = REMAT_PLACE_DEVICE;
+        remat_i_jpath_pop(&L->path);
+        json_t *pp = json_object_get(root, "predicate_placement");
+        if (pp && (!json_is_string(pp) ||
+                   !remat_place_parse(json_string_value(pp), &p->predicate_place))) {
+            remat_i_jpath_key(&L->path, "predicate_placement");
+            return pfail(L, "'predicate_placement' must be \"device\" or \"offload\"");
+        }
+    }
+    json_t *none = json_object_get(root, "none");
+    if (none) {
+        if (!json_is_boolean(none)) {
+            remat_i_jpath_key(&L->path, "none");
+            return pfail(L, "'none' must be true or false");
+        }
+        p->none_policy = json_is_true(none);
+    }
+    json_t *layers = json_object_get(root, "layers");
+    if (layers) {
+        remat_i_jpath_key(&L->path, "layers");
+        if (!json_is_array(layers)) {
+            return pfail(L, "'layers' must be an array of {\"range\": \"A-B\", \"names\": {...}}");
+        }
+        p->nranges = json_array_size(layers);
+        p->ranges = remat_i_xcalloc(p->nranges, sizeof *p->ranges);
+        for (size_t i = 0; i < p->nranges; i++) {
+            json_t *r = json_array_get(layers, i);
+            remat_i_jpath_index(&L->path, i);
+            json_t *range = json_object_get(r, "range");
+            if (!json_is_object(r) || !json_is_string(range) ||
+                !parse_range(json_string_value(range), &p->ranges[i].first, &p->ranges[i].last)) {
+                return pfail(L, "each entry needs \"range\": \"FIRST-LAST\" (layer indices, "
+                                "FIRST <= LAST)");
+            }
+            json_t *rn = json_object_get(r, "names");
+            if (!rn || json_object_size(r) != 2) {
+                return pfail(L, "each entry holds exactly \"range\" and \"names\"");
+            }
+            remat_i_jpath_key(&L->path, "names");
+            remat_status_t st = load_names(L, rn, &p->ranges[i].rules, &p->ranges[i].nrules);
+            if (st) {
+                return st;
+            }
+            remat_i_jpath_pop(&L->path);
+            remat_i_jpath_pop(&L->path);
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_policy_load_string(const char *text, const char *source, bool preset,
+                                        remat_policy_t **out, remat_error_t *err) {
+    json_error_t jerr;
+    *out = NULL;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        remat_error_set(err, REMAT_E_SYNTAX, source, NULL, "%s", jerr.text);
+        if (err) {
+            err->line = jerr.line;
+            err->column = jerr.column;
+        }
+        return REMAT_E_SYNTAX;
+    }
+    ploader_t L = {.source = source, .err = err};
+    remat_i_jpath_init(&L.path);
+    remat_policy_t *p = remat_i_xcalloc(1, sizeof *p);
+    p->preset = preset;
+    p->source = remat_i_xstrdup(source);
+    remat_status_t st = load_policy(&L, root, p);
+    json_decref(root);
+    if (st) {
+        remat_policy_free(p);
+        return st;
+    }
+    *out = p;
+    return REMAT_OK;
+}
+
+remat_status_t remat_policy_builtin(const char *name, remat_policy_t **out, remat_error_t *err) {
+    const char *text = remat_builtin_find(REMAT_BUILTIN_POLICY, name);
+    *out = NULL;
+    if (!text) {
+        char list[1024];
+        remat_builtin_list(REMAT_BUILTIN_POLICY, list, sizeof list);
+        return remat_error_set(err, REMAT_E_POLICY, NULL, NULL,
+                               "unknown remat_policy '%s' (presets: %s; or a policy file)", name,
+                               list);
+    }
+    char source[REMAT_ERR_SOURCE_LEN + 300];
+    snprintf(source, sizeof source, "<builtin:policies/%s.json>", name);
+    return remat_policy_load_string(text, source, true, out, err);
+}
+
+static remat_status_t unknown_name(const remat_policy_t *p, const remat_graph_t *g,
+                                   const char *name, remat_error_t *err) {
+    char list[768];
+    size_t len = 0;
+    list[0] = '\0';
+    /* The graph's checkpoint names, each once, in tensor order. */
+    for (size_t i = 0; i < g->layer.ntensors; i++) {
+        const remat_tensor_t *t = &g->layer.tensors[i];
+        for (size_t j = 0; j < t->ntags; j++) {
+            bool dup = strstr(list, t->tags[j]) != NULL;
+            if (!dup && len + strlen(t->tags[j]) + 3 < sizeof list) {
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
+                                        t->tags[j]);
+            }
+        }
+    }
+    if (len + 24 < sizeof list) {
+        snprintf(list + len, sizeof list - len, "%sdecoder_layer_input", len ? ", " : "");
+    }
+    return remat_error_set(err, REMAT_E_POLICY, p->source, NULL,
+                           "graph '%s' has no checkpoint named '%s' (its names: %s)", g->name,
+                           name, list);
+}
+
+static bool known_name(const remat_graph_t *g, const char *name) {
+    return strcmp(name, "decoder_layer_input") == 0 || remat_graph_has_tag(g, name);
+}
+
+remat_status_t remat_policy_check(const remat_policy_t *p, const remat_graph_t *g,
+                                  remat_error_t *err) {
+    if (p->preset) {
+        return REMAT_OK;
+    }
+    for (size_t i = 0; i < p->nrules; i++) {
+        if (!known_name(g, p->rules[i].name)) {
+            return unknown_name(p, g, p->rules[i].name, err);
+        }
+    }
+    for (size_t r = 0; r < p->nranges; r++) {
+        for (size_t i = 0; i < p->ranges[r].nrules; i++) {
+            if (!known_name(g, p->ranges[r].rules[i].name)) {
+                return unknown_name(p, g, p->ranges[r].rules[i].name, err);
+            }
+        }
+    }
+    return REMAT_OK;
+}
+
+/* Placement of one checkpoint name at @p layer: the last range covering the
+   layer wins, then the policy's own names, then `remat` (MaxText's default). */
+static bool lookup(const remat_policy_t *p, const char *name, size_t layer, remat_place_t *out) {
+    for (size_t r = p->nranges; r-- > 0;) {
+        const remat_policy_range_t *R = &p->ranges[r];
+        if (layer < R->first || layer > R->last) {
+            continue;
+        }
+        for (size_t i = 0; i < R->nrules; i++) {
+            if (strcmp(R->rules[i].name, name) == 0) {
+                *out = R->rules[i].place;
+                return true;
+            }
+        }
+    }
+    for (size_t i = 0; i < p->nrules; i++) {
+        if (strcmp(p->rules[i].name, name) == 0) {
+            *out = p->rules[i].place;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Stronger placement wins when a tensor carries two names: HBM over host
+   over recompute (JAX saves a value if any of its names is saveable). */
+static remat_place_t stronger(remat_place_t a, remat_place_t b) {
+    static const int rank[] = {0, 2, 1};
+    return rank[b] > rank[a] ? b : a;
+}
+
+void remat_plan_init(remat_plan_t *plan) {
+    memset(plan, 0, sizeof *plan);
+}
+
+void remat_plan_release(remat_plan_t *plan) {
+    free(plan->asked);
+    free(plan->fate);
+    free(plan->unused);
+    free(plan->needed);
+    free(plan->recompute_op);
+    remat_plan_init(plan);
+}
+
+bool remat_plan_equal(const remat_plan_t *a, const remat_plan_t *b) {
+    return a->ntensors == b->ntensors &&
+           memcmp(a->fate, b->fate, a->ntensors * sizeof *a->fate) == 0 &&
+           memcmp(a->asked, b->asked, a->ntensors * sizeof *a->asked) == 0;
+}
+
+remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p, size_t layer,
+                                bool scan_layers, remat_plan_t *plan, remat_error_t *err) {
+    const remat_block_t *b = &g->layer;
+    size_t nt = b->ntensors, no = b->nops;
+    if (plan->ntensors != nt || plan->nops != no) {
+        remat_plan_release(plan);
+        plan->ntensors = nt;
+        plan->nops = no;
+        plan->asked = remat_i_xcalloc(nt, sizeof *plan->asked);
+        plan->fate = remat_i_xcalloc(nt, sizeof *plan->fate);
+        plan->unused = remat_i_xcalloc(nt, sizeof *plan->unused);
+        plan->needed = remat_i_xcalloc(nt + no, sizeof *plan->needed);
+        plan->recompute_op = remat_i_xcalloc(no, sizeof *plan->recompute_op);
+    }
+    /* MaxText's `none` without scan keeps every residual; scanned, the layer
+       is still checkpointed and `none` behaves as `full`. */
+    bool keep_all = p->none_policy && !scan_layers;
+    const size_t x = b->inputs[0];
+    for (size_t i = 0; i < nt; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        remat_place_t place = keep_all ? REMAT_PLACE_DEVICE : p->unnamed;
+        remat_place_t named;
+        if (i == x) {
+            /* The scan carry is saved under every policy; only custom's
+               decoder_layer_input=offload moves it to host. */
+            place = REMAT_PLACE_DEVICE;
+            if (lookup(p, "decoder_layer_input", layer, &named) && named == REMAT_PLACE_OFFLOAD) {
+                place = REMAT_PLACE_OFFLOAD;
+            }
+        } else if (!keep_all && p->predicate != REMAT_PRED_NONE && t->producer != REMAT_NONE &&
+                   remat_op_einsum_no_batch_dims(&b->ops[t->producer])) {
+            place = p->predicate_place;
+        } else if (t->ntags > 0 && !keep_all) {
+            place = REMAT_PLACE_REMAT;
+            for (size_t j = 0; j < t->ntags; j++) {
+                if (lookup(p, t->tags[j], layer, &named)) {
+                    place = stronger(place, named);
+                }
+            }
+        }
+        plan->asked[i] = t->param ? REMAT_PLACE_DEVICE : place;
+    }
+    /* BFS against the forward edges from everything backward reads, over a
+       graph whose producer -> tensor edges are cut for saveable tensors. */
+    igraph_error_handler_t *old = igraph_set_error_handler(igraph_error_handler_ignore);
+    igraph_vector_int_t edges, roots, order;
+    igraph_t ig;
+    remat_status_t st = REMAT_OK;
+    igraph_error_t ist = igraph_vector_int_init(&edges, 0);
+    ist = ist ? ist : igraph_vector_int_init(&roots, 0);
+    ist = ist ? ist : igraph_vector_int_init(&order, 0);
+    if (ist) {
+        igraph_set_error_handler(old);
+        return remat_error_set(err, REMAT_E_NOMEM, NULL, NULL, "out of memory in igraph");
+    }
+    for (size_t j = 0; j < no && !ist; j++) {
+        const remat_op_t *op = &b->ops[j];
+        for (size_t i = 0; i < op->nin && !ist; i++) {
+            /* Edge direction is consumer -> input so that an OUT walk from
+               the residuals visits what rebuilding them needs. */
+            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)(nt + j));
+            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)op->in[i]);
+        }
+        for (size_t i = 0; i < op->nout && !ist; i++) {
+            if (plan->asked[op->out[i]] != REMAT_PLACE_REMAT) {
+                continue;
+            }
+            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)op->out[i]);
+            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)(nt + j));
+        }
+    }
+    for (size_t i = 0; i < nt && !ist; i++) {
+        if ((b->tensors[i].residual || i == x) && !b->tensors[i].param) {
+            ist = igraph_vector_int_push_back(&roots, (igraph_integer_t)i);
+        }
+    }
+    bool built = false;
+    if (!ist) {
+        ist = igraph_create(&ig, &edges, (igraph_integer_t)(nt + no), IGRAPH_DIRECTED);
+        built = !ist;
+    }
+    if (!ist) {
+        ist = igraph_bfs(&ig, 0, &roots, IGRAPH_OUT, false, NULL, &order, NULL, NULL, NULL, NULL,
+                         NULL, NULL, NULL);
+    }
+    if (!ist) {
+        memset(plan->needed, 0, (nt + no) * sizeof *plan->needed);
+        for (igraph_integer_t i = 0; i < igraph_vector_int_size(&order); i++) {
+            igraph_integer_t v = VECTOR(order)[i];
+            if (v >= 0) {
+                plan->needed[v] = true;
+            }
+        }
+        for (size_t j = 0; j < no; j++) {
+            plan->recompute_op[j] = plan->needed[nt + j];
+        }
+        for (size_t i = 0; i < nt; i++) {
+            const remat_tensor_t *t = &b->tensors[i];
+            remat_fate_t f = REMAT_FATE_TRANSIENT;
+            if (t->param) {
+                f = REMAT_FATE_PARAM;
+            } else if (plan->needed[i]) {
+                f = plan->asked[i] == REMAT_PLACE_DEVICE    ? REMAT_FATE_DEVICE
+                    : plan->asked[i] == REMAT_PLACE_OFFLOAD ? REMAT_FATE_OFFLOAD
+                                                            : REMAT_FATE_RECOMPUTE;
+            }
+            plan->fate[i] = f;
+            plan->unused[i] = !t->param && !plan->needed[i] && t->ntags > 0 &&
+                              plan->asked[i] != REMAT_PLACE_REMAT;
+        }
+    } else {
+        st = remat_error_set(err, ist == IGRAPH_ENOMEM ? REMAT_E_NOMEM : REMAT_E_INTERNAL, NULL,
+                             NULL, "igraph error while planning: %s", igraph_strerror(ist));
+    }
+    if (built) {
+        igraph_destroy(&ig);
+    }
+    igraph_vector_int_destroy(&edges);
+    igraph_vector_int_destroy(&roots);
+    igraph_vector_int_destroy(&order);
+    igraph_set_error_handler(old);
+    return st;
+}

@@ -1,0 +1,663 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.c: text, JSON, CSV and Markdown renderings of remat_result_t. No
+ * arithmetic beyond unit conversion for display (bytes -> GiB, FLOPs ->
+ * seconds were computed by the simulator); JSON carries exact integers.
+ */
+#include "remat/report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static const double GIB = 1073741824.0;
+
+bool remat_format_parse(const char *s, remat_format_t *out) {
+    static const char *const names[] = {"text", "json", "csv", "md"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = (remat_format_t)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+void remat_format_bytes(uint64_t bytes, char *buf, size_t size) {
+    snprintf(buf, size, "%.2f GiB", (double)bytes / GIB);
+}
+
+static const char *step_name(remat_step_t s) {
+    static const char *const names[] = {"forward", "fetch", "recompute", "backward"};
+    return (unsigned)s < 4 ? names[s] : "?";
+}
+
+static const char *where_name(remat_where_t w) {
+    static const char *const names[] = {"head_pre", "layer", "head_post"};
+    return (unsigned)w < 3 ? names[w] : "?";
+}
+
+void remat_format_moment(const remat_moment_t *m, char *buf, size_t size) {
+    if (m->where == REMAT_AT_LAYER) {
+        if (m->op) {
+            snprintf(buf, size, "layer %zu %s, op '%s'", m->layer, step_name(m->step), m->op);
+        } else {
+            snprintf(buf, size, "layer %zu %s (host-to-device copies)", m->layer,
+                     step_name(m->step));
+        }
+    } else {
+        snprintf(buf, size, "head %s, op '%s'",
+                 m->step == REMAT_STEP_FORWARD ? "forward" : "backward", m->op ? m->op : "?");
+    }
+}
+
+static const char *policy_label(const remat_result_t *r) {
+    return r->policy->name;
+}
+
+static void shape_text(const remat_result_t *r, const remat_tensor_t *t, char *buf, size_t n) {
+    size_t len = 0;
+    len += (size_t)snprintf(buf, n, "[");
+    for (size_t i = 0; i < t->rank && len < n; i++) {
+        len += (size_t)snprintf(buf + len, n - len, "%s%" PRIu64, i ? "," : "",
+                                r->dim_size[t->dim[i]]);
+    }
+    if (len < n) {
+        snprintf(buf + len, n - len, "]");
+    }
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static json_t *jint(uint64_t v) {
+    /* Every byte and FLOP count is capped at 2^62 by the simulator. */
+    return json_integer((json_int_t)v);
+}
+
+static json_t *moment_json(const remat_moment_t *m) {
+    json_t *o = json_object();
+    json_object_set_new(o, "step", json_string(step_name(m->step)));
+    json_object_set_new(o, "where", json_string(where_name(m->where)));
+    json_object_set_new(o, "layer", m->where == REMAT_AT_LAYER ? jint(m->layer) : json_null());
+    json_object_set_new(o, "op", m->op ? json_string(m->op) : json_null());
+    return o;
+}
+
+static json_t *layers_json(const remat_result_t *r) {
+    json_t *a = json_array();
+    for (size_t l = 0; l < r->nlayers; l++) {
+        const remat_layer_row_t *row = &r->layers[l];
+        json_t *o = json_object();
+        json_object_set_new(o, "index", jint(row->index));
+        json_object_set_new(o, "profile", jint(row->profile));
+        json_object_set_new(o, "saved_device_bytes", jint(row->saved_device_bytes));
+        json_object_set_new(o, "offloaded_bytes", jint(row->offloaded_bytes));
+        json_object_set_new(o, "recompute_flops", jint(row->recompute_flops));
+        json_object_set_new(o, "forward_flops", jint(row->forward_flops));
+        json_object_set_new(o, "backward_flops", jint(row->backward_flops));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *tensors_json(const remat_result_t *r, const remat_profile_t *p) {
+    json_t *a = json_array();
+    const remat_block_t *b = &r->graph->layer;
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        const remat_tensor_row_t *row = &p->tensors[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(t->name));
+        json_t *tags = json_array();
+        for (size_t k = 0; k < t->ntags; k++) {
+            json_array_append_new(tags, json_string(t->tags[k]));
+        }
+        json_object_set_new(o, "checkpoint", tags);
+        json_t *shape = json_array();
+        for (size_t k = 0; k < t->rank; k++) {
+            json_array_append_new(shape, jint(r->dim_size[t->dim[k]]));
+        }
+        json_object_set_new(o, "shape", shape);
+        json_object_set_new(o, "dtype", json_string(remat_dtype_name(
+                                            t->dtype == REMAT_DTYPE_ACT      ? r->config->dtype
+                                            : t->dtype == REMAT_DTYPE_WEIGHT ? r->config->weight_dtype
+                                                                             : t->dtype)));
+        json_object_set_new(o, "bytes", jint(row->bytes));
+        json_object_set_new(o, "view_of",
+                            t->storage != i ? json_string(b->tensors[t->storage].name)
+                                            : json_null());
+        json_object_set_new(o, "placement", json_string(remat_place_name(row->asked)));
+        json_object_set_new(o, "fate", json_string(remat_fate_name(row->fate)));
+        json_object_set_new(o, "unused", json_boolean(row->unused));
+        json_object_set_new(o, "recompute_flops", jint(row->recompute_flops));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *names_json(const remat_result_t *r) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < r->nnames; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(r->names[i].name));
+        json_object_set_new(o, "saved_bytes", jint(r->names[i].saved_bytes));
+        json_object_set_new(o, "offloaded_bytes", jint(r->names[i].offloaded_bytes));
+        json_object_set_new(o, "recompute_flops", jint(r->names[i].recompute_flops));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *notes_json(const remat_result_t *r);
+
+static json_t *result_json(const remat_result_t *r, bool tables) {
+    json_t *o = json_object();
+    json_object_set_new(o, "schema", json_string("remat-result/1"));
+    json_object_set_new(o, "model", json_string(r->config->model_name));
+    json_object_set_new(o, "graph", json_string(r->graph->name));
+    json_object_set_new(o, "hardware", json_string(r->hw->name));
+    json_object_set_new(o, "remat_policy", json_string(policy_label(r)));
+    json_object_set_new(o, "layers_count", jint(r->nlayers));
+    json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
+    json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
+    json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
+    json_object_set_new(o, "safety_margin", json_real(r->config->safety_margin));
+    json_object_set_new(o, "fits", json_boolean(r->fits));
+    json_object_set_new(o, "fits_with_margin", json_boolean(r->fits_margin));
+    json_t *bd = json_object();
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        json_object_set_new(bd, remat_cat_name((remat_cat_t)c),
+                            json_integer((json_int_t)r->breakdown[c]));
+    }
+    json_object_set_new(o, "breakdown", bd);
+    json_object_set_new(o, "peak_at", moment_json(&r->peak_at));
+    json_t *st = json_object();
+    json_object_set_new(st, "param_count", jint(r->param_count));
+    json_object_set_new(st, "param_bytes", jint(r->param_bytes));
+    json_object_set_new(st, "optimizer_bytes", jint(r->optimizer_bytes));
+    json_object_set_new(st, "grad_bytes", jint(r->grad_bytes));
+    json_object_set_new(st, "grad_accum_bytes", jint(r->accum_bytes));
+    json_object_set_new(st, "reserve_bytes", jint(r->reserve_bytes));
+    json_object_set_new(o, "static", st);
+    json_object_set_new(o, "forward_flops", jint(r->forward_flops));
+    json_object_set_new(o, "backward_flops", jint(r->backward_flops));
+    json_object_set_new(o, "model_flops", jint(r->model_flops));
+    json_object_set_new(o, "recompute_flops", jint(r->recompute_flops));
+    json_object_set_new(o, "recompute_share", json_real(r->recompute_share));
+    json_object_set_new(o, "recompute_seconds", json_real(r->recompute_seconds));
+    json_object_set_new(o, "added_seconds", json_real(r->added_seconds));
+    json_t *off = json_object();
+    json_object_set_new(off, "d2h_bytes", jint(r->d2h_bytes));
+    json_object_set_new(off, "h2d_bytes", jint(r->h2d_bytes));
+    json_object_set_new(off, "seconds", json_real(r->d2h_seconds + r->h2d_seconds));
+    json_object_set_new(off, "exposed_seconds", json_real(r->exposed_seconds));
+    json_object_set_new(off, "hidden", json_boolean(r->offload_hidden));
+    json_object_set_new(off, "host_bytes", jint(r->host_bytes_per_host));
+    json_object_set_new(off, "host_ram_bytes", jint(r->host_ram_bytes));
+    json_object_set_new(off, "host_fits", json_boolean(r->host_fits));
+    json_object_set_new(off, "link_bytes_per_second", json_real(r->host_link_bw));
+    json_object_set_new(off, "link_assumed", json_boolean(r->host_link_assumed));
+    json_object_set_new(o, "offload", off);
+    if (tables) {
+        json_object_set_new(o, "layers", layers_json(r));
+        json_t *profiles = json_array();
+        for (size_t p = 0; p < r->nprofiles; p++) {
+            json_t *po = json_object();
+            json_object_set_new(po, "first_layer", jint(r->profiles[p].first));
+            json_object_set_new(po, "last_layer", jint(r->profiles[p].last));
+            json_object_set_new(po, "layers", jint(r->profiles[p].nlayers));
+            json_object_set_new(po, "tensors", tensors_json(r, &r->profiles[p]));
+            json_array_append_new(profiles, po);
+        }
+        json_object_set_new(o, "profiles", profiles);
+        json_object_set_new(o, "tensors",
+                            json_incref(json_object_get(json_array_get(profiles, 0), "tensors")));
+        json_object_set_new(o, "names", names_json(r));
+    }
+    json_object_set_new(o, "notes", notes_json(r));
+    return o;
+}
+
+static void emit_json(FILE *out, json_t *o) {
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    if (s) {
+        fputs(s, out);
+        fputc('\n', out);
+        free(s);
+    }
+    json_decref(o);
+}
+
+/* ---- notes -------------------------------------------------------------- */
+
+typedef void (*note_fn)(void *ctx, const char *text);
+
+static void for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
+    char buf[512];
+    if (r->none_as_full) {
+        fn(ctx, "remat_policy none with scan_layers=true behaves as full: MaxText checkpoints "
+                "the scanned layer anyway (set scan_layers=false for no checkpointing)");
+    }
+    if (r->d2h_bytes && r->host_link_assumed) {
+        snprintf(buf, sizeof buf,
+                 "host link bandwidth %.3g B/s is an assumption for %s (not published); set "
+                 "host_link_bw=... to override",
+                 r->host_link_bw, r->hw->name);
+        fn(ctx, buf);
+    }
+    if (r->d2h_bytes && remat_hw_is_assumed(r->hw, "host_ram_bytes")) {
+        snprintf(buf, sizeof buf, "host RAM per host for %s is an assumption", r->hw->name);
+        fn(ctx, buf);
+    }
+    const remat_block_t *b = &r->graph->layer;
+    for (size_t p = 0; p < r->nprofiles; p++) {
+        for (size_t i = 0; i < b->ntensors; i++) {
+            if (!r->profiles[p].tensors[i].unused) {
+                continue;
+            }
+            snprintf(buf, sizeof buf,
+                     "'%s' (%s) is placed %s but no backward op reads it: unused, JAX drops it "
+                     "(layers %zu-%zu)",
+                     b->tensors[i].tags[0], b->tensors[i].name,
+                     remat_place_name(r->profiles[p].tensors[i].asked), r->profiles[p].first,
+                     r->profiles[p].last);
+            fn(ctx, buf);
+        }
+    }
+}
+
+static void note_to_json(void *ctx, const char *text) {
+    json_array_append_new((json_t *)ctx, json_string(text));
+}
+
+static json_t *notes_json(const remat_result_t *r) {
+    json_t *a = json_array();
+    for_each_note(r, note_to_json, a);
+    return a;
+}
+
+static void note_to_text(void *ctx, const char *text) {
+    fprintf((FILE *)ctx, "  - %s\n", text);
+}
+
+static void note_count(void *ctx, const char *text) {
+    (void)text;
+    (*(size_t *)ctx)++;
+}
+
+/* ---- analyze ------------------------------------------------------------ */
+
+static void header_text(FILE *out, const remat_result_t *r) {
+    const remat_config_t *c = r->config;
+    fprintf(out, "remat analyze: %s on %s, remat_policy=%s\n", c->model_name, r->hw->name,
+            policy_label(r));
+    fprintf(out, "  graph %s, %zu layers, %g sequences x %" PRIu64
+                 " tokens per device, dtype %s, weights %s, %s\n",
+            r->graph->name, r->nlayers, c->per_device_batch_size, c->max_target_length,
+            remat_dtype_name(c->dtype), remat_dtype_name(c->weight_dtype), c->opt_type);
+}
+
+void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt) {
+    char a[64], b[64], m[256];
+    remat_format_moment(&r->peak_at, m, sizeof m);
+    if (fmt == REMAT_FMT_JSON) {
+        emit_json(out, result_json(r, true));
+        return;
+    }
+    if (fmt == REMAT_FMT_CSV) {
+        fprintf(out, "field,value\n");
+        fprintf(out, "peak_hbm_bytes,%" PRIu64 "\nbudget_bytes,%" PRIu64 "\nusable_bytes,%" PRIu64
+                     "\nfits,%s\nfits_with_margin,%s\n",
+                r->peak_bytes, r->budget_bytes, r->usable_bytes, r->fits ? "true" : "false",
+                r->fits_margin ? "true" : "false");
+        fprintf(out, "peak_at,\"%s\"\n", m);
+        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+            fprintf(out, "breakdown.%s,%" PRId64 "\n", remat_cat_name((remat_cat_t)c),
+                    r->breakdown[c]);
+        }
+        fprintf(out, "model_flops,%" PRIu64 "\nrecompute_flops,%" PRIu64 "\nd2h_bytes,%" PRIu64
+                     "\nh2d_bytes,%" PRIu64 "\nhost_bytes,%" PRIu64 "\n",
+                r->model_flops, r->recompute_flops, r->d2h_bytes, r->h2d_bytes,
+                r->host_bytes_per_host);
+        return;
+    }
+    if (fmt == REMAT_FMT_MD) {
+        fprintf(out, "## %s on %s, remat_policy=%s\n\n", r->config->model_name, r->hw->name,
+                policy_label(r));
+        remat_format_bytes(r->peak_bytes, a, sizeof a);
+        remat_format_bytes(r->budget_bytes, b, sizeof b);
+        fprintf(out, "Peak HBM **%s** of %s (%s), at %s.\n\n", a, b,
+                r->fits_margin ? "fits" : r->fits ? "inside the safety margin" : "does not fit",
+                m);
+        fprintf(out, "| category | bytes | GiB |\n|---|---:|---:|\n");
+        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+            fprintf(out, "| %s | %" PRId64 " | %.2f |\n", remat_cat_name((remat_cat_t)c),
+                    r->breakdown[c], (double)r->breakdown[c] / GIB);
+        }
+        fprintf(out, "| **total** | %" PRIu64 " | %.2f |\n", r->peak_bytes,
+                (double)r->peak_bytes / GIB);
+        return;
+    }
+    header_text(out, r);
+    remat_format_bytes(r->peak_bytes, a, sizeof a);
+    remat_format_bytes(r->budget_bytes, b, sizeof b);
+    fprintf(out, "\npeak HBM     %s of %s budget (%.1f%%): %s\n", a, b,
+            100.0 * (double)r->peak_bytes / (double)r->budget_bytes,
+            r->fits_margin ? "fits"
+            : r->fits      ? "fits, but inside the safety margin"
+                           : "DOES NOT FIT");
+    fprintf(out, "peak at      %s\n", m);
+    fprintf(out, "\nbreakdown at the peak          bytes        GiB\n");
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        if (r->breakdown[c] == 0) {
+            continue;
+        }
+        fprintf(out, "  %-18s %16" PRId64 " %10.2f\n", remat_cat_name((remat_cat_t)c),
+                r->breakdown[c], (double)r->breakdown[c] / GIB);
+    }
+    fprintf(out, "  %-18s %16" PRIu64 " %10.2f\n", "total", r->peak_bytes,
+            (double)r->peak_bytes / GIB);
+    fprintf(out, "\nstatic       %" PRIu64 " params; params %.2f GiB, optimizer %.2f GiB, "
+                 "grads %.2f GiB\n",
+            r->param_count, (double)r->param_bytes / GIB, (double)r->optimizer_bytes / GIB,
+            (double)r->grad_bytes / GIB);
+    fprintf(out, "compute      model %.4g FLOPs (forward %.4g, backward %.4g) per device\n",
+            (double)r->model_flops, (double)r->forward_flops, (double)r->backward_flops);
+    fprintf(out, "recompute    %.4g FLOPs, %.2f%% of model FLOPs, %.4f s at peak\n",
+            (double)r->recompute_flops, 100.0 * r->recompute_share, r->recompute_seconds);
+    if (r->d2h_bytes) {
+        fprintf(out, "offload      %.2f GiB to host and back per step, %.4f s each way at %.3g "
+                     "B/s%s; exposed %.4f s (%s)\n",
+                (double)r->d2h_bytes / GIB, r->d2h_seconds, r->host_link_bw,
+                r->host_link_assumed ? " (assumed)" : "", r->exposed_seconds,
+                r->offload_hidden ? "hidden behind compute" : "not hidden");
+        fprintf(out, "host RAM     %.2f GiB per host (%" PRIu64 " chips) of %.2f GiB: %s\n",
+                (double)r->host_bytes_per_host / GIB, r->hw->chips_per_host,
+                (double)r->host_ram_bytes / GIB, r->host_fits ? "fits" : "DOES NOT FIT");
+    } else {
+        fprintf(out, "offload      none\n");
+    }
+    size_t nnotes = 0;
+    for_each_note(r, note_count, &nnotes);
+    if (nnotes) {
+        fprintf(out, "\nnotes\n");
+        for_each_note(r, note_to_text, out);
+    }
+}
+
+/* ---- table -------------------------------------------------------------- */
+
+static void sep(FILE *out, remat_format_t fmt, size_t ncol) {
+    if (fmt == REMAT_FMT_MD) {
+        fputc('|', out);
+        for (size_t i = 0; i < ncol; i++) {
+            fputs("---|", out);
+        }
+        fputc('\n', out);
+    }
+}
+
+static void row_start(FILE *out, remat_format_t fmt) {
+    if (fmt == REMAT_FMT_MD) {
+        fputs("| ", out);
+    }
+}
+
+static void cell(FILE *out, remat_format_t fmt, bool first, const char *text, int width) {
+    if (fmt == REMAT_FMT_CSV) {
+        fprintf(out, "%s%s", first ? "" : ",", text);
+    } else if (fmt == REMAT_FMT_MD) {
+        fprintf(out, "%s%s", first ? "" : " | ", text);
+    } else {
+        fprintf(out, "%s%*s", first ? "" : " ", width, text);
+    }
+}
+
+static void row_end(FILE *out, remat_format_t fmt) {
+    fputs(fmt == REMAT_FMT_MD ? " |\n" : "\n", out);
+}
+
+static void table_layers(FILE *out, const remat_result_t *r, remat_format_t fmt) {
+    static const char *const cols[] = {"layer",          "profile",         "saved_device_bytes",
+                                       "offloaded_bytes", "recompute_flops", "forward_flops",
+                                       "backward_flops"};
+    static const int widths[] = {5, 7, 20, 16, 18, 18, 18};
+    if (fmt == REMAT_FMT_TEXT) {
+        fprintf(out, "per-layer (per device)\n");
+    }
+    row_start(out, fmt);
+    for (size_t i = 0; i < 7; i++) {
+        cell(out, fmt, i == 0, cols[i], widths[i]);
+    }
+    row_end(out, fmt);
+    sep(out, fmt, 7);
+    char v[7][32];
+    for (size_t l = 0; l < r->nlayers; l++) {
+        const remat_layer_row_t *row = &r->layers[l];
+        snprintf(v[0], 32, "%zu", row->index);
+        snprintf(v[1], 32, "%zu", row->profile);
+        snprintf(v[2], 32, "%" PRIu64, row->saved_device_bytes);
+        snprintf(v[3], 32, "%" PRIu64, row->offloaded_bytes);
+        snprintf(v[4], 32, "%" PRIu64, row->recompute_flops);
+        snprintf(v[5], 32, "%" PRIu64, row->forward_flops);
+        snprintf(v[6], 32, "%" PRIu64, row->backward_flops);
+        row_start(out, fmt);
+        for (size_t i = 0; i < 7; i++) {
+            cell(out, fmt, i == 0, v[i], widths[i]);
+        }
+        row_end(out, fmt);
+    }
+}
+
+static void table_tensors(FILE *out, const remat_result_t *r, remat_format_t fmt) {
+    static const char *const cols[] = {"profile", "tensor",    "checkpoint", "shape",
+                                       "dtype",   "bytes",     "placement",  "fate",
+                                       "unused",  "recompute_flops"};
+    static const int widths[] = {7, 20, 26, 26, 6, 14, 9, 9, 6, 16};
+    const remat_block_t *b = &r->graph->layer;
+    if (fmt == REMAT_FMT_TEXT) {
+        fprintf(out, "per-tensor, one layer (per device)\n");
+    }
+    row_start(out, fmt);
+    for (size_t i = 0; i < 10; i++) {
+        cell(out, fmt, i == 0, cols[i], widths[i]);
+    }
+    row_end(out, fmt);
+    sep(out, fmt, 10);
+    for (size_t p = 0; p < r->nprofiles; p++) {
+        for (size_t i = 0; i < b->ntensors; i++) {
+            const remat_tensor_t *t = &b->tensors[i];
+            const remat_tensor_row_t *row = &r->profiles[p].tensors[i];
+            char v[10][128];
+            snprintf(v[0], 128, "%zu", p);
+            snprintf(v[1], 128, "%s", t->name);
+            v[2][0] = '\0';
+            for (size_t k = 0, len = 0; k < t->ntags; k++) {
+                len += (size_t)snprintf(v[2] + len, 128 - len, "%s%s",
+                                        k ? (fmt == REMAT_FMT_CSV ? ";" : "+") : "", t->tags[k]);
+            }
+            if (!t->ntags) {
+                snprintf(v[2], 128, "-");
+            }
+            shape_text(r, t, v[3], 128);
+            if (fmt == REMAT_FMT_CSV) {
+                /* Shapes hold commas: CSV quotes them. */
+                char q[130];
+                snprintf(q, sizeof q, "\"%s\"", v[3]);
+                memcpy(v[3], q, sizeof v[3]);
+                v[3][127] = '\0';
+            }
+            remat_dtype_t d = t->dtype == REMAT_DTYPE_ACT      ? r->config->dtype
+                              : t->dtype == REMAT_DTYPE_WEIGHT ? r->config->weight_dtype
+                                                               : t->dtype;
+            snprintf(v[4], 128, "%s", remat_dtype_name(d));
+            snprintf(v[5], 128, "%" PRIu64, row->bytes);
+            snprintf(v[6], 128, "%s", t->param ? "-" : remat_place_name(row->asked));
+            snprintf(v[7], 128, "%s", remat_fate_name(row->fate));
+            snprintf(v[8], 128, "%s", row->unused ? "yes" : "no");
+            snprintf(v[9], 128, "%" PRIu64, row->recompute_flops);
+            row_start(out, fmt);
+            for (size_t k = 0; k < 10; k++) {
+                cell(out, fmt, k == 0, v[k], widths[k]);
+            }
+            row_end(out, fmt);
+        }
+    }
+}
+
+static void table_names(FILE *out, const remat_result_t *r, remat_format_t fmt) {
+    static const char *const cols[] = {"checkpoint", "saved_bytes", "offloaded_bytes",
+                                       "recompute_flops"};
+    static const int widths[] = {20, 16, 16, 18};
+    if (fmt == REMAT_FMT_TEXT) {
+        fprintf(out, "per checkpoint name, whole step (per device)\n");
+    }
+    row_start(out, fmt);
+    for (size_t i = 0; i < 4; i++) {
+        cell(out, fmt, i == 0, cols[i], widths[i]);
+    }
+    row_end(out, fmt);
+    sep(out, fmt, 4);
+    for (size_t i = 0; i < r->nnames; i++) {
+        char v[4][64];
+        snprintf(v[0], 64, "%s", r->names[i].name);
+        snprintf(v[1], 64, "%" PRIu64, r->names[i].saved_bytes);
+        snprintf(v[2], 64, "%" PRIu64, r->names[i].offloaded_bytes);
+        snprintf(v[3], 64, "%" PRIu64, r->names[i].recompute_flops);
+        row_start(out, fmt);
+        for (size_t k = 0; k < 4; k++) {
+            cell(out, fmt, k == 0, v[k], widths[k]);
+        }
+        row_end(out, fmt);
+    }
+}
+
+void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, unsigned kinds) {
+    if (fmt == REMAT_FMT_JSON) {
+        json_t *o = json_object();
+        json_object_set_new(o, "schema", json_string("remat-table/1"));
+        json_object_set_new(o, "remat_policy", json_string(policy_label(r)));
+        if (kinds & REMAT_TABLE_LAYERS) {
+            json_object_set_new(o, "layers", layers_json(r));
+        }
+        if (kinds & REMAT_TABLE_TENSORS) {
+            json_t *profiles = json_array();
+            for (size_t p = 0; p < r->nprofiles; p++) {
+                json_t *po = json_object();
+                json_object_set_new(po, "first_layer", jint(r->profiles[p].first));
+                json_object_set_new(po, "last_layer", jint(r->profiles[p].last));
+                json_object_set_new(po, "layers", jint(r->profiles[p].nlayers));
+                json_object_set_new(po, "tensors", tensors_json(r, &r->profiles[p]));
+                json_array_append_new(profiles, po);
+            }
+            json_object_set_new(o, "profiles", profiles);
+        }
+        if (kinds & REMAT_TABLE_NAMES) {
+            json_object_set_new(o, "names", names_json(r));
+        }
+        emit_json(out, o);
+        return;
+    }
+    bool first = true;
+    if (kinds & REMAT_TABLE_LAYERS) {
+        table_layers(out, r, fmt);
+        first = false;
+    }
+    if (kinds & REMAT_TABLE_TENSORS) {
+        if (!first) {
+            fputc('\n', out);
+        }
+        table_tensors(out, r, fmt);
+        first = false;
+    }
+    if (kinds & REMAT_TABLE_NAMES) {
+        if (!first) {
+            fputc('\n', out);
+        }
+        table_names(out, r, fmt);
+    }
+}
+
+/* ---- compare and check -------------------------------------------------- */
+
+void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
+                          remat_format_t fmt) {
+    if (fmt == REMAT_FMT_JSON) {
+        json_t *o = json_object();
+        json_object_set_new(o, "schema", json_string("remat-compare/1"));
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++) {
+            json_t *ri = result_json(rs[i], false);
+            json_object_set_new(ri, "rank", jint(i + 1));
+            json_array_append_new(a, ri);
+        }
+        json_object_set_new(o, "results", a);
+        emit_json(out, o);
+        return;
+    }
+    static const char *const cols[] = {"rank",   "remat_policy",    "peak_hbm_bytes", "peak_gib",
+                                       "fits",   "recompute_flops", "offload_bytes",  "added_seconds"};
+    static const int widths[] = {4, 33, 15, 9, 6, 17, 14, 13};
+    if (fmt == REMAT_FMT_TEXT && n) {
+        char b[64];
+        remat_format_bytes(rs[0]->budget_bytes, b, sizeof b);
+        fprintf(out, "remat compare: %s on %s, budget %s (margin %.0f%%); ranked: fits first, "
+                     "then least added time\n",
+                rs[0]->config->model_name, rs[0]->hw->name, b,
+                100.0 * rs[0]->config->safety_margin);
+    }
+    row_start(out, fmt);
+    for (size_t i = 0; i < 8; i++) {
+        cell(out, fmt, i == 0, cols[i], widths[i]);
+    }
+    row_end(out, fmt);
+    sep(out, fmt, 8);
+    for (size_t i = 0; i < n; i++) {
+        const remat_result_t *r = rs[i];
+        char v[8][64];
+        snprintf(v[0], 64, "%zu", i + 1);
+        snprintf(v[1], 64, "%s", policy_label(r));
+        snprintf(v[2], 64, "%" PRIu64, r->peak_bytes);
+        snprintf(v[3], 64, "%.2f", (double)r->peak_bytes / GIB);
+        snprintf(v[4], 64, "%s", r->fits_margin ? "yes" : r->fits ? "margin" : "no");
+        snprintf(v[5], 64, "%" PRIu64, r->recompute_flops);
+        snprintf(v[6], 64, "%" PRIu64, r->d2h_bytes);
+        snprintf(v[7], 64, "%.6f", r->added_seconds);
+        row_start(out, fmt);
+        for (size_t k = 0; k < 8; k++) {
+            cell(out, fmt, k == 0, v[k], widths[k]);
+        }
+        row_end(out, fmt);
+    }
+}
+
+void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt) {
+    char a[64], b[64], m[256];
+    remat_format_moment(&r->peak_at, m, sizeof m);
+    if (fmt == REMAT_FMT_JSON) {
+        json_t *o = json_object();
+        json_object_set_new(o, "schema", json_string("remat-check/1"));
+        json_object_set_new(o, "fits", json_boolean(r->fits_margin && r->host_fits));
+        json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
+        json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
+        json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
+        json_object_set_new(o, "host_fits", json_boolean(r->host_fits));
+        json_object_set_new(o, "peak_at", moment_json(&r->peak_at));
+        emit_json(out, o);
+        return;
+    }
+    remat_format_bytes(r->peak_bytes, a, sizeof a);
+    remat_format_bytes(r->budget_bytes, b, sizeof b);
+    const char *verdict = !r->fits          ? "OOM"
+                          : !r->fits_margin ? "RISK"
+                          : !r->host_fits   ? "HOST-OOM"
+                                            : "OK";
+    fprintf(out, "%s: peak %s (%" PRIu64 " bytes) of %s budget, %.1f%%%s, at %s\n", verdict, a,
+            r->peak_bytes, b, 100.0 * (double)r->peak_bytes / (double)r->budget_bytes,
+            !r->fits_margin && r->fits ? " (inside the safety margin)"
+            : !r->host_fits            ? " (offloaded bytes exceed host RAM)"
+                                       : "",
+            m);
+}

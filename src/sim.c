@@ -1,0 +1,1010 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sim.c: binding a graph to a config, and the step simulation.
+ *
+ * Design notes (DESIGN §3; docs/memory-model.md has the long form).
+ *
+ * Buffers. A tensor owns a buffer unless a view op (reshape, transpose,
+ * split) made it, in which case it uses its base's buffer; a buffer is live
+ * while any tensor using it is live, and its bytes count once.
+ *
+ * One layer, forward (positions p = 0.. in topological order):
+ *  (1) an op's output buffers are allocated when it runs; the live bytes are
+ *      measured right after, when inputs and outputs coexist;
+ *  (2) a buffer holding a `device` residual, or the layer output, is kept;
+ *  (3) a buffer holding an `offload` residual stays until the end of the
+ *      layer's forward (the copy overlaps the layer) and is then freed;
+ *  (4) any other buffer is freed after its last forward reader.
+ * One layer, backward:
+ *  (5) offloaded buffers are fetched (allocated) first;
+ *  (6) the plan's recompute ops run in topological order; a rebuilt buffer
+ *      that no backward op reads is freed after its last recompute reader;
+ *  (7) ops run backward in reverse order: gradients of their differentiable
+ *      non-param inputs are allocated (once, accumulated after), the
+ *      gradients of their outputs are freed, and residual buffers are freed
+ *      after their last backward reader. Weight gradients go to the static
+ *      gradient buffer.
+ * The step: static memory, the head's embedding, layers 0..L-1 forward, the
+ * head's loss forward and backward, layers L-1..0 backward, embedding
+ * backward. Layers with the same plan share one profile computed once; the
+ * step composes profiles, which is exact because a layer's bytes depend
+ * only on its plan and the live bytes it starts from.
+ */
+#include "remat/sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_internal.h"
+#include "remat/builtin.h"
+#include "util.h"
+
+static const char *const cat_names[REMAT_CAT_COUNT] = {
+    "params",    "optimizer", "grads",   "grad_accum", "saved_activations", "activations",
+    "recompute", "fetched",   "act_grads", "head",     "reserve"};
+
+const char *remat_cat_name(remat_cat_t c) {
+    return c < REMAT_CAT_COUNT ? cat_names[c] : "?";
+}
+
+void remat_result_init(remat_result_t *r) {
+    memset(r, 0, sizeof *r);
+}
+
+void remat_result_release(remat_result_t *r) {
+    free(r->layers);
+    for (size_t i = 0; i < r->nprofiles; i++) {
+        remat_plan_release(&r->profiles[i].plan);
+        free(r->profiles[i].tensors);
+    }
+    free(r->profiles);
+    free(r->names);
+    remat_result_init(r);
+}
+
+/* Byte counts stay below 2^62 so that signed deltas never overflow. */
+#define BYTES_MAX ((uint64_t)1 << 62)
+
+typedef struct bound {
+    uint64_t *numel; /* per tensor */
+    uint64_t *bytes; /* per tensor: its own buffer; 0 for a view */
+    uint64_t *gbytes; /* per tensor: its gradient buffer; 0 if none */
+    uint64_t *fwd, *bwd; /* per op */
+    size_t *pos;     /* per op: position in the block's order */
+} bound_t;
+
+static void bound_release(bound_t *b) {
+    free(b->numel);
+    free(b->bytes);
+    free(b->gbytes);
+    free(b->fwd);
+    free(b->bwd);
+    free(b->pos);
+}
+
+static remat_status_t overflow(const remat_graph_t *g, const char *what, const char *name,
+                               remat_error_t *err) {
+    return remat_error_set(err, REMAT_E_OVERFLOW, g->source, NULL,
+                           "%s of '%s' does not fit in 64 bits with this config", what, name);
+}
+
+static bool has_vocab_dim(const remat_graph_t *g, const remat_tensor_t *t) {
+    for (size_t i = 0; i < t->rank; i++) {
+        const char *from = g->dims[t->dim[i]].from;
+        if (from && strcmp(from, "vocab_size") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
+                                 const remat_config_t *cfg, const uint64_t *dimsize, bool head,
+                                 bound_t *out, remat_error_t *err) {
+    memset(out, 0, sizeof *out);
+    out->numel = remat_i_xcalloc(b->ntensors, sizeof *out->numel);
+    out->bytes = remat_i_xcalloc(b->ntensors, sizeof *out->bytes);
+    out->gbytes = remat_i_xcalloc(b->ntensors, sizeof *out->gbytes);
+    out->fwd = remat_i_xcalloc(b->nops, sizeof *out->fwd);
+    out->bwd = remat_i_xcalloc(b->nops, sizeof *out->bwd);
+    out->pos = remat_i_xcalloc(b->nops, sizeof *out->pos);
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        uint64_t n = 1, by;
+        for (size_t j = 0; j < t->rank; j++) {
+            if (!remat_i_mul(n, dimsize[t->dim[j]], &n)) {
+                return overflow(g, "the element count", t->name, err);
+            }
+        }
+        if (!remat_i_mul(n, remat_config_dtype_bytes(cfg, t->dtype), &by) || by > BYTES_MAX) {
+            return overflow(g, "the byte count", t->name, err);
+        }
+        /* num_vocab_tiling: the loss runs over token chunks, so only one
+           chunk of every [.., vocab] activation is live at a time. */
+        if (head && !t->param && cfg->num_vocab_tiling > 1 && has_vocab_dim(g, t)) {
+            if (n % cfg->num_vocab_tiling) {
+                return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                                       "num_vocab_tiling=%llu does not divide the %llu elements "
+                                       "of '%s'",
+                                       (unsigned long long)cfg->num_vocab_tiling,
+                                       (unsigned long long)n, t->name);
+            }
+            by /= cfg->num_vocab_tiling;
+        }
+        out->numel[i] = n;
+        out->bytes[i] = t->storage == i ? by : 0;
+        out->gbytes[i] = t->needs_grad && !t->param ? by : 0;
+    }
+    for (size_t p = 0; p < b->nops; p++) {
+        const remat_op_t *op = &b->ops[b->order[p]];
+        out->pos[b->order[p]] = p;
+        uint64_t sin = 0, sout = 0;
+        for (size_t i = 0; i < op->nin; i++) {
+            sin += out->numel[op->in[i]];
+        }
+        for (size_t i = 0; i < op->nout; i++) {
+            sout += out->numel[op->out[i]];
+        }
+        bool bad = (op->kind == REMAT_OP_RESHAPE && sin != sout) ||
+                   (op->kind == REMAT_OP_SPLIT && sin != sout) ||
+                   (op->kind == REMAT_OP_CONCAT && sin != sout);
+        if (bad) {
+            return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                                   "%s op '%s' has %llu elements in and %llu out with this config",
+                                   remat_opkind_name(op->kind), op->name,
+                                   (unsigned long long)sin, (unsigned long long)sout);
+        }
+        if (!remat_i_op_flops(b, op, out->numel, dimsize, &out->fwd[b->order[p]],
+                              &out->bwd[b->order[p]]) ||
+            out->fwd[b->order[p]] > BYTES_MAX || out->bwd[b->order[p]] > BYTES_MAX) {
+            return overflow(g, "the FLOP count", op->name, err);
+        }
+    }
+    return REMAT_OK;
+}
+
+/* ---- one layer's profile ------------------------------------------------ */
+
+typedef struct tpl {
+    int64_t fwd_peak;
+    size_t fwd_op;
+    int64_t fwd_cats[REMAT_CAT_COUNT];
+    int64_t fwd_delta;
+    int64_t fwd_dcats[REMAT_CAT_COUNT];
+    int64_t bwd_peak;
+    remat_step_t bwd_step;
+    size_t bwd_op;
+    int64_t bwd_cats[REMAT_CAT_COUNT];
+    int64_t bwd_delta;
+    int64_t bwd_dcats[REMAT_CAT_COUNT];
+    uint64_t saved, offloaded, recompute_flops, fwd_flops, bwd_flops;
+} tpl_t;
+
+enum { B_TRANS = 0, B_KEEP, B_OFF };
+
+typedef struct scratch {
+    unsigned char *cls;   /* per buffer: B_TRANS / B_KEEP / B_OFF */
+    size_t *free_fwd;     /* per buffer: forward position after which it is freed */
+    size_t *bwd_use;      /* per buffer: smallest backward position reading it */
+    size_t *rec_use;      /* per buffer: largest recompute position reading it */
+    unsigned char *live;  /* per buffer */
+    unsigned char *cat;   /* per buffer: remat_cat_t while live */
+    unsigned char *glive; /* per tensor: gradient live */
+} scratch_t;
+
+static void scratch_init(scratch_t *s, size_t n) {
+    s->cls = remat_i_xcalloc(n, 1);
+    s->free_fwd = remat_i_xcalloc(n, sizeof(size_t));
+    s->bwd_use = remat_i_xcalloc(n, sizeof(size_t));
+    s->rec_use = remat_i_xcalloc(n, sizeof(size_t));
+    s->live = remat_i_xcalloc(n, 1);
+    s->cat = remat_i_xcalloc(n, 1);
+    s->glive = remat_i_xcalloc(n, 1);
+}
+
+static void scratch_release(scratch_t *s) {
+    free(s->cls);
+    free(s->free_fwd);
+    free(s->bwd_use);
+    free(s->rec_use);
+    free(s->live);
+    free(s->cat);
+    free(s->glive);
+}
+
+typedef struct meter {
+    int64_t live;
+    int64_t cats[REMAT_CAT_COUNT];
+    int64_t peak;
+    int64_t peak_cats[REMAT_CAT_COUNT];
+    bool any;
+    remat_step_t step;
+    size_t op;
+} meter_t;
+
+static void alloc_buf(meter_t *m, scratch_t *s, size_t buf, uint64_t bytes, remat_cat_t c) {
+    s->live[buf] = 1;
+    s->cat[buf] = (unsigned char)c;
+    m->live += (int64_t)bytes;
+    m->cats[c] += (int64_t)bytes;
+}
+
+static void free_buf(meter_t *m, scratch_t *s, size_t buf, uint64_t bytes) {
+    if (!s->live[buf]) {
+        return;
+    }
+    s->live[buf] = 0;
+    m->live -= (int64_t)bytes;
+    m->cats[s->cat[buf]] -= (int64_t)bytes;
+}
+
+static void measure(meter_t *m, remat_step_t step, size_t op) {
+    if (!m->any || m->live > m->peak) {
+        m->any = true;
+        m->peak = m->live;
+        memcpy(m->peak_cats, m->cats, sizeof m->cats);
+        m->step = step;
+        m->op = op;
+    }
+}
+
+static size_t min_pos(size_t a, size_t b) {
+    return a == REMAT_NONE ? b : b == REMAT_NONE ? a : (a < b ? a : b);
+}
+
+static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
+                          scratch_t *s, tpl_t *t) {
+    memset(t, 0, sizeof *t);
+    const size_t nt = b->ntensors, no = b->nops;
+    const size_t x = b->inputs[0], y = b->outputs[0];
+    const size_t ys = b->tensors[y].storage;
+    for (size_t i = 0; i < nt; i++) {
+        s->cls[i] = B_TRANS;
+        s->free_fwd[i] = REMAT_NONE;
+        s->bwd_use[i] = REMAT_NONE;
+        s->rec_use[i] = REMAT_NONE;
+        s->live[i] = 0;
+        s->glive[i] = 0;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        const remat_tensor_t *ti = &b->tensors[i];
+        size_t buf = ti->storage;
+        if (plan->fate[i] == REMAT_FATE_DEVICE) {
+            s->cls[buf] = B_KEEP;
+        } else if (plan->fate[i] == REMAT_FATE_OFFLOAD && s->cls[buf] != B_KEEP) {
+            s->cls[buf] = B_OFF;
+        }
+        size_t last = ti->last_use != REMAT_NONE         ? ti->last_use
+                      : ti->producer != REMAT_NONE       ? bd->pos[ti->producer]
+                                                         : 0;
+        if (s->free_fwd[buf] == REMAT_NONE || last > s->free_fwd[buf]) {
+            s->free_fwd[buf] = last;
+        }
+    }
+    for (size_t j = 0; j < no; j++) {
+        const remat_op_t *op = &b->ops[j];
+        size_t p = bd->pos[j];
+        if (op->has_backward) {
+            for (size_t i = 0; i < op->nsaves; i++) {
+                size_t buf = b->tensors[op->saves[i]].storage;
+                s->bwd_use[buf] = min_pos(s->bwd_use[buf], p);
+            }
+        }
+        if (plan->recompute_op[j]) {
+            for (size_t i = 0; i < op->nin; i++) {
+                size_t buf = b->tensors[op->in[i]].storage;
+                if (s->rec_use[buf] == REMAT_NONE || p > s->rec_use[buf]) {
+                    s->rec_use[buf] = p;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < nt; i++) {
+        if (b->tensors[i].storage != i) {
+            continue;
+        }
+        if (s->cls[i] == B_KEEP) {
+            t->saved += bd->bytes[i];
+        } else if (s->cls[i] == B_OFF) {
+            t->offloaded += bd->bytes[i];
+        }
+    }
+    for (size_t j = 0; j < no; j++) {
+        t->fwd_flops += bd->fwd[j];
+        t->bwd_flops += bd->bwd[j];
+        if (plan->recompute_op[j]) {
+            t->recompute_flops += bd->fwd[j];
+        }
+    }
+
+    /* Forward. The layer input's buffer is in the caller's baseline. */
+    meter_t m = {0};
+    s->live[x] = 1;
+    s->cat[x] = REMAT_CAT_SAVED;
+    for (size_t p = 0; p < no; p++) {
+        const remat_op_t *op = &b->ops[b->order[p]];
+        for (size_t i = 0; i < op->nout; i++) {
+            size_t o = op->out[i];
+            if (b->tensors[o].storage == o) {
+                alloc_buf(&m, s, o, bd->bytes[o],
+                          s->cls[o] == B_KEEP || o == ys ? REMAT_CAT_SAVED
+                                                         : REMAT_CAT_ACTIVATIONS);
+            }
+        }
+        measure(&m, REMAT_STEP_FORWARD, b->order[p]);
+        for (size_t k = 0; k < op->nin + op->nout; k++) {
+            size_t buf = b->tensors[k < op->nin ? op->in[k] : op->out[k - op->nin]].storage;
+            if (s->cls[buf] == B_TRANS && buf != ys && buf != x && s->free_fwd[buf] == p) {
+                free_buf(&m, s, buf, bd->bytes[buf]);
+            }
+        }
+    }
+    for (size_t i = 0; i < nt; i++) {
+        if (b->tensors[i].storage == i && s->cls[i] == B_OFF && s->live[i]) {
+            free_buf(&m, s, i, bd->bytes[i]);
+        }
+    }
+    t->fwd_peak = m.peak;
+    t->fwd_op = m.op;
+    memcpy(t->fwd_cats, m.peak_cats, sizeof m.cats);
+    t->fwd_delta = m.live;
+    memcpy(t->fwd_dcats, m.cats, sizeof m.cats);
+
+    /* Backward. Baseline: kept buffers (SAVED) and the output's gradient. */
+    meter_t w = {0};
+    for (size_t i = 0; i < nt; i++) {
+        s->live[i] = 0;
+        if (b->tensors[i].storage == i && s->cls[i] == B_KEEP) {
+            s->live[i] = 1;
+            s->cat[i] = REMAT_CAT_SAVED;
+        }
+    }
+    s->glive[y] = 1;
+    bool fetched = false;
+    for (size_t i = 0; i < nt; i++) {
+        if (b->tensors[i].storage == i && s->cls[i] == B_OFF) {
+            alloc_buf(&w, s, i, bd->bytes[i], REMAT_CAT_FETCHED);
+            fetched = true;
+        }
+    }
+    if (fetched) {
+        measure(&w, REMAT_STEP_FETCH, REMAT_NONE);
+    }
+    for (size_t i = 0; i < nt; i++) {
+        if (s->live[i] && s->bwd_use[i] == REMAT_NONE && s->rec_use[i] == REMAT_NONE) {
+            free_buf(&w, s, i, bd->bytes[i]);
+        }
+    }
+    for (size_t p = 0; p < no; p++) {
+        size_t j = b->order[p];
+        if (!plan->recompute_op[j]) {
+            continue;
+        }
+        const remat_op_t *op = &b->ops[j];
+        for (size_t i = 0; i < op->nout; i++) {
+            size_t buf = b->tensors[op->out[i]].storage;
+            if (!s->live[buf]) {
+                alloc_buf(&w, s, buf, bd->bytes[buf], REMAT_CAT_RECOMPUTE);
+            }
+        }
+        measure(&w, REMAT_STEP_RECOMPUTE, j);
+        for (size_t k = 0; k < op->nin + op->nout; k++) {
+            size_t buf = b->tensors[k < op->nin ? op->in[k] : op->out[k - op->nin]].storage;
+            bool done = s->rec_use[buf] == REMAT_NONE || s->rec_use[buf] <= p;
+            if (s->live[buf] && s->bwd_use[buf] == REMAT_NONE && done) {
+                free_buf(&w, s, buf, bd->bytes[buf]);
+            }
+        }
+    }
+    for (size_t p = no; p-- > 0;) {
+        size_t j = b->order[p];
+        const remat_op_t *op = &b->ops[j];
+        if (!op->has_backward) {
+            continue;
+        }
+        for (size_t i = 0; i < op->nin; i++) {
+            size_t ti = op->in[i];
+            if (bd->gbytes[ti] && !s->glive[ti]) {
+                s->glive[ti] = 1;
+                w.live += (int64_t)bd->gbytes[ti];
+                w.cats[REMAT_CAT_ACT_GRADS] += (int64_t)bd->gbytes[ti];
+            }
+        }
+        measure(&w, REMAT_STEP_BACKWARD, j);
+        for (size_t i = 0; i < op->nout; i++) {
+            size_t to = op->out[i];
+            if (s->glive[to]) {
+                s->glive[to] = 0;
+                w.live -= (int64_t)bd->gbytes[to];
+                w.cats[REMAT_CAT_ACT_GRADS] -= (int64_t)bd->gbytes[to];
+            }
+        }
+        for (size_t i = 0; i < op->nsaves; i++) {
+            size_t buf = b->tensors[op->saves[i]].storage;
+            if (s->bwd_use[buf] == p) {
+                free_buf(&w, s, buf, bd->bytes[buf]);
+            }
+        }
+    }
+    t->bwd_peak = w.peak;
+    t->bwd_step = w.step;
+    t->bwd_op = w.op;
+    memcpy(t->bwd_cats, w.peak_cats, sizeof w.cats);
+    t->bwd_delta = w.live;
+    memcpy(t->bwd_dcats, w.cats, sizeof w.cats);
+}
+
+/* ---- the step ----------------------------------------------------------- */
+
+typedef struct step {
+    meter_t m;
+    remat_moment_t at;
+} step_t;
+
+static void step_measure(step_t *st, int64_t extra, const int64_t *extra_cats,
+                         remat_moment_t at) {
+    int64_t v = st->m.live + extra;
+    if (!st->m.any || v > st->m.peak) {
+        st->m.any = true;
+        st->m.peak = v;
+        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+            st->m.peak_cats[c] = st->m.cats[c] + (extra_cats ? extra_cats[c] : 0);
+        }
+        st->at = at;
+    }
+}
+
+static void step_add(step_t *st, int64_t delta, const int64_t *dcats) {
+    st->m.live += delta;
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        st->m.cats[c] += dcats[c];
+    }
+}
+
+/* The head's forward or backward over positions [from, to) (backward runs
+   them in reverse), on the step meter. */
+static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, step_t *st,
+                       size_t from, size_t to, bool backward) {
+    const remat_block_t *b = &g->head;
+    const size_t feeds = b->tensors[g->head_feeds].storage;
+    remat_where_t where = from == 0 ? REMAT_AT_HEAD_PRE : REMAT_AT_HEAD_POST;
+    if (!backward) {
+        for (size_t p = from; p < to; p++) {
+            size_t j = b->order[p];
+            const remat_op_t *op = &b->ops[j];
+            for (size_t i = 0; i < op->nout; i++) {
+                size_t o = op->out[i];
+                if (b->tensors[o].storage == o) {
+                    alloc_buf(&st->m, s, o, bd->bytes[o],
+                              o == feeds ? REMAT_CAT_SAVED : REMAT_CAT_HEAD);
+                }
+            }
+            step_measure(st, 0, NULL,
+                         (remat_moment_t){REMAT_STEP_FORWARD, where, 0, op->name});
+            for (size_t k = 0; k < op->nin + op->nout; k++) {
+                size_t buf = b->tensors[k < op->nin ? op->in[k] : op->out[k - op->nin]].storage;
+                if (buf != feeds && s->cls[buf] == B_TRANS && s->free_fwd[buf] == p) {
+                    free_buf(&st->m, s, buf, bd->bytes[buf]);
+                }
+            }
+        }
+        return;
+    }
+    for (size_t p = to; p-- > from;) {
+        size_t j = b->order[p];
+        const remat_op_t *op = &b->ops[j];
+        if (!op->has_backward) {
+            continue;
+        }
+        for (size_t i = 0; i < op->nin; i++) {
+            size_t ti = op->in[i];
+            if (bd->gbytes[ti] && !s->glive[ti]) {
+                s->glive[ti] = 1;
+                st->m.live += (int64_t)bd->gbytes[ti];
+                st->m.cats[REMAT_CAT_ACT_GRADS] += (int64_t)bd->gbytes[ti];
+            }
+        }
+        step_measure(st, 0, NULL, (remat_moment_t){REMAT_STEP_BACKWARD, where, 0, op->name});
+        for (size_t i = 0; i < op->nout; i++) {
+            size_t to_ = op->out[i];
+            if (s->glive[to_]) {
+                s->glive[to_] = 0;
+                st->m.live -= (int64_t)bd->gbytes[to_];
+                st->m.cats[REMAT_CAT_ACT_GRADS] -= (int64_t)bd->gbytes[to_];
+            }
+        }
+        for (size_t i = 0; i < op->nsaves; i++) {
+            size_t buf = b->tensors[op->saves[i]].storage;
+            if (s->bwd_use[buf] == p) {
+                free_buf(&st->m, s, buf, bd->bytes[buf]);
+            }
+        }
+    }
+}
+
+/* Head buffers: residuals stay to their last backward reader, the rest are
+   freed after their last forward reader. The feed to layer 0 belongs to the
+   layers once made; the last layer's output arrives from them. */
+static void head_prepare(const remat_graph_t *g, const bound_t *bd, scratch_t *s) {
+    const remat_block_t *b = &g->head;
+    for (size_t i = 0; i < b->ntensors; i++) {
+        s->cls[i] = B_TRANS;
+        s->free_fwd[i] = REMAT_NONE;
+        s->bwd_use[i] = REMAT_NONE;
+        s->live[i] = 0;
+        s->glive[i] = 0;
+    }
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        size_t buf = t->storage;
+        if (t->residual) {
+            s->cls[buf] = B_KEEP;
+        }
+        size_t last = t->last_use != REMAT_NONE   ? t->last_use
+                      : t->producer != REMAT_NONE ? bd->pos[t->producer]
+                                                  : 0;
+        if (s->free_fwd[buf] == REMAT_NONE || last > s->free_fwd[buf]) {
+            s->free_fwd[buf] = last;
+        }
+    }
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        if (op->has_backward) {
+            for (size_t i = 0; i < op->nsaves; i++) {
+                size_t buf = b->tensors[op->saves[i]].storage;
+                s->bwd_use[buf] = min_pos(s->bwd_use[buf], bd->pos[j]);
+            }
+        }
+    }
+}
+
+static remat_name_row_t *name_row(remat_result_t *r, const char *name) {
+    for (size_t i = 0; i < r->nnames; i++) {
+        if (strcmp(r->names[i].name, name) == 0) {
+            return &r->names[i];
+        }
+    }
+    r->names = remat_i_xrealloc(r->names, (r->nnames + 1) * sizeof *r->names);
+    remat_name_row_t *row = &r->names[r->nnames++];
+    memset(row, 0, sizeof *row);
+    snprintf(row->name, sizeof row->name, "%s", name);
+    return row;
+}
+
+/* The checkpoint name a buffer's bytes are reported under: the first tag of
+   a member with the buffer's fate, the owner first. */
+static const char *buffer_name(const remat_block_t *b, const remat_plan_t *plan, size_t buf,
+                               remat_fate_t fate) {
+    if (b->tensors[buf].ntags && plan->fate[buf] == fate) {
+        return b->tensors[buf].tags[0];
+    }
+    for (size_t i = 0; i < b->ntensors; i++) {
+        if (b->tensors[i].storage == buf && plan->fate[i] == fate && b->tensors[i].ntags) {
+            return b->tensors[i].tags[0];
+        }
+    }
+    return buf == b->inputs[0] ? "decoder_layer_input" : "(unnamed)";
+}
+
+static remat_status_t sum_checked(uint64_t *acc, uint64_t a, uint64_t times, const char *what,
+                                  remat_error_t *err) {
+    uint64_t v;
+    if (!remat_i_mul(a, times, &v) || !remat_i_add(*acc, v, acc) || *acc > BYTES_MAX) {
+        return remat_error_set(err, REMAT_E_OVERFLOW, NULL, NULL,
+                               "the step's %s do not fit in 63 bits with this config", what);
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t plan_profiles(const remat_graph_t *g, const remat_policy_t *policy,
+                                    const remat_config_t *cfg, size_t L, size_t *profile_of,
+                                    remat_result_t *r, remat_error_t *err) {
+    if (policy->nranges > 64) {
+        return remat_error_set(err, REMAT_E_POLICY, policy->source, "$.layers",
+                               "at most 64 layer ranges");
+    }
+    for (size_t i = 0; i < policy->nranges; i++) {
+        if (policy->ranges[i].last >= L) {
+            char path[48];
+            snprintf(path, sizeof path, "$.layers[%zu].range", i);
+            return remat_error_set(err, REMAT_E_POLICY, policy->source, path,
+                                   "range %zu-%zu is beyond the model's %zu layers (0-%zu)",
+                                   policy->ranges[i].first, policy->ranges[i].last, L, L - 1);
+        }
+    }
+    /* Layers covered by the same set of ranges get the same plan: plan once
+       per distinct set, then merge identical plans into one profile. */
+    uint64_t keys[65];
+    size_t key_profile[65], nkeys = 0;
+    remat_plan_t plan;
+    remat_plan_init(&plan);
+    remat_status_t st = REMAT_OK;
+    for (size_t l = 0; l < L && st == REMAT_OK; l++) {
+        uint64_t key = 0;
+        for (size_t i = 0; i < policy->nranges; i++) {
+            if (l >= policy->ranges[i].first && l <= policy->ranges[i].last) {
+                key |= (uint64_t)1 << i;
+            }
+        }
+        size_t k = 0;
+        while (k < nkeys && keys[k] != key) {
+            k++;
+        }
+        if (k == nkeys) {
+            st = remat_plan_layer(g, policy, l, cfg->scan_layers, &plan, err);
+            if (st) {
+                break;
+            }
+            size_t p = 0;
+            while (p < r->nprofiles && !remat_plan_equal(&r->profiles[p].plan, &plan)) {
+                p++;
+            }
+            if (p == r->nprofiles) {
+                r->profiles = remat_i_xrealloc(r->profiles, (p + 1) * sizeof *r->profiles);
+                memset(&r->profiles[p], 0, sizeof r->profiles[p]);
+                r->profiles[p].plan = plan;
+                r->profiles[p].first = l;
+                r->nprofiles++;
+                remat_plan_init(&plan);
+            }
+            keys[nkeys] = key;
+            key_profile[nkeys++] = p;
+        }
+        size_t p = key_profile[k];
+        profile_of[l] = p;
+        r->profiles[p].last = l;
+        r->profiles[p].nlayers++;
+    }
+    remat_plan_release(&plan);
+    return st;
+}
+
+remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
+                             const remat_policy_t *policy, const remat_hw_t *hw,
+                             remat_result_t *r, remat_error_t *err) {
+    remat_result_release(r);
+    r->graph = g;
+    r->policy = policy;
+    r->config = cfg;
+    r->hw = hw;
+    r->none_as_full = policy->none_policy && cfg->scan_layers;
+    remat_status_t st = remat_policy_check(policy, g, err);
+    if (st) {
+        return st;
+    }
+    if (g->ndims > sizeof r->dim_size / sizeof r->dim_size[0]) {
+        return remat_error_set(err, REMAT_E_GRAPH, g->source, "$.dims", "at most 64 dims");
+    }
+    for (size_t d = 0; d < g->ndims; d++) {
+        const remat_dim_t *dim = &g->dims[d];
+        if (dim->from) {
+            if ((st = remat_config_size(cfg, dim->from, &r->dim_size[d], err))) {
+                return st;
+            }
+            uint64_t div = 1;
+            if (dim->div && (st = remat_config_size(cfg, dim->div, &div, err))) {
+                return st;
+            }
+            if (r->dim_size[d] % div) {
+                return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                                       "dim '%s' is %s / %s = %llu / %llu, which does not divide",
+                                       dim->name, dim->from, dim->div,
+                                       (unsigned long long)r->dim_size[d],
+                                       (unsigned long long)div);
+            }
+            r->dim_size[d] /= div;
+        } else {
+            r->dim_size[d] = dim->value;
+        }
+    }
+    const size_t L = (size_t)cfg->base_num_decoder_layers;
+    bound_t lb, hb;
+    memset(&hb, 0, sizeof hb);
+    scratch_t s;
+    size_t nscratch = g->layer.ntensors;
+    if (g->has_head && g->head.ntensors > nscratch) {
+        nscratch = g->head.ntensors;
+    }
+    scratch_init(&s, nscratch);
+    size_t *profile_of = remat_i_xcalloc(L, sizeof *profile_of);
+    tpl_t *tpls = NULL;
+    if ((st = bind_block(g, &g->layer, cfg, r->dim_size, false, &lb, err))) {
+        goto out;
+    }
+    if (g->has_head && (st = bind_block(g, &g->head, cfg, r->dim_size, true, &hb, err))) {
+        goto out;
+    }
+    /* Static memory. */
+    uint64_t pc_layer = 0, pb_layer = 0, pc = 0, pb = 0;
+    for (size_t i = 0; i < g->layer.ntensors; i++) {
+        if (g->layer.tensors[i].param) {
+            pc_layer += lb.numel[i];
+            pb_layer += lb.bytes[i];
+        }
+    }
+    if ((st = sum_checked(&pc, pc_layer, L, "parameters", err)) ||
+        (st = sum_checked(&pb, pb_layer, L, "parameter bytes", err))) {
+        goto out;
+    }
+    for (size_t i = 0; g->has_head && i < g->head.ntensors; i++) {
+        if (g->head.tensors[i].param &&
+            ((st = sum_checked(&pc, hb.numel[i], 1, "parameters", err)) ||
+             (st = sum_checked(&pb, hb.bytes[i], 1, "parameter bytes", err)))) {
+            goto out;
+        }
+    }
+    r->param_count = pc;
+    r->param_bytes = pb;
+    if ((st = sum_checked(&r->grad_bytes, pc, remat_dtype_bytes(cfg->grad_dtype), "gradients",
+                          err)) ||
+        (strcmp(cfg->opt_type, "adamw") == 0 &&
+         (st = sum_checked(&r->optimizer_bytes, pc, 2u * remat_dtype_bytes(cfg->mu_dtype),
+                           "optimizer bytes", err))) ||
+        (cfg->gradient_accumulation_steps > 1 &&
+         (st = sum_checked(&r->accum_bytes, pc, 4, "accumulator bytes", err)))) {
+        goto out;
+    }
+    r->reserve_bytes = cfg->hbm_reserve;
+    uint64_t static_bytes = 0;
+    if ((st = sum_checked(&static_bytes, r->param_bytes + 0, 1, "static bytes", err)) ||
+        (st = sum_checked(&static_bytes, r->optimizer_bytes, 1, "static bytes", err)) ||
+        (st = sum_checked(&static_bytes, r->grad_bytes, 1, "static bytes", err)) ||
+        (st = sum_checked(&static_bytes, r->accum_bytes, 1, "static bytes", err)) ||
+        (st = sum_checked(&static_bytes, r->reserve_bytes, 1, "static bytes", err))) {
+        goto out;
+    }
+    /* Plans and profiles. */
+    if ((st = plan_profiles(g, policy, cfg, L, profile_of, r, err))) {
+        goto out;
+    }
+    tpls = remat_i_xcalloc(r->nprofiles, sizeof *tpls);
+    for (size_t p = 0; p < r->nprofiles; p++) {
+        remat_profile_t *pr = &r->profiles[p];
+        const remat_block_t *b = &g->layer;
+        profile_layer(b, &lb, &pr->plan, &s, &tpls[p]);
+        pr->fwd_peak_rel = tpls[p].fwd_peak > 0 ? (uint64_t)tpls[p].fwd_peak : 0;
+        pr->bwd_peak_rel = tpls[p].bwd_peak > 0 ? (uint64_t)tpls[p].bwd_peak : 0;
+        pr->tensors = remat_i_xcalloc(b->ntensors, sizeof *pr->tensors);
+        for (size_t i = 0; i < b->ntensors; i++) {
+            const remat_tensor_t *t = &b->tensors[i];
+            remat_tensor_row_t *row = &pr->tensors[i];
+            row->tensor = i;
+            row->bytes = lb.bytes[i];
+            row->asked = pr->plan.asked[i];
+            row->fate = pr->plan.fate[i];
+            row->unused = pr->plan.unused[i];
+            if (t->producer != REMAT_NONE && pr->plan.recompute_op[t->producer] &&
+                b->ops[t->producer].out[0] == i) {
+                row->recompute_flops = lb.fwd[t->producer];
+            }
+            if (t->storage == i && s.cls[i] != B_TRANS) {
+                remat_fate_t f = s.cls[i] == B_KEEP ? REMAT_FATE_DEVICE : REMAT_FATE_OFFLOAD;
+                remat_name_row_t *nr = name_row(r, buffer_name(b, &pr->plan, i, f));
+                uint64_t *acc = f == REMAT_FATE_DEVICE ? &nr->saved_bytes : &nr->offloaded_bytes;
+                if ((st = sum_checked(acc, lb.bytes[i], pr->nlayers, "saved bytes", err))) {
+                    goto out;
+                }
+            }
+        }
+        for (size_t j = 0; j < b->nops; j++) {
+            if (!pr->plan.recompute_op[j]) {
+                continue;
+            }
+            const char *name = "(unnamed)";
+            for (size_t i = 0; i < b->ops[j].nout; i++) {
+                if (b->tensors[b->ops[j].out[i]].ntags) {
+                    name = b->tensors[b->ops[j].out[i]].tags[0];
+                    break;
+                }
+            }
+            if ((st = sum_checked(&name_row(r, name)->recompute_flops, lb.fwd[j], pr->nlayers,
+                                  "recompute FLOPs", err))) {
+                goto out;
+            }
+        }
+    }
+    /* Per-layer rows, FLOPs and offload. */
+    r->nlayers = L;
+    r->layers = remat_i_xcalloc(L, sizeof *r->layers);
+    r->host_link_bw = cfg->host_link_bw > 0 ? cfg->host_link_bw : hw->host_link_bw;
+    r->host_link_assumed = cfg->host_link_bw <= 0 && remat_hw_is_assumed(hw, "host_link_bw");
+    double flops_peak = cfg->dtype == REMAT_DTYPE_F8E4M3 || cfg->dtype == REMAT_DTYPE_F8E5M2
+                            ? hw->flops_fp8
+                            : hw->flops_bf16;
+    for (size_t l = 0; l < L; l++) {
+        const tpl_t *t = &tpls[profile_of[l]];
+        remat_layer_row_t *row = &r->layers[l];
+        row->index = l;
+        row->profile = profile_of[l];
+        row->saved_device_bytes = t->saved;
+        row->offloaded_bytes = t->offloaded;
+        row->recompute_flops = t->recompute_flops;
+        row->forward_flops = t->fwd_flops;
+        row->backward_flops = t->bwd_flops;
+        row->d2h_seconds = row->h2d_seconds = (double)t->offloaded / r->host_link_bw;
+        row->forward_seconds = (double)t->fwd_flops / flops_peak;
+        row->backward_seconds = (double)(t->bwd_flops + t->recompute_flops) / flops_peak;
+        if ((st = sum_checked(&r->forward_flops, t->fwd_flops, 1, "FLOPs", err)) ||
+            (st = sum_checked(&r->backward_flops, t->bwd_flops, 1, "FLOPs", err)) ||
+            (st = sum_checked(&r->recompute_flops, t->recompute_flops, 1, "FLOPs", err)) ||
+            (st = sum_checked(&r->d2h_bytes, t->offloaded, 1, "offload bytes", err))) {
+            goto out;
+        }
+        r->d2h_seconds += row->d2h_seconds;
+        double ef = row->d2h_seconds - row->forward_seconds;
+        double eb = row->h2d_seconds - row->backward_seconds;
+        r->exposed_seconds += (ef > 0 ? ef : 0) + (eb > 0 ? eb : 0);
+    }
+    for (size_t j = 0; g->has_head && j < g->head.nops; j++) {
+        if ((st = sum_checked(&r->forward_flops, hb.fwd[j], 1, "FLOPs", err)) ||
+            (st = sum_checked(&r->backward_flops, hb.bwd[j], 1, "FLOPs", err))) {
+            goto out;
+        }
+    }
+    r->h2d_bytes = r->d2h_bytes;
+    r->h2d_seconds = r->d2h_seconds;
+    r->model_flops = r->forward_flops + r->backward_flops;
+    r->recompute_share = r->model_flops ? (double)r->recompute_flops / (double)r->model_flops : 0;
+    r->compute_seconds = (double)(r->model_flops + r->recompute_flops) / flops_peak;
+    r->recompute_seconds = (double)r->recompute_flops / flops_peak;
+    r->added_seconds = r->recompute_seconds + r->exposed_seconds;
+    r->offload_hidden = r->exposed_seconds <= 0;
+    if ((st = sum_checked(&r->host_bytes_per_host, r->d2h_bytes, hw->chips_per_host,
+                          "host bytes", err))) {
+        goto out;
+    }
+    r->host_ram_bytes = hw->host_ram_bytes;
+    r->host_fits = r->host_bytes_per_host <= r->host_ram_bytes;
+
+    /* The step. */
+    step_t stp;
+    memset(&stp, 0, sizeof stp);
+    stp.m.live = (int64_t)static_bytes;
+    stp.m.cats[REMAT_CAT_PARAMS] = (int64_t)r->param_bytes;
+    stp.m.cats[REMAT_CAT_OPTIMIZER] = (int64_t)r->optimizer_bytes;
+    stp.m.cats[REMAT_CAT_GRADS] = (int64_t)r->grad_bytes;
+    stp.m.cats[REMAT_CAT_GRAD_ACCUM] = (int64_t)r->accum_bytes;
+    stp.m.cats[REMAT_CAT_RESERVE] = (int64_t)r->reserve_bytes;
+    const remat_block_t *H = &g->head;
+    size_t feeds = 0, takes = 0;
+    const size_t x = g->layer.inputs[0], y = g->layer.outputs[0];
+    if (g->has_head) {
+        feeds = H->tensors[g->head_feeds].storage;
+        takes = H->tensors[g->head_takes].storage;
+        head_prepare(g, &hb, &s);
+        s.cls[feeds] = B_TRANS;
+        s.bwd_use[feeds] = REMAT_NONE;
+        for (size_t i = 0; i < H->ninputs; i++) {
+            size_t in = H->inputs[i];
+            if (in != g->head_takes && H->tensors[in].storage == in) {
+                alloc_buf(&stp.m, &s, in, hb.bytes[in], REMAT_CAT_HEAD);
+            }
+        }
+        head_sweep(g, &hb, &s, &stp, 0, g->head_npre, false);
+        s.live[feeds] = 0; /* the layers own it now */
+    } else {
+        stp.m.live += (int64_t)lb.bytes[x];
+        stp.m.cats[REMAT_CAT_SAVED] += (int64_t)lb.bytes[x];
+    }
+    for (size_t l = 0; l < L; l++) {
+        const tpl_t *t = &tpls[profile_of[l]];
+        step_measure(&stp, t->fwd_peak, t->fwd_cats,
+                     (remat_moment_t){REMAT_STEP_FORWARD, REMAT_AT_LAYER, l,
+                                      g->layer.ops[t->fwd_op].name});
+        step_add(&stp, t->fwd_delta, t->fwd_dcats);
+    }
+    if (g->has_head) {
+        s.live[takes] = 1;
+        s.cat[takes] = REMAT_CAT_SAVED;
+        head_sweep(g, &hb, &s, &stp, g->head_npre, H->nops, false);
+        for (size_t i = 0; i < H->noutputs; i++) {
+            size_t o = H->outputs[i];
+            if (hb.gbytes[o]) {
+                s.glive[o] = 1;
+                stp.m.live += (int64_t)hb.gbytes[o];
+                stp.m.cats[REMAT_CAT_ACT_GRADS] += (int64_t)hb.gbytes[o];
+            }
+        }
+        head_sweep(g, &hb, &s, &stp, g->head_npre, H->nops, true);
+        s.glive[g->head_takes] = 0; /* dy of the last layer: the layers free it */
+    } else {
+        /* No head: the last output is consumed by the loss and its gradient
+           arrives in its place. */
+        stp.m.live += (int64_t)lb.gbytes[y] - (int64_t)lb.bytes[y];
+        stp.m.cats[REMAT_CAT_SAVED] -= (int64_t)lb.bytes[y];
+        stp.m.cats[REMAT_CAT_ACT_GRADS] += (int64_t)lb.gbytes[y];
+    }
+    for (size_t l = L; l-- > 0;) {
+        const tpl_t *t = &tpls[profile_of[l]];
+        const char *op = t->bwd_op == REMAT_NONE ? NULL : g->layer.ops[t->bwd_op].name;
+        step_measure(&stp, t->bwd_peak, t->bwd_cats,
+                     (remat_moment_t){t->bwd_step, REMAT_AT_LAYER, l, op});
+        step_add(&stp, t->bwd_delta, t->bwd_dcats);
+    }
+    if (g->has_head) {
+        s.glive[g->head_feeds] = 1; /* dx of layer 0, made by the layers */
+        head_sweep(g, &hb, &s, &stp, 0, g->head_npre, true);
+    }
+    r->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
+    memcpy(r->breakdown, stp.m.peak_cats, sizeof r->breakdown);
+    r->peak_at = stp.at;
+    r->budget_bytes = cfg->hbm_budget ? cfg->hbm_budget : hw->hbm_bytes;
+    r->usable_bytes = (uint64_t)((double)r->budget_bytes * (1.0 - cfg->safety_margin));
+    r->fits = r->peak_bytes <= r->budget_bytes;
+    r->fits_margin = r->peak_bytes <= r->usable_bytes;
+out:
+    free(tpls);
+    free(profile_of);
+    scratch_release(&s);
+    bound_release(&lb);
+    bound_release(&hb);
+    if (st) {
+        remat_result_release(r);
+    }
+    return st;
+}
+
+static bool ends_with_json(const char *s) {
+    size_t n = strlen(s);
+    return n > 5 && strcmp(s + n - 5, ".json") == 0;
+}
+
+remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
+                             remat_policy_t **policy, remat_hw_t *hw, remat_error_t *err) {
+    *graph = NULL;
+    *policy = NULL;
+    remat_status_t st;
+    if (ends_with_json(cfg->graph)) {
+        st = remat_graph_load_file(cfg->graph, graph, err);
+    } else {
+        char name[REMAT_STR_LEN + 40];
+        snprintf(name, sizeof name, "%s.%s", cfg->graph, cfg->attention);
+        const char *text = remat_builtin_find(REMAT_BUILTIN_GRAPH, name);
+        if (!text) {
+            char list[1024];
+            remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "no built-in graph '%s' with attention=%s (built-in "
+                                   "graph.attention: %s; or a graph .json file)",
+                                   cfg->graph, cfg->attention, list);
+        }
+        char source[REMAT_STR_LEN + 64];
+        snprintf(source, sizeof source, "<builtin:graphs/%s.json>", name);
+        st = remat_graph_load_string(text, source, graph, err);
+    }
+    if (st) {
+        return st;
+    }
+    if (ends_with_json(cfg->remat_policy)) {
+        char *text = NULL;
+        if ((st = remat_i_read_file(cfg->remat_policy, &text, err)) == REMAT_OK) {
+            st = remat_policy_load_string(text, cfg->remat_policy, false, policy, err);
+        }
+        free(text);
+    } else if (strcmp(cfg->remat_policy, "custom") == 0) {
+        /* MaxText's custom: every name remat except the layer input. */
+        remat_policy_t *p = remat_i_xcalloc(1, sizeof *p);
+        p->name = remat_i_xstrdup("custom");
+        p->description = remat_i_xstrdup("remat_policy=custom with per-name keys");
+        p->source = remat_i_xstrdup(cfg->custom_source[0] ? cfg->custom_source : "<config>");
+        remat_policy_set(p, "decoder_layer_input", REMAT_PLACE_DEVICE);
+        for (size_t i = 0; i < cfg->ncustom; i++) {
+            remat_policy_set(p, cfg->custom[i].name, cfg->custom[i].place);
+        }
+        *policy = p;
+        st = REMAT_OK;
+    } else {
+        st = remat_policy_builtin(cfg->remat_policy, policy, err);
+    }
+    if (st == REMAT_OK) {
+        st = remat_hw_resolve(cfg->hardware, hw, err);
+    }
+    if (st) {
+        remat_graph_free(*graph);
+        remat_policy_free(*policy);
+        *graph = NULL;
+        *policy = NULL;
+    }
+    return st;
+}
