@@ -449,8 +449,14 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
             if (plan->asked[op->out[i]] != REMAT_PLACE_REMAT) {
                 continue;
             }
+            /* A dropout mask is regenerated from the RNG key alone: it leads
+               to the op's RNG vertex, which reads no input. */
+            size_t producer = nt + j;
+            if (op->kind == REMAT_OP_DROPOUT && i == 1) {
+                producer = nt + no + j;
+            }
             ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)op->out[i]);
-            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)(nt + j));
+            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)producer);
         }
     }
     for (size_t i = 0; i < nt && !ist; i++) {
@@ -460,7 +466,7 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
     }
     bool built = false;
     if (!ist) {
-        ist = igraph_create(&ig, &edges, (igraph_integer_t)(nt + no), IGRAPH_DIRECTED);
+        ist = igraph_create(&ig, &edges, (igraph_integer_t)(nt + 2 * no), IGRAPH_DIRECTED);
         built = !ist;
     }
     if (!ist) {
@@ -469,14 +475,17 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
     }
     if (!ist) {
         memset(plan->needed, 0, (nt + no) * sizeof *plan->needed);
+        memset(plan->recompute_op, 0, no * sizeof *plan->recompute_op);
         for (igraph_integer_t i = 0; i < igraph_vector_int_size(&order); i++) {
             igraph_integer_t v = VECTOR(order)[i];
-            if (v >= 0) {
+            if (v >= 0 && (size_t)v < nt + no) {
                 plan->needed[v] = true;
+            } else if (v >= 0) {
+                plan->recompute_op[(size_t)v - nt - no] = true; /* mask regeneration */
             }
         }
         for (size_t j = 0; j < no; j++) {
-            plan->recompute_op[j] = plan->needed[nt + j];
+            plan->recompute_op[j] |= plan->needed[nt + j];
         }
         for (size_t i = 0; i < nt; i++) {
             const remat_tensor_t *t = &b->tensors[i];

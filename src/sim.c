@@ -383,8 +383,10 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
         }
         const remat_op_t *op = &b->ops[j];
         for (size_t i = 0; i < op->nout; i++) {
+            /* Outputs nothing needs are dead code in the re-run (XLA drops
+               them): a dropout re-run for its mask makes no data output. */
             size_t buf = b->tensors[op->out[i]].storage;
-            if (!s->live[buf]) {
+            if (!s->live[buf] && plan->needed[op->out[i]]) {
                 alloc_buf(&w, s, buf, bd->bytes[buf], REMAT_CAT_RECOMPUTE);
             }
         }

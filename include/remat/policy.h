@@ -101,7 +101,7 @@ typedef struct remat_plan {
     remat_fate_t *fate;    /* what happens to it */
     bool *unused;          /* a saveable placement on a tensor backward never reads */
     bool *needed;          /* read in backward (directly or by recompute) */
-    bool *recompute_op;    /* op re-run in backward */
+    bool *recompute_op;    /* op re-run in backward (a dropout also to regenerate its mask) */
 } remat_plan_t;
 
 void remat_plan_init(remat_plan_t *plan);
