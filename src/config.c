@@ -99,6 +99,7 @@ bool remat_config_is_size_key(const char *key) {
 void remat_config_defaults(remat_config_t *c) {
     memset(c, 0, sizeof *c);
     strcpy(c->model_name, "llama3-8b");
+    strcpy(c->graph, "llama");
     strcpy(c->attention, "flash");
     strcpy(c->hardware, "tpu7x");
     strcpy(c->remat_policy, "full");

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* fixtures.h: shared helpers for the cmocka unit tests. */
+#ifndef REMAT_TEST_FIXTURES_H
+#define REMAT_TEST_FIXTURES_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "remat/config.h"
+#include "remat/graph.h"
+#include "remat/hw.h"
+#include "remat/policy.h"
+#include "remat/sim.h"
+
+/* A resolved analysis: config from key=value strings, built-ins resolved. */
+typedef struct fx_run {
+    remat_config_t cfg;
+    remat_graph_t *graph;
+    remat_policy_t *policy;
+    remat_hw_t hw;
+    remat_result_t r;
+    remat_error_t err;
+    remat_status_t st;
+} fx_run_t;
+
+/* Builds the config from a NULL-terminated list of "key=value" and analyzes.
+   The graph may be given as JSON text (graph_text != NULL) instead. */
+fx_run_t *fx_analyze(const char *graph_text, const char *const *args);
+void fx_free(fx_run_t *f);
+
+/* Index of a layer tensor by name; fails the test if absent. */
+size_t fx_tensor(const remat_graph_t *g, const char *name);
+
+/* The tiny two-matmul layer of test_sim.c, as JSON. */
+extern const char *const fx_mini_graph;
+
+#endif

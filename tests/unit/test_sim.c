@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_sim.c: the step simulation on a layer small enough to follow by hand,
+ * then Megatron's published per-layer formula on the gpt3 graph.
+ *
+ * The mini layer (fixtures.c), with per_device_batch_size=2, base_emb_dim=4,
+ * base_mlp_dim=8, 3 layers, bf16 activations, fp32 weights/grads, adamw:
+ *   x [2,4] 16 B   h [2,8] 32 B   a [2,8] 32 B   o [2,4] 16 B   y [2,4] 16 B
+ *   w1 [4,8], w2 [8,4]: 64 params a layer, 192 in all
+ *   static: params 192*4 = 768, grads 192*4 = 768, adamw 2*192*4 = 1536 -> 3072
+ *   backward reads: x (fc1), h (silu), a (fc2); nothing reads o (add).
+ */
+#include "fixtures.h"
+
+#include <string.h>
+
+static const char *const mini_base[] = {"model_name=default",      "per_device_batch_size=2",
+                                        "base_emb_dim=4",          "base_mlp_dim=8",
+                                        "base_num_decoder_layers=3", NULL};
+
+static fx_run_t *mini(const char *policy, const char *extra1, const char *extra2) {
+    const char *args[12];
+    size_t n = 0;
+    for (; mini_base[n]; n++) {
+        args[n] = mini_base[n];
+    }
+    args[n++] = policy;
+    if (extra1) {
+        args[n++] = extra1;
+    }
+    if (extra2) {
+        args[n++] = extra2;
+    }
+    args[n] = NULL;
+    fx_run_t *f = fx_analyze(fx_mini_graph, args);
+    if (f->st) {
+        char line[512];
+        remat_error_format(&f->err, line, sizeof line);
+        fail_msg("%s", line);
+    }
+    return f;
+}
+
+static void test_static_memory(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=full", NULL, NULL);
+    assert_int_equal(f->r.param_count, 192);
+    assert_int_equal(f->r.param_bytes, 768);
+    assert_int_equal(f->r.grad_bytes, 768);
+    assert_int_equal(f->r.optimizer_bytes, 1536);
+    assert_int_equal(f->r.accum_bytes, 0);
+    fx_free(f);
+}
+
+static void test_flops(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=full", NULL, NULL);
+    /* fc1, fc2: 2*b*e*m = 2*2*4*8 = 128 forward; backward one contraction
+       per operand needing a gradient (activation and weight): 256.
+       silu on 16 elements: 4 each forward (64), 6 backward (96). add: 1 per
+       output element (8), backward 0 (same shapes: the gradient passes
+       through). Layer: forward 328, backward 608; 3 layers. */
+    assert_int_equal(f->r.layers[0].forward_flops, 328);
+    assert_int_equal(f->r.layers[0].backward_flops, 608);
+    assert_int_equal(f->r.forward_flops, 3 * 328);
+    assert_int_equal(f->r.model_flops, 3 * (328 + 608));
+    /* full re-runs fc1 and silu to rebuild h and a: 128 + 64 a layer. */
+    assert_int_equal(f->r.layers[0].recompute_flops, 192);
+    assert_int_equal(f->r.recompute_flops, 576);
+    fx_free(f);
+}
+
+/* full keeps x only.
+   forward, relative to the layer's start (x already counted):
+     fc1 +h 32 | silu +a 64, -h 32 | fc2 +o 48, -a 16 | add +y 32, -o 16
+     peak 64 at silu; the layer leaves y (16).
+   backward (x and dy in the baseline):
+     recompute fc1 +h 32 | recompute silu +a 64
+     add: +dx +do 96, -dy 80 | fc2: +da 112, -do 96, -a 64
+     silu: +dh 96, -da 64, -h 32 | fc1: 32, -dh 0, -x -16
+     peak 112 at fc2's backward.
+   step: 3072 static + x0 16 = 3088; forward layers end at 3136; the last
+   output's gradient replaces it; layer 2 backward peaks at 3136 + 112. */
+static void test_full_by_hand(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=full", NULL, NULL);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 64);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 112);
+    assert_int_equal(f->r.peak_bytes, 3248);
+    assert_int_equal(f->r.peak_at.where, REMAT_AT_LAYER);
+    assert_int_equal(f->r.peak_at.layer, 2);
+    assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
+    assert_string_equal(f->r.peak_at.op, "fc2");
+    /* breakdown: x0..x2 saved (48); h and a rebuilt (64); gradients dy2 of
+       the baseline plus dx, do, da, less dy (consumed): 16+16+16+32-16. */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_SAVED], 48);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_RECOMPUTE], 64);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 64);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_PARAMS], 768);
+    assert_int_equal(f->r.layers[1].saved_device_bytes, 16);
+    fx_free(f);
+}
+
+/* minimal keeps x and h (mlpwi); mlpwo is named but nothing reads it.
+   forward: +h 32 (kept) | +a 64 | +o 80, -a 48 | +y 64, -o 48: peak 80.
+   backward (x, h, dy): recompute silu +a 32 | add +dx +do 64, -dy 48 |
+   fc2 +da 80, -do 64, -a 32 | silu +dh 64, -da 32, -h 0 | fc1 -dh, -x.
+   step: 3088 -> 3136 -> 3184 -> 3232 after forward; layer 2 backward
+   peaks at 3232 + 80 = 3312. */
+static void test_minimal_by_hand(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=minimal", NULL, NULL);
+    const remat_graph_t *g = f->graph;
+    const remat_profile_t *p = &f->r.profiles[0];
+    assert_int_equal(p->fwd_peak_rel, 80);
+    assert_int_equal(p->bwd_peak_rel, 80);
+    assert_int_equal(f->r.peak_bytes, 3312);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 48);
+    assert_int_equal(f->r.layers[0].recompute_flops, 64);
+    assert_int_equal(p->tensors[fx_tensor(g, "h")].fate, REMAT_FATE_DEVICE);
+    assert_int_equal(p->tensors[fx_tensor(g, "a")].fate, REMAT_FATE_RECOMPUTE);
+    assert_int_equal(p->tensors[fx_tensor(g, "o")].fate, REMAT_FATE_TRANSIENT);
+    assert_true(p->tensors[fx_tensor(g, "o")].unused);
+    assert_false(p->tensors[fx_tensor(g, "h")].unused);
+    fx_free(f);
+}
+
+/* none without scan keeps x, h, a. forward peaks at the add: h+a+o+y = 96.
+   backward: add +dx +do 32, -dy 16 | fc2 +da 48 ... peak 48.
+   step: 3088 + 80 a layer -> 3328; layer 2 backward 3328 + 48 = 3376. */
+static void test_none_by_hand(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=none", "scan_layers=false", NULL);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 96);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 48);
+    assert_int_equal(f->r.peak_bytes, 3376);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 80);
+    assert_int_equal(f->r.recompute_flops, 0);
+    assert_false(f->r.none_as_full);
+    fx_free(f);
+    /* Scanned, MaxText checkpoints the layer anyway: none == full. */
+    f = mini("remat_policy=none", NULL, NULL);
+    assert_true(f->r.none_as_full);
+    assert_int_equal(f->r.peak_bytes, 3248);
+    fx_free(f);
+}
+
+/* custom mlpwi=offload: h is copied to host. forward: h stays until the end
+   of the layer, then leaves HBM: +h 32 | +a 64 | +o 80, -a 48 | +y 64,
+   -o 48 | end -h 16. backward fetches h first (32), rebuilds a (64), then
+   as full: peak 112. Device peak equals full's 3248, below minimal's 3312. */
+static void test_offload_by_hand(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=custom", "mlpwi=offload", NULL);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 80);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 112);
+    assert_int_equal(f->r.peak_bytes, 3248);
+    assert_int_equal(f->r.layers[0].offloaded_bytes, 32);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 16);
+    assert_int_equal(f->r.d2h_bytes, 96);
+    assert_int_equal(f->r.h2d_bytes, 96);
+    /* tpu7x: 4 chips per host hold 4 x 96 bytes. */
+    assert_int_equal(f->r.host_bytes_per_host, 384);
+    /* 32 B at the assumed 3.2e10 B/s each way, per layer. */
+    assert_true(f->r.host_link_assumed);
+    assert_float_equal(f->r.d2h_seconds, 3 * 32 / 3.2e10, 1e-18);
+    fx_free(f);
+    /* Overriding the link bandwidth clears the assumption. */
+    f = mini("remat_policy=custom", "mlpwi=offload", "host_link_bw=1e9");
+    assert_false(f->r.host_link_assumed);
+    assert_float_equal(f->r.d2h_seconds, 96 / 1e9, 1e-15);
+    fx_free(f);
+}
+
+/* Offloading the layer input too: x leaves HBM after the layer's forward and
+   is fetched back before its backward. */
+static void test_offload_layer_input(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=custom", "decoder_layer_input=offload", NULL);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 0);
+    assert_int_equal(f->r.layers[0].offloaded_bytes, 16);
+    fx_free(f);
+}
+
+/* Gradient accumulation halves the micro-batch and adds an fp32 buffer. */
+static void test_grad_accumulation(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=full", "gradient_accumulation_steps=2", NULL);
+    assert_int_equal(f->r.accum_bytes, 192 * 4);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 8); /* x of one sequence */
+    fx_free(f);
+}
+
+/* Layer ranges give layers their own plans (profiles). */
+static void test_layer_ranges(void **state) {
+    (void)state;
+    const char *text = "{\"format\":\"remat-policy/1\",\"name\":\"ranged\","
+                       "\"layers\":[{\"range\":\"1-2\",\"names\":{\"mlpwi\":\"device\"}}]}";
+    remat_policy_t *p = NULL;
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_policy_load_string(text, "<t>", false, &p, &err), REMAT_OK);
+    fx_run_t *f = mini("remat_policy=full", NULL, NULL);
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, p, &f->hw, &f->r, &err), REMAT_OK);
+    assert_int_equal(f->r.nprofiles, 2);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 16);
+    assert_int_equal(f->r.layers[1].saved_device_bytes, 48);
+    assert_int_equal(f->r.layers[2].saved_device_bytes, 48);
+    assert_int_equal(f->r.profiles[1].first, 1);
+    assert_int_equal(f->r.profiles[1].nlayers, 2);
+    remat_policy_free(p);
+    fx_free(f);
+}
+
+/* Megatron (Korthikanti et al. 2022): a GPT layer with no checkpointing keeps
+   sbh(34 + 5as/h) bytes; remat adds the two LayerNorms' fp32 mean and rstd,
+   4 bytes x s x b each: 16sb. s=2048, b=1, h=12288, a=96:
+   34sbh = 855,638,016; 5as^2b = 2,013,265,920; 16sb = 32,768. */
+static void test_megatron_formula(void **state) {
+    (void)state;
+    const uint64_t s = 2048, b = 1, h = 12288, a = 96;
+    const char *none[] = {"model_name=gpt3-175b", "per_device_batch_size=1",
+                          "remat_policy=none", "scan_layers=false", NULL};
+    fx_run_t *f = fx_analyze(NULL, none);
+    assert_int_equal(f->st, REMAT_OK);
+    assert_int_equal(f->r.layers[0].saved_device_bytes,
+                     s * b * h * 34 + 5 * a * s * s * b + 16 * s * b);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 2868936704u);
+    fx_free(f);
+    const char *full[] = {"model_name=gpt3-175b", "per_device_batch_size=1", NULL};
+    f = fx_analyze(NULL, full);
+    assert_int_equal(f->st, REMAT_OK);
+    assert_int_equal(f->r.layers[95].saved_device_bytes, 2 * s * b * h);
+    fx_free(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_static_memory),     cmocka_unit_test(test_flops),
+        cmocka_unit_test(test_full_by_hand),      cmocka_unit_test(test_minimal_by_hand),
+        cmocka_unit_test(test_none_by_hand),      cmocka_unit_test(test_offload_by_hand),
+        cmocka_unit_test(test_offload_layer_input), cmocka_unit_test(test_grad_accumulation),
+        cmocka_unit_test(test_layer_ranges),      cmocka_unit_test(test_megatron_formula),
+    };
+    return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
+}
