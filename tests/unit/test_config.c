@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* test_config.c: key parsing, layering, suggestions, byte sizes, dims. */
+#include "fixtures.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static remat_status_t build(const char *const *args, remat_config_t *c, remat_error_t *err) {
+    size_t n = 0;
+    while (args[n]) {
+        n++;
+    }
+    remat_error_init(err);
+    return remat_config_build(NULL, n, (char *const *)args, c, err);
+}
+
+static void test_defaults_are_maxtext_and_llama3_8b(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    const char *none[] = {NULL};
+    assert_int_equal(build(none, &c, &err), REMAT_OK);
+    assert_string_equal(c.model_name, "llama3-8b");
+    assert_string_equal(c.hardware, "tpu7x");
+    assert_string_equal(c.remat_policy, "full");
+    assert_true(c.per_device_batch_size == 12);
+    assert_int_equal(c.max_target_length, 2048);
+    assert_int_equal(c.base_emb_dim, 4096);     /* from the llama3-8b preset */
+    assert_int_equal(c.vocab_size, 128256);
+    assert_int_equal(c.weight_dtype, REMAT_DTYPE_F32);
+    assert_int_equal(c.mu_dtype, REMAT_DTYPE_F32); /* follows weight_dtype */
+}
+
+static void test_arguments_override_preset(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    /* The preset applies under the user's keys wherever model_name stands. */
+    const char *args[] = {"base_emb_dim=1024", "model_name=llama2-7b", "weight_dtype=bfloat16",
+                          NULL};
+    assert_int_equal(build(args, &c, &err), REMAT_OK);
+    assert_int_equal(c.base_emb_dim, 1024);
+    assert_int_equal(c.base_mlp_dim, 11008);
+    assert_int_equal(c.mu_dtype, REMAT_DTYPE_BF16);
+}
+
+static void test_unknown_key_suggests(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    const char *args[] = {"per_device_batch=4", NULL};
+    assert_int_equal(build(args, &c, &err), REMAT_E_CONFIG);
+    assert_string_equal(err.text,
+                        "unknown config key 'per_device_batch' (did you mean "
+                        "'per_device_batch_size'?)");
+    assert_string_equal(err.source, "<command line>");
+    const char *args2[] = {"remat_polcy=full", NULL};
+    assert_int_equal(build(args2, &c, &err), REMAT_E_CONFIG);
+    assert_non_null(strstr(err.text, "'remat_policy'"));
+}
+
+static void test_values_are_checked(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    const char *bad[][2] = {{"base_emb_dim=0", NULL},     {"base_emb_dim=-3", NULL},
+                            {"base_emb_dim=4.5", NULL},   {"dtype=int8", NULL},
+                            {"scan_layers=maybe", NULL},  {"safety_margin=1.5", NULL},
+                            {"opt_type=lion", NULL},      {"attention=ring", NULL},
+                            {"hbm_budget=lots", NULL},    {"query_proj=device", NULL},
+                            {"model_name=gpt5", NULL},    {"noequals", NULL}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        remat_status_t st = build(bad[i], &c, &err);
+        if (st == REMAT_OK) {
+            fail_msg("'%s' was accepted", bad[i][0]);
+        }
+    }
+}
+
+static void test_byte_sizes(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    const char *gib[] = {"hbm_budget=96GiB", "hbm_reserve=1.5GB", NULL};
+    assert_int_equal(build(gib, &c, &err), REMAT_OK);
+    assert_int_equal(c.hbm_budget, 96ull << 30);
+    assert_int_equal(c.hbm_reserve, 1500000000ull);
+    const char *raw[] = {"hbm_budget=123456789", NULL};
+    assert_int_equal(build(raw, &c, &err), REMAT_OK);
+    assert_int_equal(c.hbm_budget, 123456789ull);
+}
+
+static void test_micro_batch(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    uint64_t b = 0;
+    const char *ga[] = {"per_device_batch_size=8", "gradient_accumulation_steps=4", NULL};
+    assert_int_equal(build(ga, &c, &err), REMAT_OK);
+    assert_int_equal(remat_config_size(&c, "per_device_batch_size", &b, &err), REMAT_OK);
+    assert_int_equal(b, 2);
+    const char *frac[] = {"per_device_batch_size=0.5", NULL};
+    assert_int_equal(build(frac, &c, &err), REMAT_OK);
+    assert_int_equal(remat_config_size(&c, "per_device_batch_size", &b, &err), REMAT_E_CONFIG);
+}
+
+static void test_config_file(void **state) {
+    (void)state;
+    char path[] = "/tmp/remat_cfg_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *text = "{\"model_name\": \"mistral-7b\", \"per_device_batch_size\": 2,\n"
+                       " \"scan_layers\": false, \"remat_policy\": \"minimal\"}";
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    remat_config_t c;
+    remat_error_t err;
+    remat_error_init(&err);
+    char *args[] = {"per_device_batch_size=3"};
+    assert_int_equal(remat_config_build(path, 1, args, &c, &err), REMAT_OK);
+    assert_true(c.per_device_batch_size == 3); /* the argument wins over the file */
+    assert_false(c.scan_layers);
+    assert_int_equal(c.vocab_size, 32000);
+    assert_string_equal(c.remat_policy, "minimal");
+    /* A bad key in the file names the file and the JSON path. */
+    f = fopen(path, "w");
+    fputs("{\"remat_policy\": \"full\", \"vocab\": 5}", f);
+    fclose(f);
+    remat_error_init(&err);
+    assert_int_equal(remat_config_build(path, 0, NULL, &c, &err), REMAT_E_CONFIG);
+    assert_string_equal(err.source, path);
+    assert_string_equal(err.json_path, "$.vocab");
+    remove(path);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_are_maxtext_and_llama3_8b),
+        cmocka_unit_test(test_arguments_override_preset),
+        cmocka_unit_test(test_unknown_key_suggests),
+        cmocka_unit_test(test_values_are_checked),
+        cmocka_unit_test(test_byte_sizes),
+        cmocka_unit_test(test_micro_batch),
+        cmocka_unit_test(test_config_file),
+    };
+    return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
