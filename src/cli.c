@@ -90,7 +90,7 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+c:f:p:k:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:f:p:k:h", longs, NULL)) != -1) {
         switch (c) {
             case 'c':
                 o->config = optarg;
@@ -208,7 +208,11 @@ static int cmd_compare(const opts_t *o) {
     char *list = NULL;
     if (o->policies) {
         list = remat_i_xstrdup(o->policies);
-        for (char *tok = strtok(list, ","); tok && n < 64; tok = strtok(NULL, ",")) {
+        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+            if (n == 64) {
+                free(list);
+                return usage_error("--policies takes at most 64 policies");
+            }
             names[n++] = tok;
         }
         if (n == 0) {
@@ -256,8 +260,9 @@ static int cmd_compare(const opts_t *o) {
 }
 
 static int cmd_list(const opts_t *o) {
-    const char *what = o->nargs > 0 ? NULL : "all";
-    (void)what;
+    if (o->nargs > 0) {
+        return usage_error("list takes no settings ('%s')", o->args[0]);
+    }
     static const struct {
         const char *name;
         remat_builtin_kind_t kind;

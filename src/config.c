@@ -276,6 +276,11 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
                                        "not '%s'",
                                        key, value);
             }
+            if (v == 0 && strcmp(key, "hbm_budget") == 0) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "'hbm_budget' must be positive (leave it unset for the "
+                                       "chip's HBM)");
+            }
             *(uint64_t *)(void *)field = v;
             return REMAT_OK;
         }
@@ -450,10 +455,17 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
         memset(e, 0, sizeof *e);
         e->source = "<command line>";
         snprintf(e->path, sizeof e->path, "%s", args[i]);
-        if (!eq || eq == args[i] || (size_t)(eq - args[i]) >= sizeof e->key ||
-            strlen(eq + 1) >= sizeof e->value) {
+        if (!eq || eq == args[i]) {
             st = remat_error_set(err, REMAT_E_USAGE, e->source, e->path,
                                  "expected key=value (MaxText style), e.g. per_device_batch_size=4");
+            free(entries);
+            return st;
+        }
+        if ((size_t)(eq - args[i]) >= sizeof e->key || strlen(eq + 1) >= sizeof e->value) {
+            st = remat_error_set(err, REMAT_E_CONFIG, e->source, NULL,
+                                 "setting '%.40s...' is too long (keys under %zu bytes, values "
+                                 "under %zu)",
+                                 args[i], sizeof e->key, sizeof e->value);
             free(entries);
             return st;
         }
@@ -496,7 +508,13 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
     if (strcmp(key, "per_device_batch_size") == 0) {
         double global = c->per_device_batch_size * (double)c->num_devices;
         double micro = global / (double)c->gradient_accumulation_steps;
-        if (micro < 1 || micro != floor(micro) || micro > 1e15) {
+        if (micro > 1e15) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "per_device_batch_size %g gives %g sequences per micro-batch, "
+                                   "above the supported 1e15",
+                                   c->per_device_batch_size, micro);
+        }
+        if (micro < 1 || micro != floor(micro)) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                    "per_device_batch_size %g x %llu devices / %llu accumulation "
                                    "steps is %g sequences per micro-batch: it must be a whole "

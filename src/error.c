@@ -54,8 +54,10 @@ void remat_error_set_source(remat_error_t *err, const char *source) {
 }
 
 void remat_error_format(const remat_error_t *err, char *buf, size_t size) {
-    const char *src = err->source[0] ? err->source : "remat";
-    if (err->line > 0) {
+    const char *src = err->source;
+    if (!src[0]) {
+        snprintf(buf, size, "%s%s%s", err->json_path, err->json_path[0] ? ": " : "", err->text);
+    } else if (err->line > 0) {
         snprintf(buf, size, "%s:%d:%d: %s", src, err->line, err->column, err->text);
     } else if (err->json_path[0]) {
         snprintf(buf, size, "%s: %s: %s", src, err->json_path, err->text);

@@ -207,7 +207,8 @@ static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *sect
             remat_tensor_t *t = &b->tensors[b->ops[j].out[i]];
             if (t->input || t->param || b->ops[j].out[i] == takes) {
                 return fail_at(c, section, "ops", j, REMAT_E_GRAPH,
-                               "op '%s' writes '%s', which is an input or a param",
+                               "op '%s' writes '%s', which is a block input, a param or the "
+                               "head's takes_layer",
                                b->ops[j].name, t->name);
             }
             if (t->producer != REMAT_NONE) {

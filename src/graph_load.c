@@ -95,10 +95,10 @@ static remat_status_t load_dims(loader_t *L, json_t *dims) {
     if (!json_is_object(dims) || json_object_size(dims) == 0) {
         return fail(L, REMAT_E_SCHEMA, "'dims' must be a non-empty object");
     }
-    g->ndims = json_object_size(dims);
-    if (g->ndims > 64) {
+    if (json_object_size(dims) > 64) {
         return fail(L, REMAT_E_SCHEMA, "at most 64 dims");
     }
+    g->ndims = json_object_size(dims);
     g->dims = remat_i_xcalloc(g->ndims, sizeof *g->dims);
     size_t i = 0;
     const char *key;

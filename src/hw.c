@@ -22,6 +22,9 @@ static remat_status_t bad(const char *source, const char *key, const char *what,
 static remat_status_t get_num(json_t *root, const char *source, const char *key, double *out,
                               remat_error_t *err) {
     json_t *v = json_object_get(root, key);
+    if (!v) {
+        return remat_error_set(err, REMAT_E_SCHEMA, source, "$", "missing required key '%s'", key);
+    }
     if (!json_is_number(v) || !(json_number_value(v) > 0) || !isfinite(json_number_value(v))) {
         return bad(source, key, "a positive number", err);
     }
@@ -32,6 +35,9 @@ static remat_status_t get_num(json_t *root, const char *source, const char *key,
 static remat_status_t get_u64(json_t *root, const char *source, const char *key, uint64_t *out,
                               remat_error_t *err) {
     json_t *v = json_object_get(root, key);
+    if (!v) {
+        return remat_error_set(err, REMAT_E_SCHEMA, source, "$", "missing required key '%s'", key);
+    }
     if (!json_is_integer(v) || json_integer_value(v) <= 0) {
         return bad(source, key, "a positive integer", err);
     }

@@ -197,10 +197,18 @@ remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
                                 remat_error_t *err) {
     const kind_info_t *k = &kinds[op->kind];
     if (op->nin < k->min_in || op->nin > k->max_in) {
+        if (k->min_in == k->max_in) {
+            return BAD("%s op '%s' takes exactly %u input%s, not %zu", k->name, op->name,
+                       k->min_in, k->min_in == 1 ? "" : "s", op->nin);
+        }
         return BAD("%s op '%s' takes %u to %u inputs, not %zu", k->name, op->name, k->min_in,
                    k->max_in, op->nin);
     }
     if (op->nout < k->min_out || op->nout > k->max_out) {
+        if (k->min_out == k->max_out) {
+            return BAD("%s op '%s' makes exactly %u output%s, not %zu", k->name, op->name,
+                       k->min_out, k->min_out == 1 ? "" : "s", op->nout);
+        }
         return BAD("%s op '%s' makes %u to %u outputs, not %zu", k->name, op->name, k->min_out,
                    k->max_out, op->nout);
     }

@@ -194,7 +194,8 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
         remat_i_jpath_pop(&L->path);
         json_t *pp = json_object_get(root, "predicate_placement");
         if (pp && (!json_is_string(pp) ||
-                   !remat_place_parse(json_string_value(pp), &p->predicate_place))) {
+                   !remat_place_parse(json_string_value(pp), &p->predicate_place) ||
+                   p->predicate_place == REMAT_PLACE_REMAT)) {
             remat_i_jpath_key(&L->path, "predicate_placement");
             return pfail(L, "'predicate_placement' must be \"device\" or \"offload\"");
         }
@@ -293,17 +294,26 @@ static remat_status_t unknown_name(const remat_policy_t *p, const remat_graph_t 
     for (size_t i = 0; i < g->layer.ntensors; i++) {
         const remat_tensor_t *t = &g->layer.tensors[i];
         for (size_t j = 0; j < t->ntags; j++) {
-            bool dup = strstr(list, t->tags[j]) != NULL;
+            bool dup = false;
+            for (size_t k = 0; k <= i && !dup; k++) {
+                const remat_tensor_t *u = &g->layer.tensors[k];
+                for (size_t m = 0; m < u->ntags && !(k == i && m >= j); m++) {
+                    dup |= strcmp(u->tags[m], t->tags[j]) == 0;
+                }
+            }
             if (!dup && len + strlen(t->tags[j]) + 3 < sizeof list) {
                 len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
                                         t->tags[j]);
             }
         }
     }
-    if (len + 24 < sizeof list) {
+    if (!remat_graph_has_tag(g, "decoder_layer_input") && len + 24 < sizeof list) {
         snprintf(list + len, sizeof list - len, "%sdecoder_layer_input", len ? ", " : "");
     }
-    return remat_error_set(err, REMAT_E_POLICY, p->source, NULL,
+    char path[REMAT_NAME_LEN + 16];
+    snprintf(path, sizeof path, "$.names.%s", name);
+    return remat_error_set(err, REMAT_E_POLICY, p->source,
+                           strcmp(p->name, "custom") == 0 ? NULL : path,
                            "graph '%s' has no checkpoint named '%s' (its names: %s)", g->name,
                            name, list);
 }
@@ -500,6 +510,16 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
             plan->fate[i] = f;
             plan->unused[i] = !t->param && !plan->needed[i] && t->ntags > 0 &&
                               plan->asked[i] != REMAT_PLACE_REMAT;
+        }
+        /* A name whose buffer stays alive through a kept view (gpt3's
+           qkv_proj under its q/k/v views) is not dropped: not unused. */
+        for (size_t i = 0; i < nt; i++) {
+            for (size_t j = 0; j < nt && plan->unused[i]; j++) {
+                if (b->tensors[j].storage == b->tensors[i].storage &&
+                    (plan->fate[j] == REMAT_FATE_DEVICE || plan->fate[j] == REMAT_FATE_OFFLOAD)) {
+                    plan->unused[i] = false;
+                }
+            }
         }
     } else {
         st = remat_error_set(err, ist == IGRAPH_ENOMEM ? REMAT_E_NOMEM : REMAT_E_INTERNAL, NULL,

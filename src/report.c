@@ -293,8 +293,8 @@ static void header_text(FILE *out, const remat_result_t *r) {
     const remat_config_t *c = r->config;
     fprintf(out, "remat analyze: %s on %s, remat_policy=%s\n", c->model_name, r->hw->name,
             policy_label(r));
-    fprintf(out, "  graph %s, %zu layers, %g sequences x %" PRIu64
-                 " tokens per device, dtype %s, weights %s, %s\n",
+    fprintf(out, "  graph %s, %zu layers, per_device_batch_size %g, max_target_length %" PRIu64
+                 ", dtype %s, weights %s, %s\n",
             r->graph->name, r->nlayers, c->per_device_batch_size, c->max_target_length,
             remat_dtype_name(c->dtype), remat_dtype_name(c->weight_dtype), c->opt_type);
 }
@@ -363,9 +363,9 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
                  "grads %.2f GiB\n",
             r->param_count, (double)r->param_bytes / GIB, (double)r->optimizer_bytes / GIB,
             (double)r->grad_bytes / GIB);
-    fprintf(out, "compute      model %.4g FLOPs (forward %.4g, backward %.4g) per device\n",
+    fprintf(out, "compute      model %.4e FLOPs (forward %.4e, backward %.4e) per device\n",
             (double)r->model_flops, (double)r->forward_flops, (double)r->backward_flops);
-    fprintf(out, "recompute    %.4g FLOPs, %.2f%% of model FLOPs, %.4f s at peak\n",
+    fprintf(out, "recompute    %.4e FLOPs, %.2f%% of model FLOPs, %.4f s at peak\n",
             (double)r->recompute_flops, 100.0 * r->recompute_share, r->recompute_seconds);
     if (r->d2h_bytes) {
         fprintf(out, "offload      %.2f GiB to host and back per step, %.4f s each way at %.3g "
@@ -591,6 +591,7 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
         for (size_t i = 0; i < n; i++) {
             json_t *ri = result_json(rs[i], false);
             json_object_set_new(ri, "rank", jint(i + 1));
+            json_object_set_new(ri, "pass", json_boolean(rs[i]->fits_margin && rs[i]->host_fits));
             json_array_append_new(a, ri);
         }
         json_object_set_new(o, "results", a);
@@ -639,7 +640,13 @@ void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt) 
     if (fmt == REMAT_FMT_JSON) {
         json_t *o = json_object();
         json_object_set_new(o, "schema", json_string("remat-check/1"));
-        json_object_set_new(o, "fits", json_boolean(r->fits_margin && r->host_fits));
+        json_object_set_new(o, "verdict", json_string(!r->fits          ? "oom"
+                                                      : !r->fits_margin ? "risk"
+                                                      : !r->host_fits   ? "host_oom"
+                                                                        : "ok"));
+        json_object_set_new(o, "pass", json_boolean(r->fits_margin && r->host_fits));
+        json_object_set_new(o, "fits", json_boolean(r->fits));
+        json_object_set_new(o, "fits_with_margin", json_boolean(r->fits_margin));
         json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
         json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
         json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));

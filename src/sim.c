@@ -578,8 +578,8 @@ static remat_name_row_t *name_row(remat_result_t *r, const char *name) {
    a member with the buffer's fate, the owner first. */
 static const char *buffer_name(const remat_block_t *b, const remat_plan_t *plan, size_t buf,
                                remat_fate_t fate) {
-    if (b->tensors[buf].ntags && plan->fate[buf] == fate) {
-        return b->tensors[buf].tags[0];
+    if (b->tensors[buf].ntags) {
+        return b->tensors[buf].tags[0]; /* the buffer's own name: gpt3's qkv_proj */
     }
     for (size_t i = 0; i < b->ntensors; i++) {
         if (b->tensors[i].storage == buf && plan->fate[i] == fate && b->tensors[i].ntags) {

@@ -28,7 +28,7 @@ typedef enum remat_status {
 
 #define REMAT_ERR_SOURCE_LEN 160
 #define REMAT_ERR_PATH_LEN 160
-#define REMAT_ERR_TEXT_LEN 320
+#define REMAT_ERR_TEXT_LEN 768
 
 typedef struct remat_error {
     remat_status_t code;

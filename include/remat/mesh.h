@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remat/mesh.h: the device mesh (MaxText's ici_* and dcn_* parallelism keys)
+ * and the logical axis rules that map a tensor dim's logical axis to mesh
+ * axes. A dim is divided by the product of the shards of its mesh axes.
+ */
+#ifndef REMAT_MESH_H
+#define REMAT_MESH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "remat/error.h"
+
+typedef enum remat_axis {
+    REMAT_AXIS_DATA,
+    REMAT_AXIS_FSDP,
+    REMAT_AXIS_FSDP_TRANSPOSE,
+    REMAT_AXIS_SEQUENCE,
+    REMAT_AXIS_TENSOR,
+    REMAT_AXIS_TENSOR_SEQUENCE,
+    REMAT_AXIS_CONTEXT,
+    REMAT_AXIS_EXPERT,
+    REMAT_AXIS_STAGE, /* MaxText's pipeline axis */
+    REMAT_AXIS_COUNT
+} remat_axis_t;
+
+/** MaxText's mesh axis name ("fsdp", "tensor", "stage"). Static storage. */
+const char *remat_axis_name(remat_axis_t a);
+
+/** The key stem of an axis in ici_<stem>_parallelism ("pipeline" for stage). */
+const char *remat_axis_key(remat_axis_t a);
+
+#define REMAT_MAX_RULES 32
+
+typedef struct remat_axis_rule {
+    char logical[40];  /* "activation_batch", "embed", ... */
+    unsigned axes;     /* bit set of remat_axis_t */
+} remat_axis_rule_t;
+
+typedef struct remat_mesh {
+    uint64_t devices;
+    uint64_t shards[REMAT_AXIS_COUNT]; /* ici x dcn per axis */
+    size_t nrules;
+    remat_axis_rule_t rules[REMAT_MAX_RULES];
+} remat_mesh_t;
+
+struct remat_config;
+
+/**
+ * Resolves the mesh of @p cfg: -1 fills the devices the other axes leave;
+ * the product must equal num_devices. Then MaxText's default logical axis
+ * rules, with the config's logical_axis_rules overriding them.
+ */
+remat_status_t remat_mesh_build(const struct remat_config *cfg, remat_mesh_t *mesh,
+                                remat_error_t *err);
+
+/** Mesh axes (bit set) a logical axis maps to; 0 when unmapped or NULL. */
+unsigned remat_mesh_axes(const remat_mesh_t *mesh, const char *logical);
+
+/** Product of the shards of a bit set of axes. */
+uint64_t remat_mesh_product(const remat_mesh_t *mesh, unsigned axes);
+
+/** "fsdp x tensor" for messages. */
+void remat_mesh_axes_text(unsigned axes, char *buf, size_t size);
+
+#endif
