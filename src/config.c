@@ -16,7 +16,7 @@
 #include "remat/builtin.h"
 #include "util.h"
 
-typedef enum ktype { K_STR, K_U64, K_F64, K_DTYPE, K_BOOL, K_BYTES, K_PLACE } ktype_t;
+typedef enum ktype { K_STR, K_U64, K_I64, K_F64, K_DTYPE, K_BOOL, K_BYTES, K_PLACE } ktype_t;
 
 typedef struct key {
     const char *name;
@@ -27,6 +27,11 @@ typedef struct key {
 } key_t_;
 
 #define F(field) offsetof(remat_config_t, field), sizeof(((remat_config_t *)0)->field)
+#define MESH(stem, i)                                                                            \
+    {"ici_" stem "_parallelism", K_I64, offsetof(remat_config_t, ici) + (i) * sizeof(int64_t),    \
+     sizeof(int64_t), "devices along the " stem " mesh axis within a slice (-1 fills)"},         \
+    {"dcn_" stem "_parallelism", K_I64, offsetof(remat_config_t, dcn) + (i) * sizeof(int64_t),    \
+     sizeof(int64_t), "slices along the " stem " mesh axis"}
 
 static const key_t_ keys[] = {
     {"model_name", K_STR, F(model_name), "built-in model preset (remat list), or 'default'"},
@@ -57,6 +62,22 @@ static const key_t_ keys[] = {
     {"hbm_reserve", K_BYTES, F(hbm_reserve), "bytes held back for runtime and compiler temporaries"},
     {"safety_margin", K_F64, F(safety_margin), "fraction of the budget kept free by 'check' (0.05)"},
     {"host_link_bw", K_F64, F(host_link_bw), "host link bytes/s per direction; default: the chip's"},
+    {"num_devices", K_U64, F(num_devices), "devices in the run (the mesh's product)"},
+    {"topology", K_STR, 0, 0, "NAME-N (e.g. tpu7x-256): sets num_devices=N"},
+    {"logical_axis_rules", K_STR, F(logical_axis_rules),
+     "overrides, e.g. activation_embed:,activation_norm_length:tensor"},
+    {"quantization", K_STR, F(quantization), "'' or fp8: weight-einsum residuals and gathers in fp8"},
+    {"use_qwix_quantization", K_BOOL, F(use_qwix_quantization), "qwix implementation of quantization"},
+    {"optimizer_memory_host_offload", K_BOOL, F(optimizer_memory_host_offload),
+     "optimizer state lives in host RAM"},
+    {"parameter_memory_host_offload", K_BOOL, F(parameter_memory_host_offload),
+     "parameters live in host RAM between uses"},
+    {"fsdp_prefetch", K_BOOL, F(fsdp_prefetch), "the next layer's FSDP gather overlaps this layer"},
+    {"num_pipeline_microbatches", K_U64, F(num_pipeline_microbatches),
+     "micro-batches per step through the pipeline (default: the stage count)"},
+    MESH("data", 0), MESH("fsdp", 1), MESH("fsdp_transpose", 2), MESH("sequence", 3),
+    MESH("tensor", 4), MESH("tensor_sequence", 5), MESH("context", 6), MESH("expert", 7),
+    MESH("pipeline", 8),
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -123,6 +144,12 @@ void remat_config_defaults(remat_config_t *c) {
     c->mu_dtype = REMAT_DTYPE_F32;
     c->scan_layers = true;
     c->safety_margin = 0.05;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        c->ici[a] = 1;
+        c->dcn[a] = 1;
+    }
+    c->ici[REMAT_AXIS_FSDP] = -1; /* MaxText: FSDP takes the devices left */
+    c->fsdp_prefetch = true;
 }
 
 static const char *nearest_key(const char *key) {
@@ -234,9 +261,21 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
                                "unknown config key '%s' (remat list keys shows them all)", key);
     }
     char *field = (char *)c + k->offset;
+    if (strcmp(key, "topology") == 0) {
+        const char *dash = strrchr(value, '-');
+        uint64_t n = 0;
+        if (!dash || !parse_u64(dash + 1, &n) || n == 0) {
+            return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                   "topology must be NAME-DEVICES such as tpu7x-256, not '%s'",
+                                   value);
+        }
+        c->num_devices = n;
+        return REMAT_OK;
+    }
     switch (k->type) {
         case K_STR:
-            if (strlen(value) >= k->size || !*value) {
+            if (strlen(value) >= k->size ||
+                (!*value && strcmp(key, "quantization") && strcmp(key, "logical_axis_rules"))) {
                 return remat_error_set(err, REMAT_E_CONFIG, source, path,
                                        "'%s' must be a non-empty string under %zu bytes", key,
                                        k->size);
@@ -254,9 +293,19 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
                 strcpy(field, "flash");
             }
             if (strcmp(key, "opt_type") == 0 && strcmp(value, "adamw") != 0 &&
-                strcmp(value, "sgd") != 0) {
+                strcmp(value, "adam_pax") != 0 && strcmp(value, "sgd") != 0 &&
+                strcmp(value, "adafactor") != 0) {
                 return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "opt_type must be adamw or sgd, not '%s'", value);
+                                       "opt_type must be adamw, adam_pax, sgd or adafactor, not "
+                                       "'%s'",
+                                       value);
+            }
+            if (strcmp(key, "quantization") == 0 && strcmp(value, "fp8") != 0 &&
+                strcmp(value, "nanoo_fp8") != 0 && strcmp(value, "none") != 0) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "quantization must be fp8, nanoo_fp8 or none, not '%s' (int8 "
+                                       "recipes are not modelled)",
+                                       value);
             }
             return REMAT_OK;
         case K_U64: {
@@ -266,6 +315,18 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
                                        "'%s' must be a positive integer, not '%s'", key, value);
             }
             *(uint64_t *)(void *)field = v;
+            return REMAT_OK;
+        }
+        case K_I64: {
+            uint64_t v;
+            bool neg = value[0] == '-';
+            if (!parse_u64(neg ? value + 1 : value, &v) || v == 0 || (neg && v != 1) ||
+                v > 1000000000) {
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "'%s' must be a positive integer or -1, not '%s'", key,
+                                       value);
+            }
+            *(int64_t *)(void *)field = neg ? -1 : (int64_t)v;
             return REMAT_OK;
         }
         case K_BYTES: {

@@ -96,6 +96,7 @@ void remat_graph_free(remat_graph_t *g) {
         free(g->dims[i].from);
         free(g->dims[i].div);
         free(g->dims[i].axis);
+        free(g->dims[i].weight_axis);
     }
     free(g->dims);
     block_release(&g->layer);

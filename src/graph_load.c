@@ -107,7 +107,7 @@ static remat_status_t load_dims(loader_t *L, json_t *dims) {
         remat_dim_t *dim = &g->dims[i++];
         dim->name = remat_i_xstrdup(key);
         remat_i_jpath_key(&L->path, key);
-        static const char *const allowed[] = {"from", "div", "value", "axis", NULL};
+        static const char *const allowed[] = {"from", "div", "value", "axis", "weight_axis", NULL};
         if (!valid_name(key)) {
             return fail(L, REMAT_E_SCHEMA, "invalid dim name '%s'", key);
         }
@@ -150,6 +150,13 @@ static remat_status_t load_dims(loader_t *L, json_t *dims) {
         }
         if (axis) {
             dim->axis = remat_i_xstrdup(axis);
+        }
+        const char *waxis;
+        if ((st = get_string(L, d, "weight_axis", false, &waxis))) {
+            return st;
+        }
+        if (waxis) {
+            dim->weight_axis = remat_i_xstrdup(waxis);
         }
         remat_i_jpath_pop(&L->path);
     }

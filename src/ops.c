@@ -145,6 +145,18 @@ static bool same_shape(const remat_tensor_t *a, const remat_tensor_t *c) {
     return a->rank == c->rank && memcmp(a->dim, c->dim, a->rank * sizeof a->dim[0]) == 0;
 }
 
+bool remat_i_dims_equivalent(const remat_graph_t *g, size_t a, size_t b) {
+    const remat_dim_t *x = &g->dims[a], *y = &g->dims[b];
+    if (a == b) {
+        return true;
+    }
+    if (!x->from || !y->from) {
+        return !x->from && !y->from && x->value == y->value;
+    }
+    return strcmp(x->from, y->from) == 0 &&
+           ((!x->div && !y->div) || (x->div && y->div && strcmp(x->div, y->div) == 0));
+}
+
 static bool is_float(remat_dtype_t d) {
     return d != REMAT_DTYPE_I32 && d != REMAT_DTYPE_I8 && d != REMAT_DTYPE_BOOL;
 }
@@ -235,7 +247,7 @@ remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
                     unsigned char c = (unsigned char)s[j];
                     if (letter_dim[c] == REMAT_NONE) {
                         letter_dim[c] = t->dim[j];
-                    } else if (letter_dim[c] != t->dim[j]) {
+                    } else if (!remat_i_dims_equivalent(g, letter_dim[c], t->dim[j])) {
                         return BAD("einsum op '%s': index '%c' is dim '%s' in one operand and "
                                    "'%s' in '%s'",
                                    op->name, c, g->dims[letter_dim[c]].name,
@@ -464,7 +476,8 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
 #define N(t) (numel[(t)])
 
 bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
-                      const uint64_t *dimsize, uint64_t *fwd, uint64_t *bwd) {
+                      const uint64_t (*tdim)[REMAT_MAX_RANK], const uint64_t *dimsize,
+                      uint64_t *fwd, uint64_t *bwd) {
     uint64_t f = 0, w = 0, n = N(op->out[0]);
     size_t ngrad = 0;
     for (size_t i = 0; i < op->nin; i++) {
@@ -475,18 +488,27 @@ bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64
         case REMAT_OP_EINSUM: {
             /* 2 x the product of every distinct index size (one multiply-add
                per point of the iteration space); backward is one such
-               contraction per operand that needs a gradient. */
+               contraction per operand that needs a gradient. An index's
+               per-device size is the largest any operand has: a sharded
+               operand is all-gathered before the contraction (FSDP weights,
+               sequence-parallel activations). */
             char seen[2 * REMAT_MAX_RANK * REMAT_MAX_IO + 1] = {0};
+            uint64_t size[2 * REMAT_MAX_RANK * REMAT_MAX_IO + 1] = {0};
             size_t nseen = 0;
-            f = 2;
             for (size_t i = 0; i <= op->nin; i++) {
-                const remat_tensor_t *t = &b->tensors[i < op->nin ? op->in[i] : op->out[0]];
+                size_t ti = i < op->nin ? op->in[i] : op->out[0];
                 for (size_t j = 0; op->subs[i][j]; j++) {
-                    if (!memchr(seen, op->subs[i][j], nseen)) {
-                        seen[nseen++] = op->subs[i][j];
-                        ok = ok && remat_i_mul(f, dimsize[t->dim[j]], &f);
+                    char *hit = memchr(seen, op->subs[i][j], nseen);
+                    size_t k = hit ? (size_t)(hit - seen) : nseen++;
+                    seen[k] = op->subs[i][j];
+                    if (tdim[ti][j] > size[k]) {
+                        size[k] = tdim[ti][j];
                     }
                 }
+            }
+            f = 2;
+            for (size_t k = 0; k < nseen; k++) {
+                ok = ok && remat_i_mul(f, size[k], &f);
             }
             ok = ok && remat_i_mul(f, ngrad, &w);
             break;
@@ -532,12 +554,15 @@ bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64
         case REMAT_OP_FLASH_ATTENTION: {
             /* QK^T and PV: 2 x 2 x b x h x s x t x d forward; dQ, dK, dV,
                dP: 4 contractions backward. The kernel's internal re-run of
-               QK^T in backward is not counted (model FLOPs convention). */
-            const remat_tensor_t *q = &b->tensors[op->in[0]], *k = &b->tensors[op->in[1]];
+               QK^T in backward is not counted (model FLOPs convention).
+               b, h, s and d are q's per-device sizes; t is the whole key
+               length (context parallelism all-gathers K and V). */
+            const size_t q = op->in[0];
+            const remat_tensor_t *k = &b->tensors[op->in[1]];
             uint64_t c = 2;
-            ok = remat_i_mul(c, dimsize[q->dim[0]], &c) && remat_i_mul(c, dimsize[q->dim[2]], &c) &&
-                 remat_i_mul(c, dimsize[q->dim[1]], &c) && remat_i_mul(c, dimsize[k->dim[1]], &c) &&
-                 remat_i_mul(c, dimsize[q->dim[3]], &c) && remat_i_mul(c, 2, &f) &&
+            ok = remat_i_mul(c, tdim[q][0], &c) && remat_i_mul(c, tdim[q][2], &c) &&
+                 remat_i_mul(c, tdim[q][1], &c) && remat_i_mul(c, dimsize[k->dim[1]], &c) &&
+                 remat_i_mul(c, tdim[q][3], &c) && remat_i_mul(c, 2, &f) &&
                  remat_i_mul(c, ngrad ? 4 : 0, &w);
             break;
         }

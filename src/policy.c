@@ -137,7 +137,7 @@ static bool parse_range(const char *s, size_t *first, size_t *last) {
 
 static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p) {
     static const char *const keys[] = {"format", "name",      "description",         "names",
-                                       "unnamed", "predicate", "predicate_placement", "none",
+                                       "default", "predicate", "predicate_placement", "none",
                                        "layers",  NULL};
     if (!json_is_object(root)) {
         return pfail(L, "a policy must be a JSON object");
@@ -176,11 +176,11 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
         }
         remat_i_jpath_pop(&L->path);
     }
-    json_t *unnamed = json_object_get(root, "unnamed");
-    if (unnamed && (!json_is_string(unnamed) ||
-                    !remat_place_parse(json_string_value(unnamed), &p->unnamed))) {
-        remat_i_jpath_key(&L->path, "unnamed");
-        return pfail(L, "'unnamed' must be \"remat\", \"device\" or \"offload\"");
+    json_t *fallback = json_object_get(root, "default");
+    if (fallback && (!json_is_string(fallback) ||
+                     !remat_place_parse(json_string_value(fallback), &p->fallback))) {
+        remat_i_jpath_key(&L->path, "default");
+        return pfail(L, "'default' must be \"remat\", \"device\" or \"offload\"");
     }
     json_t *pred = json_object_get(root, "predicate");
     if (pred) {
@@ -412,7 +412,8 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
     const size_t x = b->inputs[0];
     for (size_t i = 0; i < nt; i++) {
         const remat_tensor_t *t = &b->tensors[i];
-        remat_place_t place = keep_all ? REMAT_PLACE_DEVICE : p->unnamed;
+        remat_place_t place = keep_all ? REMAT_PLACE_DEVICE : p->fallback;
+        bool chosen = false; /* placed by a name or a predicate, not a default */
         remat_place_t named;
         if (i == x) {
             /* The scan carry is saved under every policy; only custom's
@@ -424,15 +425,23 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
         } else if (!keep_all && p->predicate != REMAT_PRED_NONE && t->producer != REMAT_NONE &&
                    remat_op_einsum_no_batch_dims(&b->ops[t->producer])) {
             place = p->predicate_place;
+            chosen = true;
         } else if (t->ntags > 0 && !keep_all) {
-            place = REMAT_PLACE_REMAT;
+            /* Names the policy places decide; a tensor none of whose names
+               is placed takes the default (remat, as in MaxText). */
+            bool placed = false;
+            remat_place_t best = REMAT_PLACE_REMAT;
             for (size_t j = 0; j < t->ntags; j++) {
                 if (lookup(p, t->tags[j], layer, &named)) {
-                    place = stronger(place, named);
+                    best = placed ? stronger(best, named) : named;
+                    placed = true;
                 }
             }
+            place = placed ? best : p->fallback;
+            chosen = placed;
         }
         plan->asked[i] = t->param ? REMAT_PLACE_DEVICE : place;
+        plan->unused[i] = chosen; /* refined once the needed set is known */
     }
     /* BFS against the forward edges from everything backward reads, over a
        graph whose producer -> tensor edges are cut for saveable tensors. */
@@ -508,8 +517,8 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
                                                             : REMAT_FATE_RECOMPUTE;
             }
             plan->fate[i] = f;
-            plan->unused[i] = !t->param && !plan->needed[i] && t->ntags > 0 &&
-                              plan->asked[i] != REMAT_PLACE_REMAT;
+            plan->unused[i] = plan->unused[i] && !t->param && !plan->needed[i] &&
+                              t->ntags > 0 && plan->asked[i] != REMAT_PLACE_REMAT;
         }
         /* A name whose buffer stays alive through a kept view (gpt3's
            qkv_proj under its q/k/v views) is not dropped: not unused. */

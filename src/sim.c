@@ -42,7 +42,8 @@
 
 static const char *const cat_names[REMAT_CAT_COUNT] = {
     "params",    "optimizer", "grads",   "grad_accum", "saved_activations", "activations",
-    "recompute", "fetched",   "act_grads", "head",     "reserve"};
+    "recompute", "fetched",   "act_grads", "head",     "reserve", "gathered_weights",
+    "weight_grad_buffer", "context_kv_gather", "pipeline_inflight"};
 
 const char *remat_cat_name(remat_cat_t c) {
     return c < REMAT_CAT_COUNT ? cat_names[c] : "?";
@@ -60,6 +61,7 @@ void remat_result_release(remat_result_t *r) {
     }
     free(r->profiles);
     free(r->names);
+    free(r->stages);
     remat_result_init(r);
 }
 
@@ -67,19 +69,29 @@ void remat_result_release(remat_result_t *r) {
 #define BYTES_MAX ((uint64_t)1 << 62)
 
 typedef struct bound {
-    uint64_t *numel; /* per tensor */
-    uint64_t *bytes; /* per tensor: its own buffer; 0 for a view */
-    uint64_t *gbytes; /* per tensor: its gradient buffer; 0 if none */
+    uint64_t (*tdim)[REMAT_MAX_RANK]; /* per tensor: per-device dim sizes */
+    uint64_t *numel;    /* per tensor, per device */
+    uint64_t *bytes;    /* per tensor: its own buffer; 0 for a view */
+    uint64_t *kbytes;   /* per tensor: bytes of the kept copy (fp8 residuals) */
+    uint64_t *gbytes;   /* per tensor: its gradient buffer; 0 if none */
+    uint64_t *gnumel;   /* per param: elements once FSDP-gathered */
     uint64_t *fwd, *bwd; /* per op */
-    size_t *pos;     /* per op: position in the block's order */
+    uint64_t *kv_extra; /* per op: context-parallel K/V gather live during it */
+    uint64_t *op_gather; /* per op: its params' FSDP-gathered bytes (head ops) */
+    size_t *pos;        /* per op: position in the block's order */
 } bound_t;
 
 static void bound_release(bound_t *b) {
+    free(b->tdim);
     free(b->numel);
     free(b->bytes);
+    free(b->kbytes);
     free(b->gbytes);
+    free(b->gnumel);
     free(b->fwd);
     free(b->bwd);
+    free(b->kv_extra);
+    free(b->op_gather);
     free(b->pos);
 }
 
@@ -99,21 +111,61 @@ static bool has_vocab_dim(const remat_graph_t *g, const remat_tensor_t *t) {
     return false;
 }
 
+static bool is_fp8(const remat_config_t *cfg) {
+    return strcmp(cfg->quantization, "fp8") == 0 || strcmp(cfg->quantization, "nanoo_fp8") == 0;
+}
+
+/* A weight einsum: an einsum with a param operand. */
+static bool weight_einsum(const remat_block_t *b, const remat_op_t *op) {
+    if (op->kind != REMAT_OP_EINSUM) {
+        return false;
+    }
+    for (size_t i = 0; i < op->nin; i++) {
+        if (b->tensors[op->in[i]].param) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
-                                 const remat_config_t *cfg, const uint64_t *dimsize, bool head,
-                                 bound_t *out, remat_error_t *err) {
+                                 const remat_config_t *cfg, const remat_mesh_t *mesh,
+                                 const uint64_t *dimsize, bool head, bound_t *out,
+                                 remat_error_t *err) {
     memset(out, 0, sizeof *out);
+    out->tdim = remat_i_xcalloc(b->ntensors, sizeof *out->tdim);
     out->numel = remat_i_xcalloc(b->ntensors, sizeof *out->numel);
     out->bytes = remat_i_xcalloc(b->ntensors, sizeof *out->bytes);
+    out->kbytes = remat_i_xcalloc(b->ntensors, sizeof *out->kbytes);
     out->gbytes = remat_i_xcalloc(b->ntensors, sizeof *out->gbytes);
+    out->gnumel = remat_i_xcalloc(b->ntensors, sizeof *out->gnumel);
     out->fwd = remat_i_xcalloc(b->nops, sizeof *out->fwd);
     out->bwd = remat_i_xcalloc(b->nops, sizeof *out->bwd);
+    out->kv_extra = remat_i_xcalloc(b->nops, sizeof *out->kv_extra);
+    out->op_gather = remat_i_xcalloc(b->nops, sizeof *out->op_gather);
     out->pos = remat_i_xcalloc(b->nops, sizeof *out->pos);
+    const unsigned fsdp_axes = (1u << REMAT_AXIS_FSDP) | (1u << REMAT_AXIS_FSDP_TRANSPOSE);
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
-        uint64_t n = 1, by;
+        uint64_t n = 1, gn = 1, by;
         for (size_t j = 0; j < t->rank; j++) {
-            if (!remat_i_mul(n, dimsize[t->dim[j]], &n)) {
+            const remat_dim_t *dim = &g->dims[t->dim[j]];
+            const char *logical = t->param ? dim->weight_axis : dim->axis;
+            unsigned axes = remat_mesh_axes(mesh, logical);
+            uint64_t shards = remat_mesh_product(mesh, axes);
+            uint64_t size = dimsize[t->dim[j]];
+            if (size % shards) {
+                char text[128];
+                remat_mesh_axes_text(axes, text, sizeof text);
+                return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                                       "tensor '%s' dim '%s' of %llu does not divide over %llu "
+                                       "shards (%s, logical axis %s)",
+                                       t->name, dim->name, (unsigned long long)size,
+                                       (unsigned long long)shards, text, logical);
+            }
+            out->tdim[i][j] = size / shards;
+            if (!remat_i_mul(n, size / shards, &n) ||
+                !remat_i_mul(gn, size / remat_mesh_product(mesh, axes & ~fsdp_axes), &gn)) {
                 return overflow(g, "the element count", t->name, err);
             }
         }
@@ -133,15 +185,49 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
             by /= cfg->num_vocab_tiling;
         }
         out->numel[i] = n;
+        out->gnumel[i] = t->param ? gn : 0;
         out->bytes[i] = t->storage == i ? by : 0;
+        out->kbytes[i] = out->bytes[i];
         out->gbytes[i] = t->needs_grad && !t->param ? by : 0;
     }
+    /* FP8 training keeps the operands of weight einsums for backward as the
+       quantized copy: 1 byte an element plus a 4-byte fp32 scale. A buffer
+       that any other backward rule also reads keeps its full copy. */
+    if (is_fp8(cfg) && !head) {
+        for (size_t i = 0; i < b->ntensors; i++) {
+            if (b->tensors[i].storage != i || !b->tensors[i].residual) {
+                continue;
+            }
+            bool only_einsums = true, any = false;
+            for (size_t j = 0; j < b->nops && only_einsums; j++) {
+                const remat_op_t *op = &b->ops[j];
+                if (!op->has_backward) {
+                    continue;
+                }
+                for (size_t k = 0; k < op->nsaves; k++) {
+                    if (b->tensors[op->saves[k]].storage == i) {
+                        any = true;
+                        only_einsums &= weight_einsum(b, op);
+                    }
+                }
+            }
+            if (any && only_einsums) {
+                out->kbytes[i] = out->numel[i] + 4;
+            }
+        }
+    }
+    const uint64_t context = mesh->shards[REMAT_AXIS_CONTEXT];
     for (size_t p = 0; p < b->nops; p++) {
         const remat_op_t *op = &b->ops[b->order[p]];
         out->pos[b->order[p]] = p;
         uint64_t sin = 0, sout = 0;
         for (size_t i = 0; i < op->nin; i++) {
             sin += out->numel[op->in[i]];
+            if (b->tensors[op->in[i]].param) {
+                /* FSDP gathers a param in the weight dtype, fp8 under fp8. */
+                unsigned bytes = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, b->tensors[op->in[i]].dtype);
+                out->op_gather[b->order[p]] += out->gnumel[op->in[i]] * bytes;
+            }
         }
         for (size_t i = 0; i < op->nout; i++) {
             sout += out->numel[op->out[i]];
@@ -151,12 +237,19 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
                    (op->kind == REMAT_OP_CONCAT && sin != sout);
         if (bad) {
             return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
-                                   "%s op '%s' has %llu elements in and %llu out with this config",
+                                   "%s op '%s' has %llu elements in and %llu out per device with "
+                                   "this config",
                                    remat_opkind_name(op->kind), op->name,
                                    (unsigned long long)sin, (unsigned long long)sout);
         }
-        if (!remat_i_op_flops(b, op, out->numel, dimsize, &out->fwd[b->order[p]],
-                              &out->bwd[b->order[p]]) ||
+        if (op->kind == REMAT_OP_FLASH_ATTENTION && context > 1) {
+            /* Context parallelism all-gathers K and V for the kernel. */
+            uint64_t kv = out->bytes[b->tensors[op->in[1]].storage] +
+                          out->bytes[b->tensors[op->in[2]].storage];
+            out->kv_extra[b->order[p]] = kv * (context - 1);
+        }
+        if (!remat_i_op_flops(b, op, out->numel, (const uint64_t(*)[REMAT_MAX_RANK])out->tdim,
+                              dimsize, &out->fwd[b->order[p]], &out->bwd[b->order[p]]) ||
             out->fwd[b->order[p]] > BYTES_MAX || out->bwd[b->order[p]] > BYTES_MAX) {
             return overflow(g, "the FLOP count", op->name, err);
         }
@@ -188,6 +281,7 @@ typedef struct scratch {
     size_t *free_fwd;     /* per buffer: forward position after which it is freed */
     size_t *bwd_use;      /* per buffer: smallest backward position reading it */
     size_t *rec_use;      /* per buffer: largest recompute position reading it */
+    uint64_t *cur;        /* per buffer: bytes while live */
     unsigned char *live;  /* per buffer */
     unsigned char *cat;   /* per buffer: remat_cat_t while live */
     unsigned char *glive; /* per tensor: gradient live */
@@ -198,6 +292,7 @@ static void scratch_init(scratch_t *s, size_t n) {
     s->free_fwd = remat_i_xcalloc(n, sizeof(size_t));
     s->bwd_use = remat_i_xcalloc(n, sizeof(size_t));
     s->rec_use = remat_i_xcalloc(n, sizeof(size_t));
+    s->cur = remat_i_xcalloc(n, sizeof(uint64_t));
     s->live = remat_i_xcalloc(n, 1);
     s->cat = remat_i_xcalloc(n, 1);
     s->glive = remat_i_xcalloc(n, 1);
@@ -208,6 +303,7 @@ static void scratch_release(scratch_t *s) {
     free(s->free_fwd);
     free(s->bwd_use);
     free(s->rec_use);
+    free(s->cur);
     free(s->live);
     free(s->cat);
     free(s->glive);
@@ -226,17 +322,23 @@ typedef struct meter {
 static void alloc_buf(meter_t *m, scratch_t *s, size_t buf, uint64_t bytes, remat_cat_t c) {
     s->live[buf] = 1;
     s->cat[buf] = (unsigned char)c;
+    s->cur[buf] = bytes;
     m->live += (int64_t)bytes;
     m->cats[c] += (int64_t)bytes;
 }
 
-static void free_buf(meter_t *m, scratch_t *s, size_t buf, uint64_t bytes) {
+static void free_buf(meter_t *m, scratch_t *s, size_t buf) {
     if (!s->live[buf]) {
         return;
     }
     s->live[buf] = 0;
-    m->live -= (int64_t)bytes;
-    m->cats[s->cat[buf]] -= (int64_t)bytes;
+    m->live -= (int64_t)s->cur[buf];
+    m->cats[s->cat[buf]] -= (int64_t)s->cur[buf];
+}
+
+static void add_const(meter_t *m, remat_cat_t c, int64_t bytes) {
+    m->live += bytes;
+    m->cats[c] += bytes;
 }
 
 static void measure(meter_t *m, remat_step_t step, size_t op) {
@@ -249,12 +351,28 @@ static void measure(meter_t *m, remat_step_t step, size_t op) {
     }
 }
 
+/* Measures with @p extra bytes live only during this op (K/V gathers). */
+static void measure_with(meter_t *m, remat_cat_t c, uint64_t extra, remat_step_t step, size_t op) {
+    add_const(m, c, (int64_t)extra);
+    measure(m, step, op);
+    add_const(m, c, -(int64_t)extra);
+}
+
 static size_t min_pos(size_t a, size_t b) {
     return a == REMAT_NONE ? b : b == REMAT_NONE ? a : (a < b ? a : b);
 }
 
+/* Collective buffers live for a whole layer: its FSDP-gathered weights (and
+   the next layer's, prefetched), and in backward its full-size weight
+   gradients before the reduce-scatter. */
+typedef struct collectives {
+    uint64_t gathered;    /* per layer */
+    unsigned prefetch;    /* 0 or 1 */
+    uint64_t grad_buffer; /* per layer */
+} collectives_t;
+
 static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                          scratch_t *s, tpl_t *t) {
+                          const collectives_t *col, scratch_t *s, tpl_t *t) {
     memset(t, 0, sizeof *t);
     const size_t nt = b->ntensors, no = b->nops;
     const size_t x = b->inputs[0], y = b->outputs[0];
@@ -305,9 +423,9 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
             continue;
         }
         if (s->cls[i] == B_KEEP) {
-            t->saved += bd->bytes[i];
+            t->saved += bd->kbytes[i];
         } else if (s->cls[i] == B_OFF) {
-            t->offloaded += bd->bytes[i];
+            t->offloaded += bd->kbytes[i];
         }
     }
     for (size_t j = 0; j < no; j++) {
@@ -317,34 +435,49 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
             t->recompute_flops += bd->fwd[j];
         }
     }
+    const int64_t gathered = (int64_t)(col->gathered * (1 + col->prefetch));
 
     /* Forward. The layer input's buffer is in the caller's baseline. */
     meter_t m = {0};
     s->live[x] = 1;
     s->cat[x] = REMAT_CAT_SAVED;
+    s->cur[x] = bd->kbytes[x];
+    add_const(&m, REMAT_CAT_GATHERED, gathered);
     for (size_t p = 0; p < no; p++) {
-        const remat_op_t *op = &b->ops[b->order[p]];
+        const size_t j = b->order[p];
+        const remat_op_t *op = &b->ops[j];
         for (size_t i = 0; i < op->nout; i++) {
             size_t o = op->out[i];
             if (b->tensors[o].storage == o) {
+                /* A residual kept as a smaller copy (fp8) is a working
+                   activation until its last forward reader. */
+                bool saved = (s->cls[o] == B_KEEP && bd->kbytes[o] == bd->bytes[o]) || o == ys;
                 alloc_buf(&m, s, o, bd->bytes[o],
-                          s->cls[o] == B_KEEP || o == ys ? REMAT_CAT_SAVED
-                                                         : REMAT_CAT_ACTIVATIONS);
+                          saved ? REMAT_CAT_SAVED : REMAT_CAT_ACTIVATIONS);
             }
         }
-        measure(&m, REMAT_STEP_FORWARD, b->order[p]);
+        measure_with(&m, REMAT_CAT_KV_GATHER, bd->kv_extra[j], REMAT_STEP_FORWARD, j);
         for (size_t k = 0; k < op->nin + op->nout; k++) {
             size_t buf = b->tensors[k < op->nin ? op->in[k] : op->out[k - op->nin]].storage;
-            if (s->cls[buf] == B_TRANS && buf != ys && buf != x && s->free_fwd[buf] == p) {
-                free_buf(&m, s, buf, bd->bytes[buf]);
+            if (buf == ys || buf == x || s->free_fwd[buf] != p || !s->live[buf]) {
+                continue;
+            }
+            if (s->cls[buf] == B_TRANS) {
+                free_buf(&m, s, buf);
+            } else if (s->cur[buf] != bd->kbytes[buf]) {
+                /* Done in forward: only the quantized copy stays. */
+                free_buf(&m, s, buf);
+                alloc_buf(&m, s, buf, bd->kbytes[buf],
+                          s->cls[buf] == B_KEEP ? REMAT_CAT_SAVED : REMAT_CAT_ACTIVATIONS);
             }
         }
     }
     for (size_t i = 0; i < nt; i++) {
         if (b->tensors[i].storage == i && s->cls[i] == B_OFF && s->live[i]) {
-            free_buf(&m, s, i, bd->bytes[i]);
+            free_buf(&m, s, i);
         }
     }
+    add_const(&m, REMAT_CAT_GATHERED, -gathered);
     t->fwd_peak = m.peak;
     t->fwd_op = m.op;
     memcpy(t->fwd_cats, m.peak_cats, sizeof m.cats);
@@ -358,13 +491,16 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
         if (b->tensors[i].storage == i && s->cls[i] == B_KEEP) {
             s->live[i] = 1;
             s->cat[i] = REMAT_CAT_SAVED;
+            s->cur[i] = bd->kbytes[i];
         }
     }
     s->glive[y] = 1;
+    add_const(&w, REMAT_CAT_GATHERED, gathered);
+    add_const(&w, REMAT_CAT_GRAD_BUFFER, (int64_t)col->grad_buffer);
     bool fetched = false;
     for (size_t i = 0; i < nt; i++) {
         if (b->tensors[i].storage == i && s->cls[i] == B_OFF) {
-            alloc_buf(&w, s, i, bd->bytes[i], REMAT_CAT_FETCHED);
+            alloc_buf(&w, s, i, bd->kbytes[i], REMAT_CAT_FETCHED);
             fetched = true;
         }
     }
@@ -373,7 +509,7 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
     }
     for (size_t i = 0; i < nt; i++) {
         if (s->live[i] && s->bwd_use[i] == REMAT_NONE && s->rec_use[i] == REMAT_NONE) {
-            free_buf(&w, s, i, bd->bytes[i]);
+            free_buf(&w, s, i);
         }
     }
     for (size_t p = 0; p < no; p++) {
@@ -390,12 +526,12 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
                 alloc_buf(&w, s, buf, bd->bytes[buf], REMAT_CAT_RECOMPUTE);
             }
         }
-        measure(&w, REMAT_STEP_RECOMPUTE, j);
+        measure_with(&w, REMAT_CAT_KV_GATHER, bd->kv_extra[j], REMAT_STEP_RECOMPUTE, j);
         for (size_t k = 0; k < op->nin + op->nout; k++) {
             size_t buf = b->tensors[k < op->nin ? op->in[k] : op->out[k - op->nin]].storage;
             bool done = s->rec_use[buf] == REMAT_NONE || s->rec_use[buf] <= p;
             if (s->live[buf] && s->bwd_use[buf] == REMAT_NONE && done) {
-                free_buf(&w, s, buf, bd->bytes[buf]);
+                free_buf(&w, s, buf);
             }
         }
     }
@@ -409,26 +545,26 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
             size_t ti = op->in[i];
             if (bd->gbytes[ti] && !s->glive[ti]) {
                 s->glive[ti] = 1;
-                w.live += (int64_t)bd->gbytes[ti];
-                w.cats[REMAT_CAT_ACT_GRADS] += (int64_t)bd->gbytes[ti];
+                add_const(&w, REMAT_CAT_ACT_GRADS, (int64_t)bd->gbytes[ti]);
             }
         }
-        measure(&w, REMAT_STEP_BACKWARD, j);
+        measure_with(&w, REMAT_CAT_KV_GATHER, bd->kv_extra[j], REMAT_STEP_BACKWARD, j);
         for (size_t i = 0; i < op->nout; i++) {
             size_t to = op->out[i];
             if (s->glive[to]) {
                 s->glive[to] = 0;
-                w.live -= (int64_t)bd->gbytes[to];
-                w.cats[REMAT_CAT_ACT_GRADS] -= (int64_t)bd->gbytes[to];
+                add_const(&w, REMAT_CAT_ACT_GRADS, -(int64_t)bd->gbytes[to]);
             }
         }
         for (size_t i = 0; i < op->nsaves; i++) {
             size_t buf = b->tensors[op->saves[i]].storage;
             if (s->bwd_use[buf] == p) {
-                free_buf(&w, s, buf, bd->bytes[buf]);
+                free_buf(&w, s, buf);
             }
         }
     }
+    add_const(&w, REMAT_CAT_GATHERED, -gathered);
+    add_const(&w, REMAT_CAT_GRAD_BUFFER, -(int64_t)col->grad_buffer);
     t->bwd_peak = w.peak;
     t->bwd_step = w.step;
     t->bwd_op = w.op;
@@ -465,12 +601,14 @@ static void step_add(step_t *st, int64_t delta, const int64_t *dcats) {
 }
 
 /* The head's forward or backward over positions [from, to) (backward runs
-   them in reverse), on the step meter. */
+   them in reverse), on the step meter. Under FSDP a head op's weights are
+   gathered while it runs. */
 static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, step_t *st,
-                       size_t from, size_t to, bool backward) {
+                       size_t from, size_t to, bool backward, bool fsdp) {
     const remat_block_t *b = &g->head;
     const size_t feeds = b->tensors[g->head_feeds].storage;
     remat_where_t where = from == 0 ? REMAT_AT_HEAD_PRE : REMAT_AT_HEAD_POST;
+    int64_t gcats[REMAT_CAT_COUNT] = {0};
     if (!backward) {
         for (size_t p = from; p < to; p++) {
             size_t j = b->order[p];
@@ -482,12 +620,14 @@ static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, 
                               o == feeds ? REMAT_CAT_SAVED : REMAT_CAT_HEAD);
                 }
             }
-            step_measure(st, 0, NULL,
+            uint64_t gx = fsdp ? bd->op_gather[j] : 0;
+            gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
+            step_measure(st, (int64_t)gx, gcats,
                          (remat_moment_t){REMAT_STEP_FORWARD, where, 0, op->name});
             for (size_t k = 0; k < op->nin + op->nout; k++) {
                 size_t buf = b->tensors[k < op->nin ? op->in[k] : op->out[k - op->nin]].storage;
                 if (buf != feeds && s->cls[buf] == B_TRANS && s->free_fwd[buf] == p) {
-                    free_buf(&st->m, s, buf, bd->bytes[buf]);
+                    free_buf(&st->m, s, buf);
                 }
             }
         }
@@ -503,23 +643,24 @@ static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, 
             size_t ti = op->in[i];
             if (bd->gbytes[ti] && !s->glive[ti]) {
                 s->glive[ti] = 1;
-                st->m.live += (int64_t)bd->gbytes[ti];
-                st->m.cats[REMAT_CAT_ACT_GRADS] += (int64_t)bd->gbytes[ti];
+                add_const(&st->m, REMAT_CAT_ACT_GRADS, (int64_t)bd->gbytes[ti]);
             }
         }
-        step_measure(st, 0, NULL, (remat_moment_t){REMAT_STEP_BACKWARD, where, 0, op->name});
+        uint64_t gx = fsdp ? bd->op_gather[j] : 0;
+        gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
+        step_measure(st, (int64_t)gx, gcats,
+                     (remat_moment_t){REMAT_STEP_BACKWARD, where, 0, op->name});
         for (size_t i = 0; i < op->nout; i++) {
             size_t to_ = op->out[i];
             if (s->glive[to_]) {
                 s->glive[to_] = 0;
-                st->m.live -= (int64_t)bd->gbytes[to_];
-                st->m.cats[REMAT_CAT_ACT_GRADS] -= (int64_t)bd->gbytes[to_];
+                add_const(&st->m, REMAT_CAT_ACT_GRADS, -(int64_t)bd->gbytes[to_]);
             }
         }
         for (size_t i = 0; i < op->nsaves; i++) {
             size_t buf = b->tensors[op->saves[i]].storage;
             if (s->bwd_use[buf] == p) {
-                free_buf(&st->m, s, buf, bd->bytes[buf]);
+                free_buf(&st->m, s, buf);
             }
         }
     }
@@ -559,6 +700,8 @@ static void head_prepare(const remat_graph_t *g, const bound_t *bd, scratch_t *s
             }
         }
     }
+    s->cls[b->tensors[g->head_feeds].storage] = B_TRANS;
+    s->bwd_use[b->tensors[g->head_feeds].storage] = REMAT_NONE;
 }
 
 static remat_name_row_t *name_row(remat_result_t *r, const char *name) {
@@ -662,6 +805,114 @@ static remat_status_t plan_profiles(const remat_graph_t *g, const remat_policy_t
     return st;
 }
 
+/* Optimizer state elements for one param of local shape @p dims: adafactor
+   factors the second moment of a matrix into row and column statistics. */
+static uint64_t adafactor_elems(const uint64_t *dims, size_t rank, uint64_t numel) {
+    if (rank < 2) {
+        return numel;
+    }
+    return numel / dims[rank - 1] + numel / dims[rank - 2];
+}
+
+/* Static bytes of the params one device holds, by which part of the step
+   uses them: the layers (times the stage's layer count), the head's pre
+   ops (stage 0) and post ops (last stage). */
+typedef struct static_part {
+    uint64_t count, bytes, adafactor;
+} static_part_t;
+
+static void add_param(static_part_t *p, const bound_t *bd, const remat_tensor_t *t, size_t i) {
+    p->count += bd->numel[i];
+    p->bytes += bd->bytes[i];
+    p->adafactor += adafactor_elems(bd->tdim[i], t->rank, bd->numel[i]);
+}
+
+typedef struct stage_ctx {
+    const remat_graph_t *g;
+    const remat_config_t *cfg;
+    const bound_t *lb, *hb;
+    const tpl_t *tpls;
+    const size_t *profile_of;
+    scratch_t *s;
+    bool fsdp;
+} stage_ctx_t;
+
+/* One stage's step for one micro-batch on top of its static bytes and the
+   residuals of the micro-batches in flight. */
+static void simulate_stage(const stage_ctx_t *c, size_t first, size_t last, bool pre, bool post,
+                           const int64_t *base_cats, step_t *stp) {
+    const remat_graph_t *g = c->g;
+    const remat_block_t *H = &g->head;
+    scratch_t *s = c->s;
+    memset(stp, 0, sizeof *stp);
+    for (int k = 0; k < REMAT_CAT_COUNT; k++) {
+        stp->m.cats[k] = base_cats[k];
+        stp->m.live += base_cats[k];
+    }
+    const size_t x = g->layer.inputs[0], y = g->layer.outputs[0];
+    if (g->has_head) {
+        head_prepare(g, c->hb, s);
+    }
+    if (pre) {
+        for (size_t i = 0; i < H->ninputs; i++) {
+            size_t in = H->inputs[i];
+            if (in != g->head_takes && H->tensors[in].storage == in) {
+                alloc_buf(&stp->m, s, in, c->hb->bytes[in], REMAT_CAT_HEAD);
+            }
+        }
+        head_sweep(g, c->hb, s, stp, 0, g->head_npre, false, c->fsdp);
+        s->live[H->tensors[g->head_feeds].storage] = 0; /* the layers own it now */
+    } else {
+        /* The stage input arrives from the previous stage (or the caller). */
+        add_const(&stp->m, REMAT_CAT_SAVED, (int64_t)c->lb->kbytes[x]);
+    }
+    for (size_t l = first; l <= last; l++) {
+        const tpl_t *t = &c->tpls[c->profile_of[l]];
+        step_measure(stp, t->fwd_peak, t->fwd_cats,
+                     (remat_moment_t){REMAT_STEP_FORWARD, REMAT_AT_LAYER, l,
+                                      g->layer.ops[t->fwd_op].name});
+        step_add(stp, t->fwd_delta, t->fwd_dcats);
+    }
+    if (post) {
+        for (size_t i = 0; i < H->ninputs; i++) {
+            size_t in = H->inputs[i];
+            if (!pre && in != g->head_takes && H->tensors[in].storage == in) {
+                alloc_buf(&stp->m, s, in, c->hb->bytes[in], REMAT_CAT_HEAD);
+            }
+        }
+        size_t takes = H->tensors[g->head_takes].storage;
+        s->live[takes] = 1;
+        s->cat[takes] = REMAT_CAT_SAVED;
+        s->cur[takes] = c->hb->bytes[takes];
+        head_sweep(g, c->hb, s, stp, g->head_npre, H->nops, false, c->fsdp);
+        for (size_t i = 0; i < H->noutputs; i++) {
+            size_t o = H->outputs[i];
+            if (c->hb->gbytes[o]) {
+                s->glive[o] = 1;
+                add_const(&stp->m, REMAT_CAT_ACT_GRADS, (int64_t)c->hb->gbytes[o]);
+            }
+        }
+        head_sweep(g, c->hb, s, stp, g->head_npre, H->nops, true, c->fsdp);
+        s->glive[g->head_takes] = 0; /* dy of the last layer: the layers free it */
+    } else {
+        /* The output leaves (for the loss or the next stage) and its
+           gradient arrives in its place. */
+        add_const(&stp->m, REMAT_CAT_SAVED, -(int64_t)c->lb->bytes[y]);
+        add_const(&stp->m, REMAT_CAT_ACT_GRADS, (int64_t)c->lb->gbytes[y]);
+    }
+    for (size_t l = last + 1; l-- > first;) {
+        const tpl_t *t = &c->tpls[c->profile_of[l]];
+        const char *op = t->bwd_op == REMAT_NONE ? NULL : g->layer.ops[t->bwd_op].name;
+        step_measure(stp, t->bwd_peak, t->bwd_cats,
+                     (remat_moment_t){t->bwd_step, REMAT_AT_LAYER, l, op});
+        step_add(stp, t->bwd_delta, t->bwd_dcats);
+    }
+    if (pre) {
+        s->glive[g->head_feeds] = 1; /* dx of the first layer, made by the layers */
+        head_sweep(g, c->hb, s, stp, 0, g->head_npre, true, c->fsdp);
+    }
+}
+
 remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                              const remat_policy_t *policy, const remat_hw_t *hw,
                              remat_result_t *r, remat_error_t *err) {
@@ -672,11 +923,33 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     r->hw = hw;
     r->none_as_full = policy->none_policy && cfg->scan_layers;
     remat_status_t st = remat_policy_check(policy, g, err);
-    if (st) {
+    if (st || (st = remat_mesh_build(cfg, &r->mesh, err))) {
         return st;
     }
+    const remat_mesh_t *mesh = &r->mesh;
     if (g->ndims > sizeof r->dim_size / sizeof r->dim_size[0]) {
         return remat_error_set(err, REMAT_E_GRAPH, g->source, "$.dims", "at most 64 dims");
+    }
+    const size_t L = (size_t)cfg->base_num_decoder_layers;
+    const size_t stages = (size_t)mesh->shards[REMAT_AXIS_STAGE];
+    if (L % stages) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "%zu layers do not split evenly over %zu pipeline stages", L,
+                               stages);
+    }
+    r->microbatches = stages > 1 ? (cfg->num_pipeline_microbatches ? cfg->num_pipeline_microbatches
+                                                                   : stages)
+                                 : 1;
+    if (mesh->shards[REMAT_AXIS_CONTEXT] > 1) {
+        for (size_t j = 0; j < g->layer.nops; j++) {
+            const remat_op_t *op = &g->layer.ops[j];
+            if (op->kind == REMAT_OP_EINSUM && !weight_einsum(&g->layer, op)) {
+                return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                                       "context parallelism is modelled for flash attention; "
+                                       "op '%s' multiplies activations (use attention=flash)",
+                                       op->name);
+            }
+        }
     }
     for (size_t d = 0; d < g->ndims; d++) {
         const remat_dim_t *dim = &g->dims[d];
@@ -688,20 +961,24 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
             if (dim->div && (st = remat_config_size(cfg, dim->div, &div, err))) {
                 return st;
             }
+            if (strcmp(dim->from, "per_device_batch_size") == 0) {
+                div *= r->microbatches;
+            }
             if (r->dim_size[d] % div) {
                 return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
-                                       "dim '%s' is %s / %s = %llu / %llu, which does not divide",
-                                       dim->name, dim->from, dim->div,
-                                       (unsigned long long)r->dim_size[d],
-                                       (unsigned long long)div);
+                                       "dim '%s' is %llu / %llu (%s%s%s), which does not divide",
+                                       dim->name, (unsigned long long)r->dim_size[d],
+                                       (unsigned long long)div, dim->from,
+                                       dim->div ? " / " : " / pipeline micro-batches ",
+                                       dim->div ? dim->div : "");
             }
             r->dim_size[d] /= div;
         } else {
             r->dim_size[d] = dim->value;
         }
     }
-    const size_t L = (size_t)cfg->base_num_decoder_layers;
     bound_t lb, hb;
+    memset(&lb, 0, sizeof lb);
     memset(&hb, 0, sizeof hb);
     scratch_t s;
     size_t nscratch = g->layer.ntensors;
@@ -711,51 +988,65 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     scratch_init(&s, nscratch);
     size_t *profile_of = remat_i_xcalloc(L, sizeof *profile_of);
     tpl_t *tpls = NULL;
-    if ((st = bind_block(g, &g->layer, cfg, r->dim_size, false, &lb, err))) {
+    if ((st = bind_block(g, &g->layer, cfg, mesh, r->dim_size, false, &lb, err))) {
         goto out;
     }
-    if (g->has_head && (st = bind_block(g, &g->head, cfg, r->dim_size, true, &hb, err))) {
+    if (g->has_head && (st = bind_block(g, &g->head, cfg, mesh, r->dim_size, true, &hb, err))) {
         goto out;
     }
-    /* Static memory. */
-    uint64_t pc_layer = 0, pb_layer = 0, pc = 0, pb = 0;
+    /* Params by the part of the step that uses them, and the model's count. */
+    static_part_t layer = {0}, pre = {0}, post = {0};
+    uint64_t global_layer = 0, global = 0;
+    const bool fsdp = remat_mesh_product(mesh, (1u << REMAT_AXIS_FSDP) |
+                                                   (1u << REMAT_AXIS_FSDP_TRANSPOSE)) > 1;
+    collectives_t col = {0, cfg->fsdp_prefetch ? 1u : 0u, 0};
     for (size_t i = 0; i < g->layer.ntensors; i++) {
-        if (g->layer.tensors[i].param) {
-            pc_layer += lb.numel[i];
-            pb_layer += lb.bytes[i];
+        const remat_tensor_t *t = &g->layer.tensors[i];
+        if (t->param) {
+            add_param(&layer, &lb, t, i);
+            uint64_t n = 1;
+            for (size_t j = 0; j < t->rank; j++) {
+                n *= r->dim_size[t->dim[j]];
+            }
+            global_layer += n;
+            if (fsdp) {
+                unsigned wb = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, t->dtype);
+                col.gathered += lb.gnumel[i] * wb;
+                col.grad_buffer += lb.gnumel[i] * remat_dtype_bytes(cfg->grad_dtype);
+            }
         }
     }
-    if ((st = sum_checked(&pc, pc_layer, L, "parameters", err)) ||
-        (st = sum_checked(&pb, pb_layer, L, "parameter bytes", err))) {
+    if ((st = sum_checked(&global, global_layer, L, "parameters", err))) {
         goto out;
     }
     for (size_t i = 0; g->has_head && i < g->head.ntensors; i++) {
-        if (g->head.tensors[i].param &&
-            ((st = sum_checked(&pc, hb.numel[i], 1, "parameters", err)) ||
-             (st = sum_checked(&pb, hb.bytes[i], 1, "parameter bytes", err)))) {
-            goto out;
+        const remat_tensor_t *t = &g->head.tensors[i];
+        if (!t->param) {
+            continue;
+        }
+        uint64_t n = 1;
+        for (size_t j = 0; j < t->rank; j++) {
+            n *= r->dim_size[t->dim[j]];
+        }
+        global += n;
+        bool in_pre = false, in_post = false;
+        for (size_t p = 0; p < g->head.nops; p++) {
+            const remat_op_t *op = &g->head.ops[g->head.order[p]];
+            for (size_t k = 0; k < op->nin; k++) {
+                if (op->in[k] == i) {
+                    in_pre |= p < g->head_npre;
+                    in_post |= p >= g->head_npre;
+                }
+            }
+        }
+        if (in_pre) {
+            add_param(&pre, &hb, t, i);
+        }
+        if (in_post && (!in_pre || stages > 1)) {
+            add_param(&post, &hb, t, i);
         }
     }
-    r->param_count = pc;
-    r->param_bytes = pb;
-    if ((st = sum_checked(&r->grad_bytes, pc, remat_dtype_bytes(cfg->grad_dtype), "gradients",
-                          err)) ||
-        (strcmp(cfg->opt_type, "adamw") == 0 &&
-         (st = sum_checked(&r->optimizer_bytes, pc, 2u * remat_dtype_bytes(cfg->mu_dtype),
-                           "optimizer bytes", err))) ||
-        (cfg->gradient_accumulation_steps > 1 &&
-         (st = sum_checked(&r->accum_bytes, pc, 4, "accumulator bytes", err)))) {
-        goto out;
-    }
-    r->reserve_bytes = cfg->hbm_reserve;
-    uint64_t static_bytes = 0;
-    if ((st = sum_checked(&static_bytes, r->param_bytes + 0, 1, "static bytes", err)) ||
-        (st = sum_checked(&static_bytes, r->optimizer_bytes, 1, "static bytes", err)) ||
-        (st = sum_checked(&static_bytes, r->grad_bytes, 1, "static bytes", err)) ||
-        (st = sum_checked(&static_bytes, r->accum_bytes, 1, "static bytes", err)) ||
-        (st = sum_checked(&static_bytes, r->reserve_bytes, 1, "static bytes", err))) {
-        goto out;
-    }
+    r->param_count = global;
     /* Plans and profiles. */
     if ((st = plan_profiles(g, policy, cfg, L, profile_of, r, err))) {
         goto out;
@@ -764,7 +1055,7 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     for (size_t p = 0; p < r->nprofiles; p++) {
         remat_profile_t *pr = &r->profiles[p];
         const remat_block_t *b = &g->layer;
-        profile_layer(b, &lb, &pr->plan, &s, &tpls[p]);
+        profile_layer(b, &lb, &pr->plan, &col, &s, &tpls[p]);
         pr->fwd_peak_rel = tpls[p].fwd_peak > 0 ? (uint64_t)tpls[p].fwd_peak : 0;
         pr->bwd_peak_rel = tpls[p].bwd_peak > 0 ? (uint64_t)tpls[p].bwd_peak : 0;
         pr->tensors = remat_i_xcalloc(b->ntensors, sizeof *pr->tensors);
@@ -784,7 +1075,7 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                 remat_fate_t f = s.cls[i] == B_KEEP ? REMAT_FATE_DEVICE : REMAT_FATE_OFFLOAD;
                 remat_name_row_t *nr = name_row(r, buffer_name(b, &pr->plan, i, f));
                 uint64_t *acc = f == REMAT_FATE_DEVICE ? &nr->saved_bytes : &nr->offloaded_bytes;
-                if ((st = sum_checked(acc, lb.bytes[i], pr->nlayers, "saved bytes", err))) {
+                if ((st = sum_checked(acc, lb.kbytes[i], pr->nlayers, "saved bytes", err))) {
                     goto out;
                 }
             }
@@ -806,7 +1097,8 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
             }
         }
     }
-    /* Per-layer rows, FLOPs and offload. */
+    /* Per-layer rows, FLOPs and offload (one micro-batch; a step runs
+       `microbatches` of them). */
     r->nlayers = L;
     r->layers = remat_i_xcalloc(L, sizeof *r->layers);
     r->host_link_bw = cfg->host_link_bw > 0 ? cfg->host_link_bw : hw->host_link_bw;
@@ -852,85 +1144,115 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     r->recompute_seconds = (double)r->recompute_flops / flops_peak;
     r->added_seconds = r->recompute_seconds + r->exposed_seconds;
     r->offload_hidden = r->exposed_seconds <= 0;
-    if ((st = sum_checked(&r->host_bytes_per_host, r->d2h_bytes, hw->chips_per_host,
-                          "host bytes", err))) {
+
+    /* Every stage's step; the worst stage is the verdict. */
+    r->nstages = stages;
+    r->stages = remat_i_xcalloc(stages, sizeof *r->stages);
+    const size_t Ls = L / stages;
+    stage_ctx_t sc = {g, cfg, &lb, &hb, tpls, profile_of, &s, fsdp};
+    const bool adafactor = strcmp(cfg->opt_type, "adafactor") == 0;
+    const bool adam = strcmp(cfg->opt_type, "adamw") == 0 || strcmp(cfg->opt_type, "adam_pax") == 0;
+    uint64_t worst = 0;
+    for (size_t k = 0; k < stages; k++) {
+        remat_stage_row_t *row = &r->stages[k];
+        row->index = k;
+        row->first_layer = k * Ls;
+        row->last_layer = (k + 1) * Ls - 1;
+        bool has_pre = g->has_head && k == 0, has_post = g->has_head && k == stages - 1;
+        uint64_t count = 0, pbytes = 0, afac = 0, opt = 0, grads = 0, accum = 0, sbytes = 0;
+        if ((st = sum_checked(&count, layer.count, Ls, "parameters", err)) ||
+            (st = sum_checked(&pbytes, layer.bytes, Ls, "parameter bytes", err)) ||
+            (st = sum_checked(&afac, layer.adafactor, Ls, "optimizer bytes", err))) {
+            goto out;
+        }
+        if (has_pre) {
+            count += pre.count;
+            pbytes += pre.bytes;
+            afac += pre.adafactor;
+        }
+        if (has_post) {
+            count += post.count;
+            pbytes += post.bytes;
+            afac += post.adafactor;
+        }
+        if ((st = sum_checked(&grads, count, remat_dtype_bytes(cfg->grad_dtype), "gradients",
+                              err)) ||
+            (adam && (st = sum_checked(&opt, count, 2u * remat_dtype_bytes(cfg->mu_dtype),
+                                       "optimizer bytes", err))) ||
+            (adafactor && (st = sum_checked(&opt, afac, 4, "optimizer bytes", err))) ||
+            (cfg->gradient_accumulation_steps > 1 &&
+             (st = sum_checked(&accum, count, 4, "accumulator bytes", err)))) {
+            goto out;
+        }
+        uint64_t host = 0;
+        int64_t cats[REMAT_CAT_COUNT] = {0};
+        if (cfg->parameter_memory_host_offload) {
+            host += pbytes;
+        } else {
+            cats[REMAT_CAT_PARAMS] = (int64_t)pbytes;
+        }
+        if (cfg->optimizer_memory_host_offload) {
+            host += opt;
+        } else {
+            cats[REMAT_CAT_OPTIMIZER] = (int64_t)opt;
+        }
+        cats[REMAT_CAT_GRADS] = (int64_t)grads;
+        cats[REMAT_CAT_GRAD_ACCUM] = (int64_t)accum;
+        cats[REMAT_CAT_RESERVE] = (int64_t)cfg->hbm_reserve;
+        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+            if ((st = sum_checked(&sbytes, (uint64_t)cats[c], 1, "static bytes", err))) {
+                goto out;
+            }
+        }
+        /* 1F1B: stage k holds the residuals of min(stages - k, micro-batches)
+           micro-batches; the step below is the last of them. */
+        row->in_flight = stages - k < r->microbatches ? stages - k : (size_t)r->microbatches;
+        uint64_t stage_saved = 0;
+        for (size_t l = row->first_layer; l <= row->last_layer; l++) {
+            stage_saved += r->layers[l].saved_device_bytes;
+        }
+        if ((st = sum_checked(&row->inflight_bytes, stage_saved, row->in_flight - 1,
+                              "in-flight bytes", err))) {
+            goto out;
+        }
+        cats[REMAT_CAT_INFLIGHT] = (int64_t)row->inflight_bytes;
+        row->static_bytes = sbytes;
+        step_t stp;
+        simulate_stage(&sc, row->first_layer, row->last_layer, has_pre, has_post, cats, &stp);
+        row->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
+        memcpy(row->breakdown, stp.m.peak_cats, sizeof row->breakdown);
+        row->peak_at = stp.at;
+        if (k == 0 || row->peak_bytes > worst) {
+            worst = row->peak_bytes;
+            r->worst_stage = k;
+            r->param_count_device = count;
+            r->param_bytes = pbytes;
+            r->optimizer_bytes = opt;
+            r->grad_bytes = grads;
+            r->accum_bytes = accum;
+            r->host_static_bytes = host;
+        }
+    }
+    const remat_stage_row_t *w = &r->stages[r->worst_stage];
+    r->reserve_bytes = cfg->hbm_reserve;
+    r->peak_bytes = w->peak_bytes;
+    memcpy(r->breakdown, w->breakdown, sizeof r->breakdown);
+    r->peak_at = w->peak_at;
+    /* Host RAM: offloaded residuals of a device's layers for every
+       micro-batch in flight, plus host-resident params/optimizer, for each
+       chip of the host. */
+    uint64_t per_chip = 0, off_stage = 0;
+    for (size_t l = w->first_layer; l <= w->last_layer; l++) {
+        off_stage += r->layers[l].offloaded_bytes;
+    }
+    if ((st = sum_checked(&per_chip, off_stage, w->in_flight, "host bytes", err)) ||
+        (st = sum_checked(&per_chip, r->host_static_bytes, 1, "host bytes", err)) ||
+        (st = sum_checked(&r->host_bytes_per_host, per_chip, hw->chips_per_host, "host bytes",
+                          err))) {
         goto out;
     }
     r->host_ram_bytes = hw->host_ram_bytes;
     r->host_fits = r->host_bytes_per_host <= r->host_ram_bytes;
-
-    /* The step. */
-    step_t stp;
-    memset(&stp, 0, sizeof stp);
-    stp.m.live = (int64_t)static_bytes;
-    stp.m.cats[REMAT_CAT_PARAMS] = (int64_t)r->param_bytes;
-    stp.m.cats[REMAT_CAT_OPTIMIZER] = (int64_t)r->optimizer_bytes;
-    stp.m.cats[REMAT_CAT_GRADS] = (int64_t)r->grad_bytes;
-    stp.m.cats[REMAT_CAT_GRAD_ACCUM] = (int64_t)r->accum_bytes;
-    stp.m.cats[REMAT_CAT_RESERVE] = (int64_t)r->reserve_bytes;
-    const remat_block_t *H = &g->head;
-    size_t feeds = 0, takes = 0;
-    const size_t x = g->layer.inputs[0], y = g->layer.outputs[0];
-    if (g->has_head) {
-        feeds = H->tensors[g->head_feeds].storage;
-        takes = H->tensors[g->head_takes].storage;
-        head_prepare(g, &hb, &s);
-        s.cls[feeds] = B_TRANS;
-        s.bwd_use[feeds] = REMAT_NONE;
-        for (size_t i = 0; i < H->ninputs; i++) {
-            size_t in = H->inputs[i];
-            if (in != g->head_takes && H->tensors[in].storage == in) {
-                alloc_buf(&stp.m, &s, in, hb.bytes[in], REMAT_CAT_HEAD);
-            }
-        }
-        head_sweep(g, &hb, &s, &stp, 0, g->head_npre, false);
-        s.live[feeds] = 0; /* the layers own it now */
-    } else {
-        stp.m.live += (int64_t)lb.bytes[x];
-        stp.m.cats[REMAT_CAT_SAVED] += (int64_t)lb.bytes[x];
-    }
-    for (size_t l = 0; l < L; l++) {
-        const tpl_t *t = &tpls[profile_of[l]];
-        step_measure(&stp, t->fwd_peak, t->fwd_cats,
-                     (remat_moment_t){REMAT_STEP_FORWARD, REMAT_AT_LAYER, l,
-                                      g->layer.ops[t->fwd_op].name});
-        step_add(&stp, t->fwd_delta, t->fwd_dcats);
-    }
-    if (g->has_head) {
-        s.live[takes] = 1;
-        s.cat[takes] = REMAT_CAT_SAVED;
-        head_sweep(g, &hb, &s, &stp, g->head_npre, H->nops, false);
-        for (size_t i = 0; i < H->noutputs; i++) {
-            size_t o = H->outputs[i];
-            if (hb.gbytes[o]) {
-                s.glive[o] = 1;
-                stp.m.live += (int64_t)hb.gbytes[o];
-                stp.m.cats[REMAT_CAT_ACT_GRADS] += (int64_t)hb.gbytes[o];
-            }
-        }
-        head_sweep(g, &hb, &s, &stp, g->head_npre, H->nops, true);
-        s.glive[g->head_takes] = 0; /* dy of the last layer: the layers free it */
-    } else {
-        /* No head: the last output is consumed by the loss and its gradient
-           arrives in its place. */
-        stp.m.live += (int64_t)lb.gbytes[y] - (int64_t)lb.bytes[y];
-        stp.m.cats[REMAT_CAT_SAVED] -= (int64_t)lb.bytes[y];
-        stp.m.cats[REMAT_CAT_ACT_GRADS] += (int64_t)lb.gbytes[y];
-    }
-    for (size_t l = L; l-- > 0;) {
-        const tpl_t *t = &tpls[profile_of[l]];
-        const char *op = t->bwd_op == REMAT_NONE ? NULL : g->layer.ops[t->bwd_op].name;
-        step_measure(&stp, t->bwd_peak, t->bwd_cats,
-                     (remat_moment_t){t->bwd_step, REMAT_AT_LAYER, l, op});
-        step_add(&stp, t->bwd_delta, t->bwd_dcats);
-    }
-    if (g->has_head) {
-        s.glive[g->head_feeds] = 1; /* dx of layer 0, made by the layers */
-        head_sweep(g, &hb, &s, &stp, 0, g->head_npre, true);
-    }
-    r->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
-    memcpy(r->breakdown, stp.m.peak_cats, sizeof r->breakdown);
-    r->peak_at = stp.at;
     r->budget_bytes = cfg->hbm_budget ? cfg->hbm_budget : hw->hbm_bytes;
     r->usable_bytes = (uint64_t)((double)r->budget_bytes * (1.0 - cfg->safety_margin));
     r->fits = r->peak_bytes <= r->budget_bytes;

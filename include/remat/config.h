@@ -16,6 +16,7 @@
 
 #include "remat/error.h"
 #include "remat/graph.h"
+#include "remat/mesh.h"
 #include "remat/policy.h"
 
 #define REMAT_STR_LEN 256
@@ -26,7 +27,15 @@ typedef struct remat_config {
     char attention[32];               /* flash | dot_product */
     char hardware[REMAT_STR_LEN];     /* built-in profile name or a file path */
     char remat_policy[REMAT_STR_LEN]; /* preset name, "custom", or a file path */
-    char opt_type[32];                /* adamw | sgd */
+    char opt_type[32];                /* adamw | adam_pax | sgd | adafactor */
+    char quantization[32];            /* "" or fp8 (FP8 einsum residuals, gathers) */
+    char logical_axis_rules[REMAT_STR_LEN]; /* overrides: "logical:axis+axis,..." */
+    int64_t ici[REMAT_AXIS_COUNT];    /* ici_<axis>_parallelism; -1 fills */
+    int64_t dcn[REMAT_AXIS_COUNT];    /* dcn_<axis>_parallelism */
+    uint64_t num_pipeline_microbatches; /* 0: one per stage */
+    bool use_qwix_quantization;
+    bool optimizer_memory_host_offload, parameter_memory_host_offload;
+    bool fsdp_prefetch;               /* the next layer's weights are gathered early */
     uint64_t base_emb_dim, base_num_query_heads, base_num_kv_heads, head_dim, base_mlp_dim;
     uint64_t base_num_decoder_layers, vocab_size, max_target_length;
     uint64_t gradient_accumulation_steps, num_vocab_tiling, num_devices;

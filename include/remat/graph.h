@@ -64,7 +64,8 @@ typedef struct remat_dim {
     char *from;     /* config key, e.g. "base_emb_dim"; NULL for a constant */
     char *div;      /* optional config key the size is divided by (GQA groups) */
     uint64_t value; /* the constant when from == NULL */
-    char *axis;     /* MaxText logical axis it is sharded along, or NULL */
+    char *axis;     /* logical axis of activations along this dim, or NULL */
+    char *weight_axis; /* logical axis of params along this dim ("embed"), or NULL */
 } remat_dim_t;
 
 typedef struct remat_tensor {

@@ -45,7 +45,7 @@ typedef struct remat_policy {
     char *source;
     bool preset;                 /* built-in: may name tensors a graph lacks */
     bool none_policy;            /* MaxText's `none`: no jax.checkpoint at all */
-    remat_place_t unnamed;       /* placement of tensors with no checkpoint name */
+    remat_place_t fallback;      /* tensors no name or predicate places ("default") */
     remat_predicate_t predicate; /* JAX predicate policies */
     remat_place_t predicate_place;
     size_t nrules;

@@ -17,6 +17,7 @@
 #include "remat/error.h"
 #include "remat/graph.h"
 #include "remat/hw.h"
+#include "remat/mesh.h"
 #include "remat/policy.h"
 
 /* What the live bytes at a moment are made of. */
@@ -32,6 +33,10 @@ typedef enum remat_cat {
     REMAT_CAT_ACT_GRADS,   /* activation gradients in flight */
     REMAT_CAT_HEAD,        /* embedding/logits/loss tensors of the head */
     REMAT_CAT_RESERVE,     /* hbm_reserve */
+    REMAT_CAT_GATHERED,    /* FSDP all-gathered weights of the layer run (and the next) */
+    REMAT_CAT_GRAD_BUFFER, /* full-size weight gradients before the reduce-scatter */
+    REMAT_CAT_KV_GATHER,   /* context-parallel all-gathered K and V */
+    REMAT_CAT_INFLIGHT,    /* pipeline: residuals of other micro-batches in flight */
     REMAT_CAT_COUNT
 } remat_cat_t;
 
@@ -92,6 +97,14 @@ typedef struct remat_name_row {
     uint64_t offloaded_bytes;  /* whole step */
 } remat_name_row_t;
 
+/* One pipeline stage (the whole model when there is no pipeline). */
+typedef struct remat_stage_row {
+    size_t index, first_layer, last_layer, in_flight;
+    uint64_t peak_bytes, static_bytes, inflight_bytes;
+    int64_t breakdown[REMAT_CAT_COUNT];
+    remat_moment_t peak_at;
+} remat_stage_row_t;
+
 typedef struct remat_result {
     /* verdict */
     uint64_t peak_bytes, budget_bytes, usable_bytes; /* usable = budget x (1 - margin) */
@@ -99,8 +112,16 @@ typedef struct remat_result {
     bool fits_margin; /* peak <= usable */
     int64_t breakdown[REMAT_CAT_COUNT];
     remat_moment_t peak_at;
-    /* static memory */
-    uint64_t param_count, param_bytes, optimizer_bytes, grad_bytes, accum_bytes, reserve_bytes;
+    /* static memory, per device of the worst stage */
+    uint64_t param_count;        /* the whole model */
+    uint64_t param_count_device; /* held by one device of the worst stage */
+    uint64_t param_bytes, optimizer_bytes, grad_bytes, accum_bytes, reserve_bytes;
+    uint64_t host_static_bytes;  /* params/optimizer moved to host, per device */
+    /* mesh and pipeline */
+    remat_mesh_t mesh;
+    size_t nstages, worst_stage;
+    remat_stage_row_t *stages;
+    uint64_t microbatches;
     /* compute */
     uint64_t forward_flops, backward_flops, recompute_flops, model_flops;
     double recompute_share; /* recompute / model */
