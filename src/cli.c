@@ -60,7 +60,7 @@ static const char *const usage_text =
     "  --config FILE      JSON config with MaxText keys (key=value arguments override it)\n"
     "  --format FMT       text (default), json, csv, md\n"
     "  --policies LIST    compare: comma-separated presets or policy files\n"
-    "  --kind KIND        table: layers, tensors, names or all (default all)\n"
+    "  --kind KIND        table: layers, tensors, names, stages or all (default all)\n"
     "\n"
     "configuration uses MaxText's keys, e.g.\n"
     "  remat analyze model_name=llama3-70b per_device_batch_size=2 remat_policy=minimal\n"
@@ -110,10 +110,12 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                     o->kinds = REMAT_TABLE_TENSORS;
                 } else if (strcmp(optarg, "names") == 0) {
                     o->kinds = REMAT_TABLE_NAMES;
+                } else if (strcmp(optarg, "stages") == 0) {
+                    o->kinds = REMAT_TABLE_STAGES;
                 } else if (strcmp(optarg, "all") == 0) {
                     o->kinds = REMAT_TABLE_ALL;
                 } else {
-                    return usage_error("unknown table kind '%s' (layers, tensors, names, all)",
+                    return usage_error("unknown table kind '%s' (layers, tensors, names, stages, all)",
                                        optarg);
                 }
                 break;

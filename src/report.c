@@ -40,15 +40,20 @@ static const char *where_name(remat_where_t w) {
 }
 
 void remat_format_moment(const remat_moment_t *m, char *buf, size_t size) {
+    char stage[48] = "";
+    if (m->stages > 1) {
+        snprintf(stage, sizeof stage, "stage %zu of %zu, ", m->stage, m->stages);
+    }
     if (m->where == REMAT_AT_LAYER) {
         if (m->op) {
-            snprintf(buf, size, "layer %zu %s, op '%s'", m->layer, step_name(m->step), m->op);
+            snprintf(buf, size, "%slayer %zu %s, op '%s'", stage, m->layer, step_name(m->step),
+                     m->op);
         } else {
-            snprintf(buf, size, "layer %zu %s (host-to-device copies)", m->layer,
+            snprintf(buf, size, "%slayer %zu %s (host-to-device copies)", stage, m->layer,
                      step_name(m->step));
         }
     } else {
-        snprintf(buf, size, "head %s, op '%s'",
+        snprintf(buf, size, "%shead %s, op '%s'", stage,
                  m->step == REMAT_STEP_FORWARD ? "forward" : "backward", m->op ? m->op : "?");
     }
 }
@@ -57,12 +62,12 @@ static const char *policy_label(const remat_result_t *r) {
     return r->policy->name;
 }
 
-static void shape_text(const remat_result_t *r, const remat_tensor_t *t, char *buf, size_t n) {
+static void shape_text(const remat_tensor_row_t *row, const remat_tensor_t *t, char *buf,
+                       size_t n) {
     size_t len = 0;
     len += (size_t)snprintf(buf, n, "[");
     for (size_t i = 0; i < t->rank && len < n; i++) {
-        len += (size_t)snprintf(buf + len, n - len, "%s%" PRIu64, i ? "," : "",
-                                r->dim_size[t->dim[i]]);
+        len += (size_t)snprintf(buf + len, n - len, "%s%" PRIu64, i ? "," : "", row->shape[i]);
     }
     if (len < n) {
         snprintf(buf + len, n - len, "]");
@@ -78,6 +83,7 @@ static json_t *jint(uint64_t v) {
 
 static json_t *moment_json(const remat_moment_t *m) {
     json_t *o = json_object();
+    json_object_set_new(o, "stage", jint(m->stage));
     json_object_set_new(o, "step", json_string(step_name(m->step)));
     json_object_set_new(o, "where", json_string(where_name(m->where)));
     json_object_set_new(o, "layer", m->where == REMAT_AT_LAYER ? jint(m->layer) : json_null());
@@ -117,7 +123,7 @@ static json_t *tensors_json(const remat_result_t *r, const remat_profile_t *p) {
         json_object_set_new(o, "checkpoint", tags);
         json_t *shape = json_array();
         for (size_t k = 0; k < t->rank; k++) {
-            json_array_append_new(shape, jint(r->dim_size[t->dim[k]]));
+            json_array_append_new(shape, jint(row->shape[k]));
         }
         json_object_set_new(o, "shape", shape);
         json_object_set_new(o, "dtype", json_string(remat_dtype_name(
@@ -152,6 +158,32 @@ static json_t *names_json(const remat_result_t *r) {
 
 static json_t *notes_json(const remat_result_t *r);
 
+static json_t *stages_json(const remat_result_t *r) {
+    json_t *a = json_array();
+    for (size_t k = 0; k < r->nstages; k++) {
+        const remat_stage_row_t *s = &r->stages[k];
+        json_t *o = json_object();
+        json_object_set_new(o, "index", jint(s->index));
+        json_object_set_new(o, "first_layer", jint(s->first_layer));
+        json_object_set_new(o, "last_layer", jint(s->last_layer));
+        json_object_set_new(o, "in_flight", jint(s->in_flight));
+        json_object_set_new(o, "peak_hbm_bytes", jint(s->peak_bytes));
+        json_object_set_new(o, "static_bytes", jint(s->static_bytes));
+        json_object_set_new(o, "inflight_bytes", jint(s->inflight_bytes));
+        json_object_set_new(o, "peak_at", moment_json(&s->peak_at));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *mesh_json(const remat_result_t *r) {
+    json_t *o = json_object();
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        json_object_set_new(o, remat_axis_name((remat_axis_t)a), jint(r->mesh.shards[a]));
+    }
+    return o;
+}
+
 static json_t *result_json(const remat_result_t *r, bool tables) {
     json_t *o = json_object();
     json_object_set_new(o, "schema", json_string("remat-result/1"));
@@ -160,6 +192,11 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "hardware", json_string(r->hw->name));
     json_object_set_new(o, "remat_policy", json_string(policy_label(r)));
     json_object_set_new(o, "layers_count", jint(r->nlayers));
+    json_object_set_new(o, "num_devices", jint(r->mesh.devices));
+    json_object_set_new(o, "mesh", mesh_json(r));
+    json_object_set_new(o, "pipeline_microbatches", jint(r->microbatches));
+    json_object_set_new(o, "worst_stage", jint(r->worst_stage));
+    json_object_set_new(o, "stages", stages_json(r));
     json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
     json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
     json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
@@ -175,6 +212,8 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "peak_at", moment_json(&r->peak_at));
     json_t *st = json_object();
     json_object_set_new(st, "param_count", jint(r->param_count));
+    json_object_set_new(st, "param_count_device", jint(r->param_count_device));
+    json_object_set_new(st, "host_bytes", jint(r->host_static_bytes));
     json_object_set_new(st, "param_bytes", jint(r->param_bytes));
     json_object_set_new(st, "optimizer_bytes", jint(r->optimizer_bytes));
     json_object_set_new(st, "grad_bytes", jint(r->grad_bytes));
@@ -341,6 +380,22 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
         return;
     }
     header_text(out, r);
+    if (r->mesh.devices > 1) {
+        fprintf(out, "  mesh");
+        for (int x = 0; x < REMAT_AXIS_COUNT; x++) {
+            if (r->mesh.shards[x] > 1) {
+                fprintf(out, " %s=%" PRIu64, remat_axis_name((remat_axis_t)x), r->mesh.shards[x]);
+            }
+        }
+        fprintf(out, " (%" PRIu64 " devices); every figure is per device\n", r->mesh.devices);
+    }
+    if (r->nstages > 1) {
+        const remat_stage_row_t *w = &r->stages[r->worst_stage];
+        fprintf(out, "  pipeline %zu stages, %" PRIu64 " micro-batches (1F1B); worst stage %zu "
+                     "(layers %zu-%zu, %zu micro-batches in flight)\n",
+                r->nstages, r->microbatches, w->index, w->first_layer, w->last_layer,
+                w->in_flight);
+    }
     remat_format_bytes(r->peak_bytes, a, sizeof a);
     remat_format_bytes(r->budget_bytes, b, sizeof b);
     fprintf(out, "\npeak HBM     %s of %s budget (%.1f%%): %s\n", a, b,
@@ -359,10 +414,14 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
     }
     fprintf(out, "  %-18s %16" PRIu64 " %10.2f\n", "total", r->peak_bytes,
             (double)r->peak_bytes / GIB);
-    fprintf(out, "\nstatic       %" PRIu64 " params; params %.2f GiB, optimizer %.2f GiB, "
-                 "grads %.2f GiB\n",
-            r->param_count, (double)r->param_bytes / GIB, (double)r->optimizer_bytes / GIB,
-            (double)r->grad_bytes / GIB);
+    fprintf(out, "\nstatic       %" PRIu64 " params in the model, %" PRIu64 " on this device; "
+                 "params %.2f GiB, optimizer %.2f GiB, grads %.2f GiB\n",
+            r->param_count, r->param_count_device, (double)r->param_bytes / GIB,
+            (double)r->optimizer_bytes / GIB, (double)r->grad_bytes / GIB);
+    if (r->host_static_bytes) {
+        fprintf(out, "host static  %.2f GiB of params/optimizer state in host RAM per device\n",
+                (double)r->host_static_bytes / GIB);
+    }
     fprintf(out, "compute      model %.4e FLOPs (forward %.4e, backward %.4e) per device\n",
             (double)r->model_flops, (double)r->forward_flops, (double)r->backward_flops);
     fprintf(out, "recompute    %.4e FLOPs, %.2f%% of model FLOPs, %.4f s at peak\n",
@@ -481,7 +540,7 @@ static void table_tensors(FILE *out, const remat_result_t *r, remat_format_t fmt
             if (!t->ntags) {
                 snprintf(v[2], 128, "-");
             }
-            shape_text(r, t, v[3], 128);
+            shape_text(row, t, v[3], 128);
             if (fmt == REMAT_FMT_CSV) {
                 /* Shapes hold commas: CSV quotes them. */
                 char q[130];
@@ -534,6 +593,43 @@ static void table_names(FILE *out, const remat_result_t *r, remat_format_t fmt) 
     }
 }
 
+static void table_stages(FILE *out, const remat_result_t *r, remat_format_t fmt) {
+    static const char *const cols[] = {"stage",          "first_layer", "last_layer",
+                                       "in_flight",      "static_bytes", "inflight_bytes",
+                                       "peak_hbm_bytes", "peak_at"};
+    static const int widths[] = {5, 11, 10, 9, 16, 16, 16, 1};
+    if (fmt == REMAT_FMT_TEXT) {
+        fprintf(out, "per pipeline stage (per device)\n");
+    }
+    row_start(out, fmt);
+    for (size_t i = 0; i < 8; i++) {
+        cell(out, fmt, i == 0, cols[i], widths[i]);
+    }
+    row_end(out, fmt);
+    sep(out, fmt, 8);
+    for (size_t k = 0; k < r->nstages; k++) {
+        const remat_stage_row_t *s = &r->stages[k];
+        char v[8][200];
+        snprintf(v[0], 200, "%zu", s->index);
+        snprintf(v[1], 200, "%zu", s->first_layer);
+        snprintf(v[2], 200, "%zu", s->last_layer);
+        snprintf(v[3], 200, "%zu", s->in_flight);
+        snprintf(v[4], 200, "%" PRIu64, s->static_bytes);
+        snprintf(v[5], 200, "%" PRIu64, s->inflight_bytes);
+        snprintf(v[6], 200, "%" PRIu64, s->peak_bytes);
+        char m[160];
+        remat_moment_t at = s->peak_at;
+        at.stages = 1; /* the row names the stage */
+        remat_format_moment(&at, m, sizeof m);
+        snprintf(v[7], 200, fmt == REMAT_FMT_CSV ? "\"%s\"" : "%s", m);
+        row_start(out, fmt);
+        for (size_t i = 0; i < 8; i++) {
+            cell(out, fmt, i == 0, v[i], widths[i]);
+        }
+        row_end(out, fmt);
+    }
+}
+
 void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, unsigned kinds) {
     if (fmt == REMAT_FMT_JSON) {
         json_t *o = json_object();
@@ -557,6 +653,9 @@ void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, 
         if (kinds & REMAT_TABLE_NAMES) {
             json_object_set_new(o, "names", names_json(r));
         }
+        if (kinds & REMAT_TABLE_STAGES) {
+            json_object_set_new(o, "stages", stages_json(r));
+        }
         emit_json(out, o);
         return;
     }
@@ -577,6 +676,13 @@ void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, 
             fputc('\n', out);
         }
         table_names(out, r, fmt);
+        first = false;
+    }
+    if (kinds & REMAT_TABLE_STAGES) {
+        if (!first) {
+            fputc('\n', out);
+        }
+        table_stages(out, r, fmt);
     }
 }
 

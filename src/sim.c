@@ -623,7 +623,7 @@ static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, 
             uint64_t gx = fsdp ? bd->op_gather[j] : 0;
             gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
             step_measure(st, (int64_t)gx, gcats,
-                         (remat_moment_t){REMAT_STEP_FORWARD, where, 0, op->name});
+                         (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = where, .layer = 0, .op = op->name});
             for (size_t k = 0; k < op->nin + op->nout; k++) {
                 size_t buf = b->tensors[k < op->nin ? op->in[k] : op->out[k - op->nin]].storage;
                 if (buf != feeds && s->cls[buf] == B_TRANS && s->free_fwd[buf] == p) {
@@ -649,7 +649,7 @@ static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, 
         uint64_t gx = fsdp ? bd->op_gather[j] : 0;
         gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
         step_measure(st, (int64_t)gx, gcats,
-                     (remat_moment_t){REMAT_STEP_BACKWARD, where, 0, op->name});
+                     (remat_moment_t){.step = REMAT_STEP_BACKWARD, .where = where, .layer = 0, .op = op->name});
         for (size_t i = 0; i < op->nout; i++) {
             size_t to_ = op->out[i];
             if (s->glive[to_]) {
@@ -869,8 +869,7 @@ static void simulate_stage(const stage_ctx_t *c, size_t first, size_t last, bool
     for (size_t l = first; l <= last; l++) {
         const tpl_t *t = &c->tpls[c->profile_of[l]];
         step_measure(stp, t->fwd_peak, t->fwd_cats,
-                     (remat_moment_t){REMAT_STEP_FORWARD, REMAT_AT_LAYER, l,
-                                      g->layer.ops[t->fwd_op].name});
+                     (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = REMAT_AT_LAYER, .layer = l, .op = g->layer.ops[t->fwd_op].name});
         step_add(stp, t->fwd_delta, t->fwd_dcats);
     }
     if (post) {
@@ -904,7 +903,7 @@ static void simulate_stage(const stage_ctx_t *c, size_t first, size_t last, bool
         const tpl_t *t = &c->tpls[c->profile_of[l]];
         const char *op = t->bwd_op == REMAT_NONE ? NULL : g->layer.ops[t->bwd_op].name;
         step_measure(stp, t->bwd_peak, t->bwd_cats,
-                     (remat_moment_t){t->bwd_step, REMAT_AT_LAYER, l, op});
+                     (remat_moment_t){.step = t->bwd_step, .where = REMAT_AT_LAYER, .layer = l, .op = op});
         step_add(stp, t->bwd_delta, t->bwd_dcats);
     }
     if (pre) {
@@ -1063,6 +1062,7 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
             const remat_tensor_t *t = &b->tensors[i];
             remat_tensor_row_t *row = &pr->tensors[i];
             row->tensor = i;
+            memcpy(row->shape, lb.tdim[i], sizeof row->shape);
             row->bytes = lb.bytes[i];
             row->asked = pr->plan.asked[i];
             row->fate = pr->plan.fate[i];
@@ -1222,6 +1222,8 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
         row->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
         memcpy(row->breakdown, stp.m.peak_cats, sizeof row->breakdown);
         row->peak_at = stp.at;
+        row->peak_at.stage = k;
+        row->peak_at.stages = stages;
         if (k == 0 || row->peak_bytes > worst) {
             worst = row->peak_bytes;
             r->worst_stage = k;

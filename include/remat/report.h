@@ -29,7 +29,8 @@ typedef enum remat_table_kind {
     REMAT_TABLE_LAYERS = 1,
     REMAT_TABLE_TENSORS = 2,
     REMAT_TABLE_NAMES = 4,
-    REMAT_TABLE_ALL = 7
+    REMAT_TABLE_STAGES = 8,
+    REMAT_TABLE_ALL = 15
 } remat_table_kind_t;
 void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, unsigned kinds);
 

@@ -59,6 +59,8 @@ typedef struct remat_moment {
     remat_step_t step;
     remat_where_t where;
     size_t layer;   /* when where == REMAT_AT_LAYER */
+    size_t stage;   /* pipeline stage (0 without a pipeline) */
+    size_t stages;  /* stage count of the run (1 without a pipeline) */
     const char *op; /* borrowed from the graph; NULL for a fetch */
 } remat_moment_t;
 
@@ -75,6 +77,7 @@ typedef struct remat_layer_row {
 
 typedef struct remat_tensor_row {
     size_t tensor;        /* index in graph->layer.tensors */
+    uint64_t shape[REMAT_MAX_RANK]; /* per-device dims */
     uint64_t bytes;       /* per device; 0 for a view (shares its base's buffer) */
     remat_place_t asked;  /* what the policy asked */
     remat_fate_t fate;    /* what happens (residual rule) */
