@@ -805,13 +805,24 @@ static remat_status_t plan_profiles(const remat_graph_t *g, const remat_policy_t
     return st;
 }
 
-/* Optimizer state elements for one param of local shape @p dims: adafactor
-   factors the second moment of a matrix into row and column statistics. */
+/* Optimizer state elements for one param of local shape @p dims under
+   adafactor (optax defaults, as MaxText uses them: no momentum, factored
+   second moment when the two largest dims are both >= 128): one statistic
+   per slice along each of the two largest dims, else the full moment. */
 static uint64_t adafactor_elems(const uint64_t *dims, size_t rank, uint64_t numel) {
-    if (rank < 2) {
+    size_t big = REMAT_NONE, second = REMAT_NONE;
+    for (size_t i = 0; i < rank; i++) {
+        if (big == REMAT_NONE || dims[i] >= dims[big]) {
+            second = big;
+            big = i;
+        } else if (second == REMAT_NONE || dims[i] >= dims[second]) {
+            second = i;
+        }
+    }
+    if (second == REMAT_NONE || dims[second] < 128) {
         return numel;
     }
-    return numel / dims[rank - 1] + numel / dims[rank - 2];
+    return numel / dims[big] + numel / dims[second];
 }
 
 /* Static bytes of the params one device holds, by which part of the step
@@ -1119,31 +1130,7 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
         row->d2h_seconds = row->h2d_seconds = (double)t->offloaded / r->host_link_bw;
         row->forward_seconds = (double)t->fwd_flops / flops_peak;
         row->backward_seconds = (double)(t->bwd_flops + t->recompute_flops) / flops_peak;
-        if ((st = sum_checked(&r->forward_flops, t->fwd_flops, 1, "FLOPs", err)) ||
-            (st = sum_checked(&r->backward_flops, t->bwd_flops, 1, "FLOPs", err)) ||
-            (st = sum_checked(&r->recompute_flops, t->recompute_flops, 1, "FLOPs", err)) ||
-            (st = sum_checked(&r->d2h_bytes, t->offloaded, 1, "offload bytes", err))) {
-            goto out;
-        }
-        r->d2h_seconds += row->d2h_seconds;
-        double ef = row->d2h_seconds - row->forward_seconds;
-        double eb = row->h2d_seconds - row->backward_seconds;
-        r->exposed_seconds += (ef > 0 ? ef : 0) + (eb > 0 ? eb : 0);
     }
-    for (size_t j = 0; g->has_head && j < g->head.nops; j++) {
-        if ((st = sum_checked(&r->forward_flops, hb.fwd[j], 1, "FLOPs", err)) ||
-            (st = sum_checked(&r->backward_flops, hb.bwd[j], 1, "FLOPs", err))) {
-            goto out;
-        }
-    }
-    r->h2d_bytes = r->d2h_bytes;
-    r->h2d_seconds = r->d2h_seconds;
-    r->model_flops = r->forward_flops + r->backward_flops;
-    r->recompute_share = r->model_flops ? (double)r->recompute_flops / (double)r->model_flops : 0;
-    r->compute_seconds = (double)(r->model_flops + r->recompute_flops) / flops_peak;
-    r->recompute_seconds = (double)r->recompute_flops / flops_peak;
-    r->added_seconds = r->recompute_seconds + r->exposed_seconds;
-    r->offload_hidden = r->exposed_seconds <= 0;
 
     /* Every stage's step; the worst stage is the verdict. */
     r->nstages = stages;
@@ -1236,6 +1223,39 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
         }
     }
     const remat_stage_row_t *w = &r->stages[r->worst_stage];
+    /* Compute and transfers per step on a device of the worst stage: its
+       layers (and head parts) for every micro-batch (gradient accumulation
+       and pipeline micro-batches); the layer rows are per micro-batch. */
+    const uint64_t steps = cfg->gradient_accumulation_steps * r->microbatches;
+    for (size_t l = w->first_layer; l <= w->last_layer; l++) {
+        const remat_layer_row_t *row = &r->layers[l];
+        if ((st = sum_checked(&r->forward_flops, row->forward_flops, steps, "FLOPs", err)) ||
+            (st = sum_checked(&r->backward_flops, row->backward_flops, steps, "FLOPs", err)) ||
+            (st = sum_checked(&r->recompute_flops, row->recompute_flops, steps, "FLOPs", err)) ||
+            (st = sum_checked(&r->d2h_bytes, row->offloaded_bytes, steps, "offload bytes", err))) {
+            goto out;
+        }
+        r->d2h_seconds += row->d2h_seconds * (double)steps;
+        double ef = row->d2h_seconds - row->forward_seconds;
+        double eb = row->h2d_seconds - row->backward_seconds;
+        r->exposed_seconds += ((ef > 0 ? ef : 0) + (eb > 0 ? eb : 0)) * (double)steps;
+    }
+    for (size_t p = 0; g->has_head && p < g->head.nops; p++) {
+        bool mine = p < g->head_npre ? w->index == 0 : w->index == stages - 1;
+        size_t j = g->head.order[p];
+        if (mine && ((st = sum_checked(&r->forward_flops, hb.fwd[j], steps, "FLOPs", err)) ||
+                     (st = sum_checked(&r->backward_flops, hb.bwd[j], steps, "FLOPs", err)))) {
+            goto out;
+        }
+    }
+    r->h2d_bytes = r->d2h_bytes;
+    r->h2d_seconds = r->d2h_seconds;
+    r->model_flops = r->forward_flops + r->backward_flops;
+    r->recompute_share = r->model_flops ? (double)r->recompute_flops / (double)r->model_flops : 0;
+    r->compute_seconds = (double)(r->model_flops + r->recompute_flops) / flops_peak;
+    r->recompute_seconds = (double)r->recompute_flops / flops_peak;
+    r->added_seconds = r->recompute_seconds + r->exposed_seconds;
+    r->offload_hidden = r->exposed_seconds <= 0;
     r->reserve_bytes = cfg->hbm_reserve;
     r->peak_bytes = w->peak_bytes;
     memcpy(r->breakdown, w->breakdown, sizeof r->breakdown);

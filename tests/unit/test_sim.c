@@ -188,6 +188,10 @@ static void test_grad_accumulation(void **state) {
     fx_run_t *f = mini("remat_policy=full", "gradient_accumulation_steps=2", NULL);
     assert_int_equal(f->r.accum_bytes, 192 * 4);
     assert_int_equal(f->r.layers[0].saved_device_bytes, 8); /* x of one sequence */
+    /* two micro-batches of one sequence do the work of one of two: the
+       step's FLOPs are those of test_flops */
+    assert_int_equal(f->r.model_flops, 3 * (328 + 608));
+    assert_int_equal(f->r.layers[0].forward_flops, 328 / 2); /* every op is linear in batch */
     fx_free(f);
 }
 
