@@ -4,7 +4,7 @@
  *
  *   remat_bench [--quick]
  *
- * Part 1, per model and built-in policy:
+ * Part 1, per model and built-in policy, on 256 TPU7x chips (FSDP x tensor=4):
  *   analyze_us  remat_analyze on a graph/policy/hardware resolved once, outside
  *               the timed loop (one full-model analysis: every layer, the head)
  *   path_us     the whole path per analysis: remat_resolve (JSON parse of the
@@ -14,7 +14,9 @@
  * with --quick), and reports the mean.
  *
  * Part 2, a sweep: every built-in policy x per_device_batch_size {1,2,4,8} x
- * max_target_length {2048,4096,8192} for both models, in configurations per
+ * max_target_length {2048,4096,8192} x 4 meshes (one chip; 256 chips with
+ * FSDP, FSDP x tensor, FSDP x tensor x 2 pipeline stages) for both models, in
+ * configurations per
  * second, (a) through the whole path per point (remat_config_build,
  * remat_resolve, remat_analyze, free) and (b) with graph/policy/hardware
  * resolved once per model x policy (remat_config_build, remat_analyze).
@@ -47,6 +49,19 @@ static const unsigned batches[] = {1, 2, 4, 8};
 static const unsigned lengths[] = {2048, 4096, 8192};
 #define NLENGTHS (sizeof lengths / sizeof lengths[0])
 
+/* Meshes of the sweep, as MaxText settings (at most 3 each): one chip, and
+   256 TPU7x chips with FSDP only, FSDP x tensor, FSDP x tensor x 2 pipeline stages. */
+static const char *const meshes[][3] = {
+    {NULL, NULL, NULL},
+    {"topology=tpu7x-256", NULL, NULL},
+    {"topology=tpu7x-256", "ici_tensor_parallelism=4", NULL},
+    {"topology=tpu7x-256", "ici_tensor_parallelism=4", "ici_pipeline_parallelism=2"},
+};
+#define NMESHES (sizeof meshes / sizeof meshes[0])
+
+/* The mesh of part 1's rows: FSDP x tensor on 256 chips. */
+#define ROW_MESH 2
+
 #define TARGET_S 0.2   /* timed seconds per row */
 #define WARMUP_S 0.02  /* warm-up seconds per row (also calibrates the count) */
 #define MIN_ITERS 3
@@ -69,10 +84,15 @@ static void die(const char *what, const remat_error_t *err) {
 
 /* Builds a config from key=value strings (copied: the API takes char *const *). */
 static void build_config(remat_config_t *cfg, const char *model, const char *policy,
-                         unsigned batch, unsigned length) {
-    char a[4][REMAT_STR_LEN + 32];
-    char *args[4];
+                         unsigned batch, unsigned length, size_t mesh) {
+    char a[7][REMAT_STR_LEN + 32];
+    char *args[7];
     size_t n = 0;
+    for (size_t k = 0; k < 3 && meshes[mesh][k]; k++) {
+        snprintf(a[n], sizeof a[n], "%s", meshes[mesh][k]);
+        args[n] = a[n];
+        n++;
+    }
     snprintf(a[n], sizeof a[n], "model_name=%s", model);
     args[n] = a[n];
     n++;
@@ -200,7 +220,7 @@ static void bench_rows(sums_t sums[NMODELS]) {
         for (size_t i = 0; i < npol; i++) {
             const char *pol = remat_builtin_name(REMAT_BUILTIN_POLICY, i);
             remat_config_t cfg;
-            build_config(&cfg, models[m], pol, 0, 0);
+            build_config(&cfg, models[m], pol, 0, 0, ROW_MESH);
             remat_error_t err;
             remat_error_init(&err);
             remat_graph_t *g = NULL;
@@ -263,10 +283,11 @@ static void sweep_pass(void *arg) {
             remat_graph_t *g = NULL;
             remat_policy_t *p = NULL;
             remat_hw_t hw;
-            for (size_t b = 0; b < NBATCHES; b++) {
+            for (size_t b = 0; b < NBATCHES * NMESHES; b++) {
                 for (size_t l = 0; l < NLENGTHS; l++) {
                     remat_config_t cfg;
-                    build_config(&cfg, models[m], pol, batches[b], lengths[l]);
+                    build_config(&cfg, models[m], pol, batches[b % NBATCHES], lengths[l],
+                                 b / NBATCHES);
                     if (!g && remat_resolve(&cfg, &g, &p, &hw, &err)) {
                         die("resolve", &err);
                     }
