@@ -20,6 +20,7 @@
 #include "remat/policy.h"
 #include "remat/report.h"
 #include "remat/sim.h"
+#include "json_util.h"
 #include "util.h"
 
 enum { EXIT_OK = 0, EXIT_NO = 1, EXIT_INPUT = 2, EXIT_INTERNAL = 3 };
@@ -302,13 +303,9 @@ static int cmd_validate(int argc, char **argv) {
     if (st) {
         return report_error(&err);
     }
-    json_error_t jerr;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = remat_i_json_load(text, path, &err);
     if (!root) {
         free(text);
-        remat_error_set(&err, REMAT_E_SYNTAX, path, NULL, "%s", jerr.text);
-        err.line = jerr.line;
-        err.column = jerr.column;
         return report_error(&err);
     }
     json_t *format = json_object_get(root, "format");

@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+#include "json_util.h"
+
 #include "remat/builtin.h"
 #include "util.h"
 
@@ -463,10 +465,9 @@ static remat_status_t apply_model(remat_config_t *c, const char *name, remat_err
     }
     char source[REMAT_ERR_SOURCE_LEN + 300];
     snprintf(source, sizeof source, "<builtin:models/%s.json>", name);
-    json_error_t jerr;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = remat_i_json_load(text, source, err);
     if (!root) {
-        return remat_error_set(err, REMAT_E_INTERNAL, source, NULL, "%s", jerr.text);
+        return REMAT_E_INTERNAL; /* a built-in preset that does not parse */
     }
     entry_t *entries = NULL;
     size_t n = 0;
@@ -491,15 +492,9 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
         if ((st = remat_i_read_file(file, &text, err))) {
             return st;
         }
-        json_error_t jerr;
-        json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *root = remat_i_json_load(text, file, err);
         free(text);
         if (!root) {
-            remat_error_set(err, REMAT_E_SYNTAX, file, NULL, "%s", jerr.text);
-            if (err) {
-                err->line = jerr.line;
-                err->column = jerr.column;
-            }
             return REMAT_E_SYNTAX;
         }
         st = json_to_entries(root, file, &entries, &n, "$", err);

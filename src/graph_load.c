@@ -12,6 +12,8 @@
 
 #include <jansson.h>
 
+#include "json_util.h"
+
 #include "graph_internal.h"
 #include "remat/config.h"
 #include "util.h"
@@ -526,15 +528,9 @@ static remat_status_t load_root(loader_t *L, json_t *root) {
 
 remat_status_t remat_graph_load_string(const char *text, const char *source, remat_graph_t **out,
                                        remat_error_t *err) {
-    json_error_t jerr;
     *out = NULL;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = remat_i_json_load(text, source, err);
     if (!root) {
-        remat_error_set(err, REMAT_E_SYNTAX, source, NULL, "%s", jerr.text);
-        if (err) {
-            err->line = jerr.line;
-            err->column = jerr.column;
-        }
         return REMAT_E_SYNTAX;
     }
     loader_t L = {.source = source, .err = err};

@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 
+#include "json_util.h"
+
 #include "remat/builtin.h"
 #include "util.h"
 
@@ -52,14 +54,8 @@ remat_status_t remat_hw_load_string(const char *text, const char *source, remat_
         "flops_bf16",   "flops_fp8",     "host_link_bw",   "chips_per_host",
         "host_ram_bytes", "ici_bw",      "assumed",        "sources",   NULL};
     memset(out, 0, sizeof *out);
-    json_error_t jerr;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = remat_i_json_load(text, source, err);
     if (!root) {
-        remat_error_set(err, REMAT_E_SYNTAX, source, NULL, "%s", jerr.text);
-        if (err) {
-            err->line = jerr.line;
-            err->column = jerr.column;
-        }
         return REMAT_E_SYNTAX;
     }
     remat_status_t st = REMAT_OK;

@@ -17,6 +17,8 @@
 #include <igraph.h>
 #include <jansson.h>
 
+#include "json_util.h"
+
 #include "remat/builtin.h"
 #include "util.h"
 
@@ -244,15 +246,9 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
 
 remat_status_t remat_policy_load_string(const char *text, const char *source, bool preset,
                                         remat_policy_t **out, remat_error_t *err) {
-    json_error_t jerr;
     *out = NULL;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = remat_i_json_load(text, source, err);
     if (!root) {
-        remat_error_set(err, REMAT_E_SYNTAX, source, NULL, "%s", jerr.text);
-        if (err) {
-            err->line = jerr.line;
-            err->column = jerr.column;
-        }
         return REMAT_E_SYNTAX;
     }
     ploader_t L = {.source = source, .err = err};
