@@ -478,6 +478,27 @@ static void row_end(FILE *out, remat_format_t fmt) {
     fputs(fmt == REMAT_FMT_MD ? " |\n" : "\n", out);
 }
 
+/* One row of @p n cells stored @p stride bytes apart (a char[n][stride]). */
+static void emit_cells(FILE *out, remat_format_t fmt, const char *cells, size_t stride,
+                       const int *widths, size_t n) {
+    row_start(out, fmt);
+    for (size_t i = 0; i < n; i++) {
+        cell(out, fmt, i == 0, cells + i * stride, widths[i]);
+    }
+    row_end(out, fmt);
+}
+
+/* The column names, and Markdown's separator row. */
+static void emit_header(FILE *out, remat_format_t fmt, const char *const *cols, const int *widths,
+                        size_t n) {
+    row_start(out, fmt);
+    for (size_t i = 0; i < n; i++) {
+        cell(out, fmt, i == 0, cols[i], widths[i]);
+    }
+    row_end(out, fmt);
+    sep(out, fmt, n);
+}
+
 static void table_layers(FILE *out, const remat_result_t *r, remat_format_t fmt) {
     static const char *const cols[] = {"layer",          "profile",         "saved_device_bytes",
                                        "offloaded_bytes", "recompute_flops", "forward_flops",
@@ -486,12 +507,7 @@ static void table_layers(FILE *out, const remat_result_t *r, remat_format_t fmt)
     if (fmt == REMAT_FMT_TEXT) {
         fprintf(out, "per-layer (per device)\n");
     }
-    row_start(out, fmt);
-    for (size_t i = 0; i < 7; i++) {
-        cell(out, fmt, i == 0, cols[i], widths[i]);
-    }
-    row_end(out, fmt);
-    sep(out, fmt, 7);
+    emit_header(out, fmt, cols, widths, 7);
     char v[7][32];
     for (size_t l = 0; l < r->nlayers; l++) {
         const remat_layer_row_t *row = &r->layers[l];
@@ -502,11 +518,7 @@ static void table_layers(FILE *out, const remat_result_t *r, remat_format_t fmt)
         snprintf(v[4], 32, "%" PRIu64, row->recompute_flops);
         snprintf(v[5], 32, "%" PRIu64, row->forward_flops);
         snprintf(v[6], 32, "%" PRIu64, row->backward_flops);
-        row_start(out, fmt);
-        for (size_t i = 0; i < 7; i++) {
-            cell(out, fmt, i == 0, v[i], widths[i]);
-        }
-        row_end(out, fmt);
+        emit_cells(out, fmt, v[0], sizeof v[0], widths, 7);
     }
 }
 
@@ -519,12 +531,7 @@ static void table_tensors(FILE *out, const remat_result_t *r, remat_format_t fmt
     if (fmt == REMAT_FMT_TEXT) {
         fprintf(out, "per-tensor, one layer (per device)\n");
     }
-    row_start(out, fmt);
-    for (size_t i = 0; i < 10; i++) {
-        cell(out, fmt, i == 0, cols[i], widths[i]);
-    }
-    row_end(out, fmt);
-    sep(out, fmt, 10);
+    emit_header(out, fmt, cols, widths, 10);
     for (size_t p = 0; p < r->nprofiles; p++) {
         for (size_t i = 0; i < b->ntensors; i++) {
             const remat_tensor_t *t = &b->tensors[i];
@@ -557,11 +564,7 @@ static void table_tensors(FILE *out, const remat_result_t *r, remat_format_t fmt
             snprintf(v[7], 128, "%s", remat_fate_name(row->fate));
             snprintf(v[8], 128, "%s", row->unused ? "yes" : "no");
             snprintf(v[9], 128, "%" PRIu64, row->recompute_flops);
-            row_start(out, fmt);
-            for (size_t k = 0; k < 10; k++) {
-                cell(out, fmt, k == 0, v[k], widths[k]);
-            }
-            row_end(out, fmt);
+            emit_cells(out, fmt, v[0], sizeof v[0], widths, 10);
         }
     }
 }
@@ -573,23 +576,14 @@ static void table_names(FILE *out, const remat_result_t *r, remat_format_t fmt) 
     if (fmt == REMAT_FMT_TEXT) {
         fprintf(out, "per checkpoint name, whole step (per device)\n");
     }
-    row_start(out, fmt);
-    for (size_t i = 0; i < 4; i++) {
-        cell(out, fmt, i == 0, cols[i], widths[i]);
-    }
-    row_end(out, fmt);
-    sep(out, fmt, 4);
+    emit_header(out, fmt, cols, widths, 4);
     for (size_t i = 0; i < r->nnames; i++) {
         char v[4][64];
         snprintf(v[0], 64, "%s", r->names[i].name);
         snprintf(v[1], 64, "%" PRIu64, r->names[i].saved_bytes);
         snprintf(v[2], 64, "%" PRIu64, r->names[i].offloaded_bytes);
         snprintf(v[3], 64, "%" PRIu64, r->names[i].recompute_flops);
-        row_start(out, fmt);
-        for (size_t k = 0; k < 4; k++) {
-            cell(out, fmt, k == 0, v[k], widths[k]);
-        }
-        row_end(out, fmt);
+        emit_cells(out, fmt, v[0], sizeof v[0], widths, 4);
     }
 }
 
@@ -601,12 +595,7 @@ static void table_stages(FILE *out, const remat_result_t *r, remat_format_t fmt)
     if (fmt == REMAT_FMT_TEXT) {
         fprintf(out, "per pipeline stage (per device)\n");
     }
-    row_start(out, fmt);
-    for (size_t i = 0; i < 8; i++) {
-        cell(out, fmt, i == 0, cols[i], widths[i]);
-    }
-    row_end(out, fmt);
-    sep(out, fmt, 8);
+    emit_header(out, fmt, cols, widths, 8);
     for (size_t k = 0; k < r->nstages; k++) {
         const remat_stage_row_t *s = &r->stages[k];
         char v[8][200];
@@ -622,11 +611,7 @@ static void table_stages(FILE *out, const remat_result_t *r, remat_format_t fmt)
         at.stages = 1; /* the row names the stage */
         remat_format_moment(&at, m, sizeof m);
         snprintf(v[7], 200, fmt == REMAT_FMT_CSV ? "\"%s\"" : "%s", m);
-        row_start(out, fmt);
-        for (size_t i = 0; i < 8; i++) {
-            cell(out, fmt, i == 0, v[i], widths[i]);
-        }
-        row_end(out, fmt);
+        emit_cells(out, fmt, v[0], sizeof v[0], widths, 8);
     }
 }
 
@@ -715,12 +700,7 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
                 rs[0]->config->model_name, rs[0]->hw->name, b,
                 100.0 * rs[0]->config->safety_margin);
     }
-    row_start(out, fmt);
-    for (size_t i = 0; i < 8; i++) {
-        cell(out, fmt, i == 0, cols[i], widths[i]);
-    }
-    row_end(out, fmt);
-    sep(out, fmt, 8);
+    emit_header(out, fmt, cols, widths, 8);
     for (size_t i = 0; i < n; i++) {
         const remat_result_t *r = rs[i];
         char v[8][64];
@@ -732,11 +712,7 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
         snprintf(v[5], 64, "%" PRIu64, r->recompute_flops);
         snprintf(v[6], 64, "%" PRIu64, r->d2h_bytes);
         snprintf(v[7], 64, "%.6f", r->added_seconds);
-        row_start(out, fmt);
-        for (size_t k = 0; k < 8; k++) {
-            cell(out, fmt, k == 0, v[k], widths[k]);
-        }
-        row_end(out, fmt);
+        emit_cells(out, fmt, v[0], sizeof v[0], widths, 8);
     }
 }
 

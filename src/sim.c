@@ -362,6 +362,37 @@ static size_t min_pos(size_t a, size_t b) {
     return a == REMAT_NONE ? b : b == REMAT_NONE ? a : (a < b ? a : b);
 }
 
+/* An op's backward, around the moment it is measured: its inputs'
+   gradients are allocated (once: later writers accumulate into them); then
+   its outputs' gradients are consumed and the residuals whose last reader
+   it is (at backward position @p p) are freed. */
+static void backward_begin(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op) {
+    for (size_t i = 0; i < op->nin; i++) {
+        size_t ti = op->in[i];
+        if (bd->gbytes[ti] && !s->glive[ti]) {
+            s->glive[ti] = 1;
+            add_const(m, REMAT_CAT_ACT_GRADS, (int64_t)bd->gbytes[ti]);
+        }
+    }
+}
+
+static void backward_end(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
+                         const remat_op_t *op, size_t p) {
+    for (size_t i = 0; i < op->nout; i++) {
+        size_t to = op->out[i];
+        if (s->glive[to]) {
+            s->glive[to] = 0;
+            add_const(m, REMAT_CAT_ACT_GRADS, -(int64_t)bd->gbytes[to]);
+        }
+    }
+    for (size_t i = 0; i < op->nsaves; i++) {
+        size_t buf = b->tensors[op->saves[i]].storage;
+        if (s->bwd_use[buf] == p) {
+            free_buf(m, s, buf);
+        }
+    }
+}
+
 /* Collective buffers live for a whole layer: its FSDP-gathered weights (and
    the next layer's, prefetched), and in backward its full-size weight
    gradients before the reduce-scatter. */
@@ -541,27 +572,9 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
         if (!op->has_backward) {
             continue;
         }
-        for (size_t i = 0; i < op->nin; i++) {
-            size_t ti = op->in[i];
-            if (bd->gbytes[ti] && !s->glive[ti]) {
-                s->glive[ti] = 1;
-                add_const(&w, REMAT_CAT_ACT_GRADS, (int64_t)bd->gbytes[ti]);
-            }
-        }
+        backward_begin(&w, s, bd, op);
         measure_with(&w, REMAT_CAT_KV_GATHER, bd->kv_extra[j], REMAT_STEP_BACKWARD, j);
-        for (size_t i = 0; i < op->nout; i++) {
-            size_t to = op->out[i];
-            if (s->glive[to]) {
-                s->glive[to] = 0;
-                add_const(&w, REMAT_CAT_ACT_GRADS, -(int64_t)bd->gbytes[to]);
-            }
-        }
-        for (size_t i = 0; i < op->nsaves; i++) {
-            size_t buf = b->tensors[op->saves[i]].storage;
-            if (s->bwd_use[buf] == p) {
-                free_buf(&w, s, buf);
-            }
-        }
+        backward_end(&w, s, b, bd, op, p);
     }
     add_const(&w, REMAT_CAT_GATHERED, -gathered);
     add_const(&w, REMAT_CAT_GRAD_BUFFER, -(int64_t)col->grad_buffer);
@@ -623,7 +636,7 @@ static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, 
             uint64_t gx = fsdp ? bd->op_gather[j] : 0;
             gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
             step_measure(st, (int64_t)gx, gcats,
-                         (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = where, .layer = 0, .op = op->name});
+                         (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = where, .op = op->name});
             for (size_t k = 0; k < op->nin + op->nout; k++) {
                 size_t buf = b->tensors[k < op->nin ? op->in[k] : op->out[k - op->nin]].storage;
                 if (buf != feeds && s->cls[buf] == B_TRANS && s->free_fwd[buf] == p) {
@@ -639,30 +652,12 @@ static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, 
         if (!op->has_backward) {
             continue;
         }
-        for (size_t i = 0; i < op->nin; i++) {
-            size_t ti = op->in[i];
-            if (bd->gbytes[ti] && !s->glive[ti]) {
-                s->glive[ti] = 1;
-                add_const(&st->m, REMAT_CAT_ACT_GRADS, (int64_t)bd->gbytes[ti]);
-            }
-        }
+        backward_begin(&st->m, s, bd, op);
         uint64_t gx = fsdp ? bd->op_gather[j] : 0;
         gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
         step_measure(st, (int64_t)gx, gcats,
-                     (remat_moment_t){.step = REMAT_STEP_BACKWARD, .where = where, .layer = 0, .op = op->name});
-        for (size_t i = 0; i < op->nout; i++) {
-            size_t to_ = op->out[i];
-            if (s->glive[to_]) {
-                s->glive[to_] = 0;
-                add_const(&st->m, REMAT_CAT_ACT_GRADS, -(int64_t)bd->gbytes[to_]);
-            }
-        }
-        for (size_t i = 0; i < op->nsaves; i++) {
-            size_t buf = b->tensors[op->saves[i]].storage;
-            if (s->bwd_use[buf] == p) {
-                free_buf(&st->m, s, buf);
-            }
-        }
+                     (remat_moment_t){.step = REMAT_STEP_BACKWARD, .where = where, .op = op->name});
+        backward_end(&st->m, s, b, bd, op, p);
     }
 }
 
