@@ -194,8 +194,8 @@ static int rank_cmp(const void *pa, const void *pb) {
     if (fa != fb) {
         return fa ? -1 : 1;
     }
-    if (a->added_seconds != b->added_seconds) {
-        return a->added_seconds < b->added_seconds ? -1 : 1;
+    if (a->step_seconds != b->step_seconds) {
+        return a->step_seconds < b->step_seconds ? -1 : 1;
     }
     if (a->peak_bytes != b->peak_bytes) {
         return a->peak_bytes < b->peak_bytes ? -1 : 1;

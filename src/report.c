@@ -103,6 +103,16 @@ static json_t *layers_json(const remat_result_t *r) {
         json_object_set_new(o, "recompute_flops", jint(row->recompute_flops));
         json_object_set_new(o, "forward_flops", jint(row->forward_flops));
         json_object_set_new(o, "backward_flops", jint(row->backward_flops));
+        json_object_set_new(o, "forward_seconds", json_real(row->forward_seconds));
+        json_object_set_new(o, "backward_seconds", json_real(row->backward_seconds));
+        json_object_set_new(o, "forward_compute_seconds", json_real(row->forward_compute_seconds));
+        json_object_set_new(o, "backward_compute_seconds",
+                            json_real(row->backward_compute_seconds));
+        json_object_set_new(o, "recompute_seconds", json_real(row->recompute_seconds));
+        json_object_set_new(o, "allgather_seconds", json_real(row->allgather_seconds));
+        json_object_set_new(o, "reduce_scatter_seconds", json_real(row->reduce_scatter_seconds));
+        json_object_set_new(o, "d2h_seconds", json_real(row->d2h_seconds));
+        json_object_set_new(o, "h2d_seconds", json_real(row->h2d_seconds));
         json_array_append_new(a, o);
     }
     return a;
@@ -227,6 +237,11 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "recompute_share", json_real(r->recompute_share));
     json_object_set_new(o, "recompute_seconds", json_real(r->recompute_seconds));
     json_object_set_new(o, "added_seconds", json_real(r->added_seconds));
+    json_object_set_new(o, "step_seconds", json_real(r->step_seconds));
+    json_object_set_new(o, "mfu", json_real(r->mfu));
+    json_object_set_new(o, "hfu", json_real(r->hfu));
+    json_object_set_new(o, "exposed_collective_seconds", json_real(r->exposed_collective_seconds));
+    json_object_set_new(o, "pipeline_bubble_fraction", json_real(r->bubble_fraction));
     json_t *off = json_object();
     json_object_set_new(off, "d2h_bytes", jint(r->d2h_bytes));
     json_object_set_new(off, "h2d_bytes", jint(r->h2d_bytes));
@@ -424,8 +439,16 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
     }
     fprintf(out, "compute      model %.4e FLOPs (forward %.4e, backward %.4e) per device\n",
             (double)r->model_flops, (double)r->forward_flops, (double)r->backward_flops);
-    fprintf(out, "recompute    %.4e FLOPs, %.2f%% of model FLOPs, %.4f s at peak\n",
+    fprintf(out, "recompute    %.4e FLOPs, %.2f%% of model FLOPs, %.4f s\n",
             (double)r->recompute_flops, 100.0 * r->recompute_share, r->recompute_seconds);
+    fprintf(out, "step time    %.4f s estimated (MFU %.1f%%, HFU %.1f%%); exposed: host %.4f s, "
+                 "collectives %.4f s",
+            r->step_seconds, 100.0 * r->mfu, 100.0 * r->hfu, r->exposed_seconds,
+            r->exposed_collective_seconds);
+    if (r->nstages > 1) {
+        fprintf(out, ", pipeline bubble %.1f%%", 100.0 * r->bubble_fraction);
+    }
+    fputc('\n', out);
     if (r->d2h_bytes) {
         fprintf(out, "offload      %.2f GiB to host and back per step, %.4f s each way at %.3g "
                      "B/s%s; exposed %.4f s (%s)\n",
@@ -689,21 +712,22 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
         emit_json(out, o);
         return;
     }
-    static const char *const cols[] = {"rank",   "remat_policy",    "peak_hbm_bytes", "peak_gib",
-                                       "fits",   "recompute_flops", "offload_bytes",  "added_seconds"};
-    static const int widths[] = {4, 33, 15, 9, 6, 17, 14, 13};
+    static const char *const cols[] = {"rank",          "remat_policy",    "peak_hbm_bytes",
+                                       "peak_gib",      "fits",            "recompute_flops",
+                                       "offload_bytes", "step_seconds",    "mfu"};
+    static const int widths[] = {4, 33, 15, 9, 6, 17, 14, 12, 6};
     if (fmt == REMAT_FMT_TEXT && n) {
         char b[64];
         remat_format_bytes(rs[0]->budget_bytes, b, sizeof b);
         fprintf(out, "remat compare: %s on %s, budget %s (margin %.0f%%); ranked: fits first, "
-                     "then least added time\n",
+                     "then estimated step time\n",
                 rs[0]->config->model_name, rs[0]->hw->name, b,
                 100.0 * rs[0]->config->safety_margin);
     }
-    emit_header(out, fmt, cols, widths, 8);
+    emit_header(out, fmt, cols, widths, 9);
     for (size_t i = 0; i < n; i++) {
         const remat_result_t *r = rs[i];
-        char v[8][64];
+        char v[9][64];
         snprintf(v[0], 64, "%zu", i + 1);
         snprintf(v[1], 64, "%s", policy_label(r));
         snprintf(v[2], 64, "%" PRIu64, r->peak_bytes);
@@ -711,8 +735,9 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
         snprintf(v[4], 64, "%s", r->fits_margin ? "yes" : r->fits ? "margin" : "no");
         snprintf(v[5], 64, "%" PRIu64, r->recompute_flops);
         snprintf(v[6], 64, "%" PRIu64, r->d2h_bytes);
-        snprintf(v[7], 64, "%.6f", r->added_seconds);
-        emit_cells(out, fmt, v[0], sizeof v[0], widths, 8);
+        snprintf(v[7], 64, "%.6f", r->step_seconds);
+        snprintf(v[8], 64, "%.3f", r->mfu);
+        emit_cells(out, fmt, v[0], sizeof v[0], widths, 9);
     }
 }
 

@@ -77,7 +77,9 @@ typedef struct bound {
     uint64_t *gnumel;   /* per param: elements once FSDP-gathered */
     uint64_t *fwd, *bwd; /* per op */
     uint64_t *kv_extra; /* per op: context-parallel K/V gather live during it */
-    uint64_t *op_gather; /* per op: its params' FSDP-gathered bytes (head ops) */
+    uint64_t *op_gather; /* per op: its params' FSDP-gathered bytes */
+    uint64_t *tbytes;   /* per tensor: its size, views included */
+    double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
     size_t *pos;        /* per op: position in the block's order */
 } bound_t;
 
@@ -92,6 +94,9 @@ static void bound_release(bound_t *b) {
     free(b->bwd);
     free(b->kv_extra);
     free(b->op_gather);
+    free(b->tbytes);
+    free(b->fwd_s);
+    free(b->bwd_s);
     free(b->pos);
 }
 
@@ -143,6 +148,9 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
     out->bwd = remat_i_xcalloc(b->nops, sizeof *out->bwd);
     out->kv_extra = remat_i_xcalloc(b->nops, sizeof *out->kv_extra);
     out->op_gather = remat_i_xcalloc(b->nops, sizeof *out->op_gather);
+    out->tbytes = remat_i_xcalloc(b->ntensors, sizeof *out->tbytes);
+    out->fwd_s = remat_i_xcalloc(b->nops, sizeof *out->fwd_s);
+    out->bwd_s = remat_i_xcalloc(b->nops, sizeof *out->bwd_s);
     out->pos = remat_i_xcalloc(b->nops, sizeof *out->pos);
     const unsigned fsdp_axes = (1u << REMAT_AXIS_FSDP) | (1u << REMAT_AXIS_FSDP_TRANSPOSE);
     for (size_t i = 0; i < b->ntensors; i++) {
@@ -185,6 +193,7 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
             by /= cfg->num_vocab_tiling;
         }
         out->numel[i] = n;
+        out->tbytes[i] = by;
         out->gnumel[i] = t->param ? gn : 0;
         out->bytes[i] = t->storage == i ? by : 0;
         out->kbytes[i] = out->bytes[i];
@@ -257,6 +266,45 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
     return REMAT_OK;
 }
 
+/* The roofline of every op (docs/time-model.md): its time is the larger of
+   its FLOPs at the chip's peak and the bytes it moves at HBM bandwidth.
+   Forward moves its inputs (weights as gathered) and outputs; backward
+   moves the output gradients, the input gradients, the residuals it reads,
+   the weights again and the weight gradients. Views move nothing. Weight
+   einsums run at the fp8 peak under fp8 quantization, all else at bf16. */
+static void op_times(const remat_block_t *b, const remat_config_t *cfg, const remat_hw_t *hw,
+                     bound_t *bd) {
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        if (remat_i_opkind_is_view(op->kind)) {
+            bd->fwd_s[j] = bd->bwd_s[j] = 0;
+            continue;
+        }
+        double fmoved = (double)bd->op_gather[j], bmoved = (double)bd->op_gather[j];
+        for (size_t i = 0; i < op->nin; i++) {
+            const remat_tensor_t *t = &b->tensors[op->in[i]];
+            if (t->param) {
+                bmoved += (double)bd->gnumel[op->in[i]] * remat_dtype_bytes(cfg->grad_dtype);
+            } else {
+                fmoved += (double)bd->tbytes[op->in[i]];
+                bmoved += (double)bd->gbytes[op->in[i]];
+            }
+        }
+        for (size_t i = 0; i < op->nout; i++) {
+            fmoved += (double)bd->tbytes[op->out[i]];
+            bmoved += (double)bd->gbytes[op->out[i]];
+        }
+        for (size_t i = 0; i < op->nsaves; i++) {
+            bmoved += (double)bd->tbytes[op->saves[i]];
+        }
+        double peak = is_fp8(cfg) && weight_einsum(b, op) ? hw->flops_fp8 : hw->flops_bf16;
+        double fc = (double)bd->fwd[j] / peak, fm = fmoved / hw->hbm_bw;
+        double bc = (double)bd->bwd[j] / peak, bm = bmoved / hw->hbm_bw;
+        bd->fwd_s[j] = fc > fm ? fc : fm;
+        bd->bwd_s[j] = op->has_backward ? (bc > bm ? bc : bm) : 0;
+    }
+}
+
 /* ---- one layer's profile ------------------------------------------------ */
 
 typedef struct tpl {
@@ -272,6 +320,7 @@ typedef struct tpl {
     int64_t bwd_delta;
     int64_t bwd_dcats[REMAT_CAT_COUNT];
     uint64_t saved, offloaded, recompute_flops, fwd_flops, bwd_flops;
+    double fwd_s, bwd_s, rec_s;
 } tpl_t;
 
 enum { B_TRANS = 0, B_KEEP, B_OFF };
@@ -462,8 +511,11 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
     for (size_t j = 0; j < no; j++) {
         t->fwd_flops += bd->fwd[j];
         t->bwd_flops += bd->bwd[j];
+        t->fwd_s += bd->fwd_s[j];
+        t->bwd_s += bd->bwd_s[j];
         if (plan->recompute_op[j]) {
             t->recompute_flops += bd->fwd[j];
+            t->rec_s += bd->fwd_s[j];
         }
     }
     const int64_t gathered = (int64_t)(col->gathered * (1 + col->prefetch));
@@ -999,6 +1051,10 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     if (g->has_head && (st = bind_block(g, &g->head, cfg, mesh, r->dim_size, true, &hb, err))) {
         goto out;
     }
+    op_times(&g->layer, cfg, hw, &lb);
+    if (g->has_head) {
+        op_times(&g->head, cfg, hw, &hb);
+    }
     /* Params by the part of the step that uses them, and the model's count. */
     static_part_t layer = {0}, pre = {0}, post = {0};
     uint64_t global_layer = 0, global = 0;
@@ -1109,9 +1165,12 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     r->layers = remat_i_xcalloc(L, sizeof *r->layers);
     r->host_link_bw = cfg->host_link_bw > 0 ? cfg->host_link_bw : hw->host_link_bw;
     r->host_link_assumed = cfg->host_link_bw <= 0 && remat_hw_is_assumed(hw, "host_link_bw");
-    double flops_peak = cfg->dtype == REMAT_DTYPE_F8E4M3 || cfg->dtype == REMAT_DTYPE_F8E5M2
-                            ? hw->flops_fp8
-                            : hw->flops_bf16;
+    const double flops_peak = hw->flops_bf16;
+    const uint64_t fsdp_shards = remat_mesh_product(mesh, (1u << REMAT_AXIS_FSDP) |
+                                                              (1u << REMAT_AXIS_FSDP_TRANSPOSE));
+    /* A ring all-gather or reduce-scatter over n chips moves (n-1)/n of the
+       full buffer through each chip's ICI. */
+    const double fsdp_frac = (double)(fsdp_shards - 1) / (double)fsdp_shards;
     for (size_t l = 0; l < L; l++) {
         const tpl_t *t = &tpls[profile_of[l]];
         remat_layer_row_t *row = &r->layers[l];
@@ -1123,8 +1182,19 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
         row->forward_flops = t->fwd_flops;
         row->backward_flops = t->bwd_flops;
         row->d2h_seconds = row->h2d_seconds = (double)t->offloaded / r->host_link_bw;
-        row->forward_seconds = (double)t->fwd_flops / flops_peak;
-        row->backward_seconds = (double)(t->bwd_flops + t->recompute_flops) / flops_peak;
+        row->forward_compute_seconds = t->fwd_s;
+        row->backward_compute_seconds = t->bwd_s;
+        row->recompute_seconds = t->rec_s;
+        row->allgather_seconds = (double)col.gathered * fsdp_frac / hw->ici_bw;
+        row->reduce_scatter_seconds = (double)col.grad_buffer * fsdp_frac / hw->ici_bw;
+        double f = t->fwd_s, b2 = t->bwd_s + t->rec_s;
+        double fc = row->allgather_seconds, bcol = row->allgather_seconds + row->reduce_scatter_seconds;
+        row->forward_seconds = f > fc ? f : fc;
+        row->forward_seconds = row->forward_seconds > row->d2h_seconds ? row->forward_seconds
+                                                                       : row->d2h_seconds;
+        row->backward_seconds = b2 > bcol ? b2 : bcol;
+        row->backward_seconds = row->backward_seconds > row->h2d_seconds ? row->backward_seconds
+                                                                         : row->h2d_seconds;
     }
 
     /* Every stage's step; the worst stage is the verdict. */
@@ -1222,6 +1292,7 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
        layers (and head parts) for every micro-batch (gradient accumulation
        and pipeline micro-batches); the layer rows are per micro-batch. */
     const uint64_t steps = cfg->gradient_accumulation_steps * r->microbatches;
+    double stage_mb_seconds = 0; /* one micro-batch through the worst stage */
     for (size_t l = w->first_layer; l <= w->last_layer; l++) {
         const remat_layer_row_t *row = &r->layers[l];
         if ((st = sum_checked(&r->forward_flops, row->forward_flops, steps, "FLOPs", err)) ||
@@ -1231,9 +1302,17 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
             goto out;
         }
         r->d2h_seconds += row->d2h_seconds * (double)steps;
-        double ef = row->d2h_seconds - row->forward_seconds;
-        double eb = row->h2d_seconds - row->backward_seconds;
-        r->exposed_seconds += ((ef > 0 ? ef : 0) + (eb > 0 ? eb : 0)) * (double)steps;
+        /* What a layer's time holds beyond its compute: transfers that the
+           compute does not hide. */
+        double fc = row->forward_compute_seconds;
+        double bc = row->backward_compute_seconds + row->recompute_seconds;
+        double fcol = fc > row->allgather_seconds ? fc : row->allgather_seconds;
+        double bcolv = row->allgather_seconds + row->reduce_scatter_seconds;
+        double bcol = bc > bcolv ? bc : bcolv;
+        r->exposed_seconds += (row->forward_seconds - fcol + row->backward_seconds - bcol) *
+                              (double)steps;
+        r->exposed_collective_seconds += (fcol - fc + bcol - bc) * (double)steps;
+        stage_mb_seconds += row->forward_seconds + row->backward_seconds;
     }
     for (size_t p = 0; g->has_head && p < g->head.nops; p++) {
         bool mine = p < g->head_npre ? w->index == 0 : w->index == stages - 1;
@@ -1242,15 +1321,29 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                      (st = sum_checked(&r->backward_flops, hb.bwd[j], steps, "FLOPs", err)))) {
             goto out;
         }
+        if (mine) {
+            stage_mb_seconds += hb.fwd_s[j] + hb.bwd_s[j];
+        }
     }
     r->h2d_bytes = r->d2h_bytes;
     r->h2d_seconds = r->d2h_seconds;
     r->model_flops = r->forward_flops + r->backward_flops;
     r->recompute_share = r->model_flops ? (double)r->recompute_flops / (double)r->model_flops : 0;
     r->compute_seconds = (double)(r->model_flops + r->recompute_flops) / flops_peak;
-    r->recompute_seconds = (double)r->recompute_flops / flops_peak;
+    for (size_t l = w->first_layer; l <= w->last_layer; l++) {
+        r->recompute_seconds += r->layers[l].recompute_seconds * (double)steps;
+    }
     r->added_seconds = r->recompute_seconds + r->exposed_seconds;
     r->offload_hidden = r->exposed_seconds <= 0;
+    /* 1F1B: m micro-batches through p stages take m + p - 1 slots of one
+       micro-batch's stage time; gradient accumulation repeats that. */
+    r->bubble_fraction = (double)(stages - 1) / (double)(r->microbatches + stages - 1);
+    r->step_seconds = stage_mb_seconds * (double)cfg->gradient_accumulation_steps *
+                      (double)(r->microbatches + stages - 1);
+    if (r->step_seconds > 0) {
+        r->mfu = (double)r->model_flops / (r->step_seconds * flops_peak);
+        r->hfu = (double)(r->model_flops + r->recompute_flops) / (r->step_seconds * flops_peak);
+    }
     r->reserve_bytes = cfg->hbm_reserve;
     r->peak_bytes = w->peak_bytes;
     memcpy(r->breakdown, w->breakdown, sizeof r->breakdown);

@@ -71,8 +71,15 @@ typedef struct remat_layer_row {
     uint64_t offloaded_bytes;    /* D2H in forward = H2D in backward */
     uint64_t recompute_flops;
     uint64_t forward_flops, backward_flops;
-    double d2h_seconds, h2d_seconds;
-    double forward_seconds, backward_seconds; /* compute at peak FLOP/s */
+    /* time model (docs/time-model.md), one micro-batch */
+    double forward_compute_seconds;  /* sum of forward op rooflines */
+    double backward_compute_seconds; /* sum of backward op rooflines */
+    double recompute_seconds;        /* re-run ops' forward rooflines */
+    double allgather_seconds;        /* FSDP weight gather over ICI (each pass) */
+    double reduce_scatter_seconds;   /* FSDP gradient reduce-scatter over ICI */
+    double d2h_seconds, h2d_seconds; /* host link */
+    double forward_seconds;  /* max(compute, all-gather, D2H): they overlap */
+    double backward_seconds; /* max(compute + recompute, gather + scatter, H2D) */
 } remat_layer_row_t;
 
 typedef struct remat_tensor_row {
@@ -129,6 +136,10 @@ typedef struct remat_result {
     uint64_t forward_flops, backward_flops, recompute_flops, model_flops;
     double recompute_share; /* recompute / model */
     double recompute_seconds, added_seconds, compute_seconds;
+    double step_seconds;       /* estimated step time (time model) */
+    double mfu, hfu;           /* model / hardware FLOPs utilization */
+    double exposed_collective_seconds;
+    double bubble_fraction;    /* pipeline bubble (stages - 1) / (micro-batches + stages - 1) */
     /* offload */
     uint64_t d2h_bytes, h2d_bytes, host_bytes_per_host, host_ram_bytes;
     double d2h_seconds, h2d_seconds, exposed_seconds;
