@@ -20,6 +20,7 @@
 #include "remat/policy.h"
 #include "remat/report.h"
 #include "remat/sim.h"
+#include "remat/solve.h"
 #include "json_util.h"
 #include "util.h"
 
@@ -53,6 +54,7 @@ static const char *const usage_text =
     "  compare    every preset (or --policies a,b,...) side by side, ranked\n"
     "  check      launch gate: exit 0 fits, 1 over budget or inside the margin\n"
     "  table      per-layer, per-tensor and per-checkpoint-name tables\n"
+    "  solve      the fastest placement that fits, why, largest batches, Pareto frontier\n"
     "  list       built-in models, graphs, policies, hardware, config keys\n"
     "  validate   check a graph, policy, hardware or config JSON file\n"
     "  help       this text\n"
@@ -62,6 +64,9 @@ static const char *const usage_text =
     "  --format FMT       text (default), json, csv, md\n"
     "  --policies LIST    compare: comma-separated presets or policy files\n"
     "  --kind KIND        table: layers, tensors, names, stages or all (default all)\n"
+    "  --frontier         solve: also list the Pareto frontier (enumerates every plan)\n"
+    "  --exhaustive       solve: enumerate instead of branch and bound (same answer)\n"
+    "  --emit-policy FILE solve: write the placement as a policy file\n"
     "\n"
     "configuration uses MaxText's keys, e.g.\n"
     "  remat analyze model_name=llama3-70b per_device_batch_size=2 remat_policy=minimal\n"
@@ -71,6 +76,8 @@ static const char *const usage_text =
 
 typedef struct opts {
     const char *config;
+    const char *emit_policy;
+    unsigned solve_flags;
     remat_format_t fmt;
     const char *policies;
     unsigned kinds;
@@ -83,6 +90,9 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                                           {"format", required_argument, NULL, 'f'},
                                           {"policies", required_argument, NULL, 'p'},
                                           {"kind", required_argument, NULL, 'k'},
+                                          {"frontier", no_argument, NULL, 'F'},
+                                          {"exhaustive", no_argument, NULL, 'X'},
+                                          {"emit-policy", required_argument, NULL, 'E'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
@@ -103,6 +113,15 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                 break;
             case 'p':
                 o->policies = optarg;
+                break;
+            case 'F':
+                o->solve_flags |= REMAT_SOLVE_FRONTIER;
+                break;
+            case 'X':
+                o->solve_flags |= REMAT_SOLVE_EXHAUSTIVE;
+                break;
+            case 'E':
+                o->emit_policy = optarg;
                 break;
             case 'k':
                 if (strcmp(optarg, "layers") == 0) {
@@ -262,6 +281,99 @@ static int cmd_compare(const opts_t *o) {
     return rc;
 }
 
+static int cmd_solve(const opts_t *o) {
+    remat_error_t err;
+    remat_error_init(&err);
+    job_t *j = remat_i_xcalloc(1, sizeof *j);
+    remat_solution_t sol;
+    remat_solution_init(&sol);
+    remat_explain_row_t *rows = NULL;
+    remat_policy_t *solved = NULL;
+    size_t npol = remat_builtin_count(REMAT_BUILTIN_POLICY);
+    job_t *presets = remat_i_xcalloc(npol, sizeof *presets);
+    const remat_result_t **pres = remat_i_xcalloc(npol, sizeof *pres);
+    remat_batch_row_t *batches = remat_i_xcalloc(npol + 1, sizeof *batches);
+    size_t np = 0, nb = 0;
+    int rc = EXIT_OK;
+    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, &err);
+    if (st == REMAT_OK) {
+        st = remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, &err);
+    }
+    if (st == REMAT_OK) {
+        st = remat_solve(j->graph, &j->cfg, &j->hw, o->solve_flags, &sol, &err);
+    }
+    if (st == REMAT_OK && sol.found) {
+        solved = remat_solve_policy(sol.choices + sol.best.first, sol.nnames, "solved");
+        remat_result_init(&j->result);
+        st = remat_analyze(j->graph, &j->cfg, solved, &j->hw, &j->result, &err);
+        rows = remat_i_xcalloc(sol.nnames, sizeof *rows);
+        if (st == REMAT_OK) {
+            st = remat_solve_explain(j->graph, &j->cfg, &j->hw, &sol, rows, &err);
+        }
+        if (st == REMAT_OK) {
+            batches[nb].policy = "(solved)";
+            st = remat_largest_batch(j->graph, &j->cfg, solved, &j->hw, &batches[nb++].batch,
+                                     &err);
+        }
+    }
+    /* Every preset: its largest batch, and its place against the frontier. */
+    for (size_t i = 0; st == REMAT_OK && i < npol; i++) {
+        const char *name = remat_builtin_name(REMAT_BUILTIN_POLICY, i);
+        if (strcmp(name, "minimal_flash") == 0) {
+            continue;
+        }
+        job_t *pj = &presets[np];
+        pj->cfg = j->cfg;
+        snprintf(pj->cfg.remat_policy, sizeof pj->cfg.remat_policy, "%s", name);
+        pj->cfg.ncustom = 0;
+        st = remat_policy_builtin(name, &pj->policy, &err);
+        if (st == REMAT_OK) {
+            remat_result_init(&pj->result);
+            st = remat_analyze(j->graph, &pj->cfg, pj->policy, &j->hw, &pj->result, &err);
+        }
+        if (st == REMAT_OK) {
+            pres[np] = &pj->result;
+            batches[nb].policy = name;
+            st = remat_largest_batch(j->graph, &pj->cfg, pj->policy, &j->hw, &batches[nb++].batch,
+                                     &err);
+        }
+        np++;
+    }
+    if (st == REMAT_OK && o->emit_policy && sol.found) {
+        FILE *f = fopen(o->emit_policy, "w");
+        if (!f) {
+            st = remat_error_set(&err, REMAT_E_IO, o->emit_policy, NULL, "cannot write file");
+        } else {
+            char desc[256];
+            snprintf(desc, sizeof desc, "solved by remat for %s on %s (step %.6f s, peak %llu B)",
+                     j->cfg.model_name, j->hw.name, j->result.step_seconds,
+                     (unsigned long long)j->result.peak_bytes);
+            remat_report_policy_file(f, sol.choices + sol.best.first, sol.nnames, desc);
+            fclose(f);
+        }
+    }
+    if (st) {
+        rc = report_error(&err);
+    } else {
+        remat_report_solve(stdout, &sol, rows, sol.found ? &j->result : NULL, pres, np, batches,
+                           nb, o->fmt);
+        rc = sol.found ? EXIT_OK : EXIT_NO;
+    }
+    for (size_t i = 0; i < np; i++) {
+        remat_result_release(&presets[i].result);
+        remat_policy_free(presets[i].policy);
+    }
+    free(presets);
+    free(pres);
+    free(batches);
+    free(rows);
+    remat_policy_free(solved);
+    remat_solution_release(&sol);
+    job_release(j);
+    free(j);
+    return rc;
+}
+
 static int cmd_list(const opts_t *o) {
     if (o->nargs > 0) {
         return usage_error("list takes no settings ('%s')", o->args[0]);
@@ -397,8 +509,11 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "list") == 0) {
         return cmd_list(&o);
     }
-    static const char *const commands[] = {"analyze", "compare", "check", "table",
-                                           "list",    "validate", "help"};
+    if (strcmp(cmd, "solve") == 0) {
+        return cmd_solve(&o);
+    }
+    static const char *const commands[] = {"analyze", "compare",  "check", "table",
+                                           "solve",   "list",     "validate", "help"};
     const char *best = NULL;
     size_t bestd = 4;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {

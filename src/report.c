@@ -775,3 +775,196 @@ void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt) 
                                        : "",
             m);
 }
+
+/* ---- solve -------------------------------------------------------------- */
+
+static json_t *choices_json(const remat_choice_t *c, size_t n) {
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++) {
+        json_object_set_new(o, c[i].name, json_string(remat_place_name(c[i].place)));
+    }
+    return o;
+}
+
+void remat_report_policy_file(FILE *out, const remat_choice_t *choices, size_t n,
+                              const char *description) {
+    json_t *o = json_object();
+    json_object_set_new(o, "format", json_string("remat-policy/1"));
+    json_object_set_new(o, "name", json_string("solved"));
+    json_object_set_new(o, "description", json_string(description));
+    json_object_set_new(o, "names", choices_json(choices, n));
+    emit_json(out, o);
+}
+
+/* The overrides a user pastes after a MaxText command line. */
+static void overrides_text(const remat_choice_t *c, size_t n, char *buf, size_t size) {
+    size_t len = (size_t)snprintf(buf, size, "remat_policy=custom");
+    for (size_t i = 0; i < n && len < size; i++) {
+        len += (size_t)snprintf(buf + len, size - len, " %s=%s", c[i].name,
+                                remat_place_name(c[i].place));
+    }
+}
+
+/* Index of the frontier point dominating (peak, step), or -1 when none
+   does (the point is on the frontier). */
+static long dominated_by(const remat_solution_t *s, uint64_t peak, double step) {
+    for (size_t i = 0; i < s->npoints; i++) {
+        const remat_point_t *p = &s->points[i];
+        if (p->peak_bytes <= peak && p->step_seconds <= step &&
+            (p->peak_bytes < peak || p->step_seconds < step)) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+static const char *alt_reason(const remat_alternative_t *a, const remat_solution_t *s, char *buf,
+                              size_t size) {
+    if (!a->fits) {
+        snprintf(buf, size, "peak %.2f GiB: over the usable budget", (double)a->peak_bytes / GIB);
+    } else if (!a->host_fits) {
+        snprintf(buf, size, "offloaded bytes exceed host RAM");
+    } else if (a->step_seconds > s->best.step_seconds) {
+        snprintf(buf, size, "slower by %.6f s", a->step_seconds - s->best.step_seconds);
+    } else {
+        snprintf(buf, size, "as fast, peak %.2f GiB (not lower)", (double)a->peak_bytes / GIB);
+    }
+    return buf;
+}
+
+void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explain_row_t *rows,
+                        const remat_result_t *best, const remat_result_t *const *presets,
+                        size_t npresets, const remat_batch_row_t *batches, size_t nbatches,
+                        remat_format_t fmt) {
+    char line[2048], why[160];
+    const remat_choice_t *ch = s->found ? s->choices + s->best.first : NULL;
+    if (fmt == REMAT_FMT_JSON) {
+        json_t *o = json_object();
+        json_object_set_new(o, "schema", json_string("remat-solve/1"));
+        json_object_set_new(o, "found", json_boolean(s->found));
+        json_t *names = json_array();
+        for (size_t i = 0; i < s->nnames; i++) {
+            json_array_append_new(names, json_string(s->names[i]));
+        }
+        json_object_set_new(o, "names", names);
+        json_object_set_new(o, "space", jint(s->space));
+        json_object_set_new(o, "evaluated", jint(s->evaluated));
+        json_object_set_new(o, "visited", jint(s->visited));
+        if (s->found) {
+            json_object_set_new(o, "placement", choices_json(ch, s->nnames));
+            overrides_text(ch, s->nnames, line, sizeof line);
+            json_object_set_new(o, "maxtext_overrides", json_string(line));
+            json_object_set_new(o, "result", result_json(best, false));
+        }
+        if (rows) {
+            json_t *ex = json_array();
+            for (size_t i = 0; i < s->nnames; i++) {
+                json_t *e = json_object();
+                json_object_set_new(e, "name", json_string(rows[i].name));
+                json_object_set_new(e, "placement", json_string(remat_place_name(rows[i].place)));
+                json_t *alts = json_array();
+                for (size_t k = 0; k < rows[i].nalt; k++) {
+                    const remat_alternative_t *a = &rows[i].alt[k];
+                    json_t *ao = json_object();
+                    json_object_set_new(ao, "placement", json_string(remat_place_name(a->place)));
+                    json_object_set_new(ao, "peak_hbm_bytes", jint(a->peak_bytes));
+                    json_object_set_new(ao, "step_seconds", json_real(a->step_seconds));
+                    json_object_set_new(ao, "fits", json_boolean(a->fits));
+                    json_object_set_new(ao, "host_fits", json_boolean(a->host_fits));
+                    json_object_set_new(ao, "reason", json_string(alt_reason(a, s, why, sizeof why)));
+                    json_array_append_new(alts, ao);
+                }
+                json_object_set_new(e, "alternatives", alts);
+                json_array_append_new(ex, e);
+            }
+            json_object_set_new(o, "explain", ex);
+        }
+        json_t *lb = json_array();
+        for (size_t i = 0; i < nbatches; i++) {
+            json_t *b = json_object();
+            json_object_set_new(b, "remat_policy", json_string(batches[i].policy));
+            json_object_set_new(b, "per_device_batch_size", json_real(batches[i].batch));
+            json_array_append_new(lb, b);
+        }
+        json_object_set_new(o, "largest_batch", lb);
+        if (s->npoints) {
+            json_t *fr = json_array();
+            for (size_t i = 0; i < s->npoints; i++) {
+                json_t *p = json_object();
+                json_object_set_new(p, "peak_hbm_bytes", jint(s->points[i].peak_bytes));
+                json_object_set_new(p, "step_seconds", json_real(s->points[i].step_seconds));
+                json_object_set_new(p, "feasible", json_boolean(s->points[i].feasible));
+                json_object_set_new(p, "placement",
+                                    choices_json(s->choices + s->points[i].first, s->nnames));
+                json_array_append_new(fr, p);
+            }
+            json_object_set_new(o, "frontier", fr);
+            json_t *pr = json_array();
+            for (size_t i = 0; i < npresets; i++) {
+                json_t *p = json_object();
+                long d = dominated_by(s, presets[i]->peak_bytes, presets[i]->step_seconds);
+                json_object_set_new(p, "remat_policy", json_string(presets[i]->policy->name));
+                json_object_set_new(p, "peak_hbm_bytes", jint(presets[i]->peak_bytes));
+                json_object_set_new(p, "step_seconds", json_real(presets[i]->step_seconds));
+                json_object_set_new(p, "dominated_by", d < 0 ? json_null() : jint((uint64_t)d));
+                json_array_append_new(pr, p);
+            }
+            json_object_set_new(o, "presets", pr);
+        }
+        emit_json(out, o);
+        return;
+    }
+    if (!s->found) {
+        fprintf(out, "no placement of the %zu names fits", s->nnames);
+    } else {
+        char b[64], u[64];
+        remat_format_bytes(best->peak_bytes, b, sizeof b);
+        remat_format_bytes(best->usable_bytes, u, sizeof u);
+        fprintf(out, "remat solve: %s on %s: step %.6f s (MFU %.1f%%), peak %s of %s usable\n",
+                best->config->model_name, best->hw->name, best->step_seconds, 100.0 * best->mfu,
+                b, u);
+    }
+    fprintf(out, "%s%zu names, %" PRIu64 " placements, %" PRIu64 " analyses (distinct layer plans)\n",
+            s->found ? "searched " : " (searched ", s->nnames, s->space, s->evaluated);
+    if (s->found) {
+        overrides_text(ch, s->nnames, line, sizeof line);
+        fprintf(out, "\nMaxText overrides:\n  %s\n", line);
+    }
+    if (rows) {
+        fprintf(out, "\nwhy each name got its placement\n");
+        for (size_t i = 0; i < s->nnames; i++) {
+            fprintf(out, "  %-22s %-8s", rows[i].name, remat_place_name(rows[i].place));
+            for (size_t k = 0; k < rows[i].nalt; k++) {
+                fprintf(out, "%s%s: %s", k ? "; " : "", remat_place_name(rows[i].alt[k].place),
+                        alt_reason(&rows[i].alt[k], s, why, sizeof why));
+            }
+            fputc('\n', out);
+        }
+    }
+    if (nbatches) {
+        fprintf(out, "\nlargest per_device_batch_size that fits\n");
+        for (size_t i = 0; i < nbatches; i++) {
+            fprintf(out, "  %-34s %g\n", batches[i].policy, batches[i].batch);
+        }
+    }
+    if (s->npoints) {
+        fprintf(out, "\nPareto frontier (peak HBM, step time)\n");
+        for (size_t i = 0; i < s->npoints; i++) {
+            overrides_text(s->choices + s->points[i].first, s->nnames, line, sizeof line);
+            fprintf(out, "  %2zu %10.2f GiB %12.6f s %-4s %s\n", i,
+                    (double)s->points[i].peak_bytes / GIB, s->points[i].step_seconds,
+                    s->points[i].feasible ? "fits" : "", line + strlen("remat_policy=custom "));
+        }
+        fprintf(out, "presets against the frontier\n");
+        for (size_t i = 0; i < npresets; i++) {
+            long d = dominated_by(s, presets[i]->peak_bytes, presets[i]->step_seconds);
+            fprintf(out, "  %-34s %10.2f GiB %12.6f s  ", presets[i]->policy->name,
+                    (double)presets[i]->peak_bytes / GIB, presets[i]->step_seconds);
+            if (d < 0) {
+                fprintf(out, "on the frontier\n");
+            } else {
+                fprintf(out, "dominated by point %ld\n", d);
+            }
+        }
+    }
+}

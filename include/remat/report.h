@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "remat/sim.h"
+#include "remat/solve.h"
 
 typedef enum remat_format {
     REMAT_FMT_TEXT,
@@ -40,6 +41,28 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
 
 /** `remat check`: the one-line verdict (text) or a small JSON object. */
 void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt);
+
+/** A policy's largest fitting per_device_batch_size (0: none fits). */
+typedef struct remat_batch_row {
+    const char *policy;
+    double batch;
+} remat_batch_row_t;
+
+/**
+ * `remat solve`: the optimum with its MaxText overrides, why each name got
+ * its placement (@p rows, may be NULL), the largest batch per policy, and,
+ * when the solution holds a frontier, the Pareto points with every preset
+ * (@p presets) placed against them. @p best is the analysis of the optimum
+ * (NULL when nothing fits).
+ */
+void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explain_row_t *rows,
+                        const remat_result_t *best, const remat_result_t *const *presets,
+                        size_t npresets, const remat_batch_row_t *batches, size_t nbatches,
+                        remat_format_t fmt);
+
+/** A policy file (remat-policy/1) holding @p n placements. */
+void remat_report_policy_file(FILE *out, const remat_choice_t *choices, size_t n,
+                              const char *description);
 
 /** "12.34 GiB" into @p buf. */
 void remat_format_bytes(uint64_t bytes, char *buf, size_t size);

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remat/solve.h: choosing the policy. Finds the placement (device, remat or
+ * offload per checkpoint name) that minimizes the estimated step time
+ * (docs/time-model.md) subject to peak HBM <= budget x (1 - margin) and host
+ * RAM within the host's; lists the Pareto frontier of (peak HBM, step time);
+ * finds the largest per_device_batch_size a placement fits; explains each
+ * name's placement. Exact: branch and bound with a lower bound that is
+ * proved valid in docs/solver.md, checked against exhaustive enumeration.
+ */
+#ifndef REMAT_SOLVE_H
+#define REMAT_SOLVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "remat/config.h"
+#include "remat/error.h"
+#include "remat/graph.h"
+#include "remat/hw.h"
+#include "remat/policy.h"
+
+typedef struct remat_choice {
+    char name[REMAT_NAME_LEN];
+    remat_place_t place;
+} remat_choice_t;
+
+/* One evaluated placement. */
+typedef struct remat_point {
+    uint64_t peak_bytes;
+    double step_seconds;
+    bool feasible;  /* fits the budget with the margin, and host RAM */
+    size_t first;   /* index of its choices in remat_solution_t.choices */
+} remat_point_t;
+
+typedef struct remat_solution {
+    size_t nnames;          /* names searched (relevant to the graph) */
+    char (*names)[REMAT_NAME_LEN];
+    bool found;             /* some placement is feasible */
+    remat_point_t best;     /* the optimum, when found */
+    size_t npoints;         /* frontier points (with --frontier), peak ascending */
+    remat_point_t *points;
+    size_t nchoices;        /* choices of best then of each point, nnames each */
+    remat_choice_t *choices;
+    uint64_t space;         /* placements in the search space */
+    uint64_t evaluated;     /* analyses run (distinct layer plans) */
+    uint64_t visited;       /* placements or subtrees looked at */
+} remat_solution_t;
+
+typedef enum remat_solve_flags {
+    REMAT_SOLVE_EXHAUSTIVE = (1u << 0), /* enumerate every placement (for checking) */
+    REMAT_SOLVE_FRONTIER = (1u << 1)    /* also list the Pareto frontier (enumerates) */
+} remat_solve_flags_t;
+
+void remat_solution_init(remat_solution_t *s);
+void remat_solution_release(remat_solution_t *s);
+
+/**
+ * Solves for @p cfg on @p g and @p hw. The names searched are the layer's
+ * checkpoint names that can be read by backward (directly or to rebuild a
+ * residual; igraph reachability), plus decoder_layer_input (device or
+ * offload). Complexity: at worst one analysis per distinct layer plan of the
+ * 3^names space; the bound prunes most of it.
+ */
+remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
+                           const remat_hw_t *hw, unsigned flags, remat_solution_t *out,
+                           remat_error_t *err);
+
+/** A new custom policy holding @p n choices (free with remat_policy_free). */
+remat_policy_t *remat_solve_policy(const remat_choice_t *choices, size_t n, const char *name);
+
+/* Why a name got its placement: what each other placement would give. */
+typedef struct remat_alternative {
+    remat_place_t place;
+    uint64_t peak_bytes;
+    double step_seconds;
+    bool fits;      /* peak within budget x (1 - margin) */
+    bool host_fits; /* offloaded bytes within host RAM */
+} remat_alternative_t;
+
+typedef struct remat_explain_row {
+    char name[REMAT_NAME_LEN];
+    remat_place_t place;
+    size_t nalt;
+    remat_alternative_t alt[2];
+} remat_explain_row_t;
+
+/**
+ * For each name of the solution's best placement, re-analyzes the placement
+ * with that one name changed to each other option. @p rows must hold
+ * s->nnames entries.
+ */
+remat_status_t remat_solve_explain(const remat_graph_t *g, const remat_config_t *cfg,
+                                   const remat_hw_t *hw, const remat_solution_t *s,
+                                   remat_explain_row_t *rows, remat_error_t *err);
+
+/**
+ * The largest per_device_batch_size at which @p policy fits (binary search
+ * over whole micro-batches: multiples of gradient_accumulation_steps x
+ * pipeline micro-batches / num_devices). 0 when even the smallest does not.
+ */
+remat_status_t remat_largest_batch(const remat_graph_t *g, const remat_config_t *cfg,
+                                   const remat_policy_t *policy, const remat_hw_t *hw,
+                                   double *out, remat_error_t *err);
+
+#endif
