@@ -374,9 +374,11 @@ static int cmd_solve(const opts_t *o) {
     return rc;
 }
 
-static int cmd_list(const opts_t *o) {
-    if (o->nargs > 0) {
-        return usage_error("list takes no settings ('%s')", o->args[0]);
+static int cmd_list(int argc, char **argv) {
+    const char *what = argc > 1 ? argv[1] : "all";
+    if (argc > 2 || (strcmp(what, "all") && strcmp(what, "models") && strcmp(what, "graphs") &&
+                     strcmp(what, "policies") && strcmp(what, "hardware") && strcmp(what, "keys"))) {
+        return usage_error("usage: remat list [models|graphs|policies|hardware|keys]");
     }
     static const struct {
         const char *name;
@@ -386,6 +388,9 @@ static int cmd_list(const opts_t *o) {
                  {"policies", REMAT_BUILTIN_POLICY},
                  {"hardware", REMAT_BUILTIN_HARDWARE}};
     for (size_t k = 0; k < 4; k++) {
+        if (strcmp(what, "all") && strcmp(what, kinds[k].name)) {
+            continue;
+        }
         printf("%s:\n", kinds[k].name);
         for (size_t i = 0; i < remat_builtin_count(kinds[k].kind); i++) {
             const char *name = remat_builtin_name(kinds[k].kind, i);
@@ -394,6 +399,9 @@ static int cmd_list(const opts_t *o) {
             printf("  %-34s %s\n", name, json_is_string(d) ? json_string_value(d) : "");
             json_decref(root);
         }
+    }
+    if (strcmp(what, "all") && strcmp(what, "keys")) {
+        return EXIT_OK;
     }
     printf("config keys:\n");
     for (size_t i = 0; i < remat_config_nkeys(); i++) {
@@ -489,6 +497,9 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "validate") == 0) {
         return cmd_validate(argc - 1, argv + 1);
     }
+    if (strcmp(cmd, "list") == 0) {
+        return cmd_list(argc - 1, argv + 1);
+    }
     opts_t o;
     int prc = parse_opts(argc - 1, argv + 1, &o);
     if (prc) {
@@ -505,9 +516,6 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "compare") == 0) {
         return cmd_compare(&o);
-    }
-    if (strcmp(cmd, "list") == 0) {
-        return cmd_list(&o);
     }
     if (strcmp(cmd, "solve") == 0) {
         return cmd_solve(&o);

@@ -41,7 +41,7 @@ static const key_t_ keys[] = {
     {"attention", K_STR, F(attention), "flash | dot_product (selects the built-in graph variant)"},
     {"hardware", K_STR, F(hardware), "built-in hardware profile or a profile JSON file"},
     {"remat_policy", K_STR, F(remat_policy), "preset name, 'custom', or a policy JSON file"},
-    {"opt_type", K_STR, F(opt_type), "adamw | sgd"},
+    {"opt_type", K_STR, F(opt_type), "adamw | adam_pax | sgd | adafactor"},
     {"base_emb_dim", K_U64, F(base_emb_dim), "model width E"},
     {"base_num_query_heads", K_U64, F(base_num_query_heads), "query heads Hq"},
     {"base_num_kv_heads", K_U64, F(base_num_kv_heads), "key/value heads Hkv"},
@@ -68,8 +68,10 @@ static const key_t_ keys[] = {
     {"topology", K_STR, 0, 0, "NAME-N (e.g. tpu7x-256): sets num_devices=N"},
     {"logical_axis_rules", K_STR, F(logical_axis_rules),
      "overrides, e.g. activation_embed:,activation_norm_length:tensor"},
-    {"quantization", K_STR, F(quantization), "'' or fp8: weight-einsum residuals and gathers in fp8"},
-    {"use_qwix_quantization", K_BOOL, F(use_qwix_quantization), "qwix implementation of quantization"},
+    {"quantization", K_STR, F(quantization),
+     "'' (none) or fp8 / nanoo_fp8: weight-einsum residuals and gathers in fp8"},
+    {"use_qwix_quantization", K_BOOL, F(use_qwix_quantization),
+     "quantize through qwix (same memory as quantization alone; needs quantization)"},
     {"optimizer_memory_host_offload", K_BOOL, F(optimizer_memory_host_offload),
      "optimizer state lives in host RAM"},
     {"parameter_memory_host_offload", K_BOOL, F(parameter_memory_host_offload),
@@ -179,6 +181,7 @@ static bool parse_u64(const char *s, uint64_t *out) {
     }
     uint64_t v = 0;
     for (; *s; s++) {
+        /* decimal digits only */
         if (*s < '0' || *s > '9' || !remat_i_mul(v, 10, &v) ||
             !remat_i_add(v, (uint64_t)(*s - '0'), &v)) {
             return false;
@@ -260,7 +263,7 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
                                    "unknown config key '%s' (did you mean '%s'?)", key, near);
         }
         return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                               "unknown config key '%s' (remat list keys shows them all)", key);
+                               "unknown config key '%s' ('remat list keys' shows them all)", key);
     }
     char *field = (char *)c + k->offset;
     if (strcmp(key, "topology") == 0) {
@@ -302,7 +305,7 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
                                        "'%s'",
                                        value);
             }
-            if (strcmp(key, "quantization") == 0 && strcmp(value, "fp8") != 0 &&
+            if (strcmp(key, "quantization") == 0 && *value && strcmp(value, "fp8") != 0 &&
                 strcmp(value, "nanoo_fp8") != 0 && strcmp(value, "none") != 0) {
                 return remat_error_set(err, REMAT_E_CONFIG, source, path,
                                        "quantization must be fp8, nanoo_fp8 or none, not '%s' (int8 "
@@ -350,7 +353,9 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
         case K_F64: {
             char *end;
             double v = strtod(value, &end);
-            bool ok = end != value && !*end && isfinite(v);
+            /* Decimal only: strtod would also take hex, inf and nan. */
+            bool ok = end != value && !*end && isfinite(v) &&
+                      strspn(value, "0123456789.eE+-") == strlen(value);
             if (strcmp(key, "safety_margin") == 0) {
                 ok = ok && v >= 0 && v < 1;
             } else {
@@ -549,6 +554,11 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
     free(entries);
     if (st == REMAT_OK && !c->mu_dtype_set) {
         c->mu_dtype = c->weight_dtype;
+    }
+    if (st == REMAT_OK && c->use_qwix_quantization &&
+        (!c->quantization[0] || strcmp(c->quantization, "none") == 0)) {
+        st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                             "use_qwix_quantization=true needs a quantization (fp8, nanoo_fp8)");
     }
     if (st == REMAT_OK && c->ncustom > 0 && strcmp(c->remat_policy, "custom") != 0) {
         st = remat_error_set(err, REMAT_E_CONFIG, c->custom_source, NULL,

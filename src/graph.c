@@ -296,10 +296,20 @@ static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *sect
     }
     b->order = remat_i_xcalloc(b->nops, sizeof *b->order);
     size_t n = 0;
+    /* The file's order when it is a topological order (the author's
+       schedule, which the memory profile follows); igraph's otherwise. */
+    bool file_order = true;
+    for (size_t j = 0; j < b->nops && file_order; j++) {
+        for (size_t i = 0; i < b->ops[j].nin; i++) {
+            size_t p = b->tensors[b->ops[j].in[i]].producer;
+            file_order &= p == REMAT_NONE || p < j;
+        }
+    }
     for (igraph_integer_t i = 0; i < igraph_vector_int_size(&v1); i++) {
         igraph_integer_t v = VECTOR(v1)[i];
         if ((size_t)v >= b->ntensors) {
-            b->order[n++] = (size_t)v - b->ntensors;
+            b->order[n] = file_order ? n : (size_t)v - b->ntensors;
+            n++;
         }
     }
     /* Forward reach from the block's differentiable sources (inputs and

@@ -202,6 +202,10 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
             return pfail(L, "'predicate_placement' must be \"device\" or \"offload\"");
         }
     }
+    if (!pred && json_object_get(root, "predicate_placement")) {
+        remat_i_jpath_key(&L->path, "predicate_placement");
+        return pfail(L, "'predicate_placement' needs a 'predicate'");
+    }
     json_t *none = json_object_get(root, "none");
     if (none) {
         if (!json_is_boolean(none)) {
@@ -282,7 +286,7 @@ remat_status_t remat_policy_builtin(const char *name, remat_policy_t **out, rema
 }
 
 static remat_status_t unknown_name(const remat_policy_t *p, const remat_graph_t *g,
-                                   const char *name, remat_error_t *err) {
+                                   const char *name, size_t range, remat_error_t *err) {
     char list[768];
     size_t len = 0;
     list[0] = '\0';
@@ -306,8 +310,12 @@ static remat_status_t unknown_name(const remat_policy_t *p, const remat_graph_t 
     if (!remat_graph_has_tag(g, "decoder_layer_input") && len + 24 < sizeof list) {
         snprintf(list + len, sizeof list - len, "%sdecoder_layer_input", len ? ", " : "");
     }
-    char path[REMAT_NAME_LEN + 16];
-    snprintf(path, sizeof path, "$.names.%s", name);
+    char path[REMAT_NAME_LEN + 48];
+    if (range == REMAT_NONE) {
+        snprintf(path, sizeof path, "$.names.%s", name);
+    } else {
+        snprintf(path, sizeof path, "$.layers[%zu].names.%s", range, name);
+    }
     return remat_error_set(err, REMAT_E_POLICY, p->source,
                            strcmp(p->name, "custom") == 0 ? NULL : path,
                            "graph '%s' has no checkpoint named '%s' (its names: %s)", g->name,
@@ -325,13 +333,13 @@ remat_status_t remat_policy_check(const remat_policy_t *p, const remat_graph_t *
     }
     for (size_t i = 0; i < p->nrules; i++) {
         if (!known_name(g, p->rules[i].name)) {
-            return unknown_name(p, g, p->rules[i].name, err);
+            return unknown_name(p, g, p->rules[i].name, REMAT_NONE, err);
         }
     }
     for (size_t r = 0; r < p->nranges; r++) {
         for (size_t i = 0; i < p->ranges[r].nrules; i++) {
             if (!known_name(g, p->ranges[r].rules[i].name)) {
-                return unknown_name(p, g, p->ranges[r].rules[i].name, err);
+                return unknown_name(p, g, p->ranges[r].rules[i].name, r, err);
             }
         }
     }

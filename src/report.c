@@ -181,6 +181,12 @@ static json_t *stages_json(const remat_result_t *r) {
         json_object_set_new(o, "static_bytes", jint(s->static_bytes));
         json_object_set_new(o, "inflight_bytes", jint(s->inflight_bytes));
         json_object_set_new(o, "peak_at", moment_json(&s->peak_at));
+        json_t *bd = json_object();
+        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+            json_object_set_new(bd, remat_cat_name((remat_cat_t)c),
+                                json_integer((json_int_t)s->breakdown[c]));
+        }
+        json_object_set_new(o, "breakdown", bd);
         json_array_append_new(a, o);
     }
     return a;
@@ -238,6 +244,7 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "recompute_seconds", json_real(r->recompute_seconds));
     json_object_set_new(o, "added_seconds", json_real(r->added_seconds));
     json_object_set_new(o, "step_seconds", json_real(r->step_seconds));
+    json_object_set_new(o, "compute_seconds", json_real(r->compute_seconds));
     json_object_set_new(o, "mfu", json_real(r->mfu));
     json_object_set_new(o, "hfu", json_real(r->hfu));
     json_object_set_new(o, "exposed_collective_seconds", json_real(r->exposed_collective_seconds));
@@ -301,7 +308,7 @@ static void for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
                  r->host_link_bw, r->hw->name);
         fn(ctx, buf);
     }
-    if (r->d2h_bytes && remat_hw_is_assumed(r->hw, "host_ram_bytes")) {
+    if ((r->d2h_bytes || r->host_static_bytes) && remat_hw_is_assumed(r->hw, "host_ram_bytes")) {
         snprintf(buf, sizeof buf, "host RAM per host for %s is an assumption", r->hw->name);
         fn(ctx, buf);
     }
@@ -311,12 +318,21 @@ static void for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
             if (!r->profiles[p].tensors[i].unused) {
                 continue;
             }
+            const remat_profile_t *pr = &r->profiles[p];
+            char where[96];
+            if (pr->nlayers == r->nlayers) {
+                snprintf(where, sizeof where, "every layer");
+            } else if (pr->last - pr->first + 1 == pr->nlayers) {
+                snprintf(where, sizeof where, "layers %zu-%zu", pr->first, pr->last);
+            } else {
+                snprintf(where, sizeof where, "%zu layers from %zu to %zu (profile %zu)",
+                         pr->nlayers, pr->first, pr->last, p);
+            }
             snprintf(buf, sizeof buf,
                      "'%s' (%s) is placed %s but no backward op reads it: unused, JAX drops it "
-                     "(layers %zu-%zu)",
-                     b->tensors[i].tags[0], b->tensors[i].name,
-                     remat_place_name(r->profiles[p].tensors[i].asked), r->profiles[p].first,
-                     r->profiles[p].last);
+                     "(%s)",
+                     b->tensors[i].tags[0], b->tensors[i].name, remat_place_name(pr->tensors[i].asked),
+                     where);
             fn(ctx, buf);
         }
     }
@@ -597,7 +613,7 @@ static void table_names(FILE *out, const remat_result_t *r, remat_format_t fmt) 
                                        "recompute_flops"};
     static const int widths[] = {20, 16, 16, 18};
     if (fmt == REMAT_FMT_TEXT) {
-        fprintf(out, "per checkpoint name, whole step (per device)\n");
+        fprintf(out, "per checkpoint name, all layers, one micro-batch (per device)\n");
     }
     emit_header(out, fmt, cols, widths, 4);
     for (size_t i = 0; i < r->nnames; i++) {
@@ -732,7 +748,8 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
         snprintf(v[1], 64, "%s", policy_label(r));
         snprintf(v[2], 64, "%" PRIu64, r->peak_bytes);
         snprintf(v[3], 64, "%.2f", (double)r->peak_bytes / GIB);
-        snprintf(v[4], 64, "%s", r->fits_margin ? "yes" : r->fits ? "margin" : "no");
+        snprintf(v[4], 64, "%s",
+                 !r->fits ? "no" : !r->fits_margin ? "margin" : !r->host_fits ? "host" : "yes");
         snprintf(v[5], 64, "%" PRIu64, r->recompute_flops);
         snprintf(v[6], 64, "%" PRIu64, r->d2h_bytes);
         snprintf(v[7], 64, "%.6f", r->step_seconds);

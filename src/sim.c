@@ -1070,9 +1070,13 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                 n *= r->dim_size[t->dim[j]];
             }
             global_layer += n;
-            if (fsdp) {
+            /* Under FSDP the layer's weights are gathered while it runs; with
+               parameters in host RAM they are brought to HBM likewise. */
+            if (fsdp || cfg->parameter_memory_host_offload) {
                 unsigned wb = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, t->dtype);
                 col.gathered += lb.gnumel[i] * wb;
+            }
+            if (fsdp) {
                 col.grad_buffer += lb.gnumel[i] * remat_dtype_bytes(cfg->grad_dtype);
             }
         }
@@ -1129,9 +1133,19 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
             row->asked = pr->plan.asked[i];
             row->fate = pr->plan.fate[i];
             row->unused = pr->plan.unused[i];
-            if (t->producer != REMAT_NONE && pr->plan.recompute_op[t->producer] &&
-                b->ops[t->producer].out[0] == i) {
-                row->recompute_flops = lb.fwd[t->producer];
+            if (t->producer != REMAT_NONE && pr->plan.recompute_op[t->producer]) {
+                /* The re-run's FLOPs go to its first output that is needed
+                   (a dropout re-run for its mask: the mask). */
+                const remat_op_t *op = &b->ops[t->producer];
+                size_t first = REMAT_NONE;
+                for (size_t k = 0; k < op->nout && first == REMAT_NONE; k++) {
+                    if (pr->plan.needed[op->out[k]]) {
+                        first = op->out[k];
+                    }
+                }
+                if (first == i) {
+                    row->recompute_flops = lb.fwd[t->producer];
+                }
             }
             if (t->storage == i && s.cls[i] != B_TRANS) {
                 remat_fate_t f = s.cls[i] == B_KEEP ? REMAT_FATE_DEVICE : REMAT_FATE_OFFLOAD;
@@ -1182,6 +1196,11 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
         row->forward_flops = t->fwd_flops;
         row->backward_flops = t->bwd_flops;
         row->d2h_seconds = row->h2d_seconds = (double)t->offloaded / r->host_link_bw;
+        /* parameter_memory_host_offload: the layer's weights come over the
+           host link for its forward and again for its backward, on the
+           host-to-device direction. */
+        row->param_fetch_seconds =
+            cfg->parameter_memory_host_offload ? (double)layer.bytes / r->host_link_bw : 0;
         row->forward_compute_seconds = t->fwd_s;
         row->backward_compute_seconds = t->bwd_s;
         row->recompute_seconds = t->rec_s;
@@ -1190,18 +1209,21 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
         double f = t->fwd_s, b2 = t->bwd_s + t->rec_s;
         double fc = row->allgather_seconds, bcol = row->allgather_seconds + row->reduce_scatter_seconds;
         row->forward_seconds = f > fc ? f : fc;
-        row->forward_seconds = row->forward_seconds > row->d2h_seconds ? row->forward_seconds
-                                                                       : row->d2h_seconds;
+        double d2h = row->d2h_seconds, h2d = row->h2d_seconds + row->param_fetch_seconds;
+        row->forward_seconds = row->forward_seconds > d2h ? row->forward_seconds : d2h;
+        row->forward_seconds = row->forward_seconds > row->param_fetch_seconds
+                                   ? row->forward_seconds
+                                   : row->param_fetch_seconds;
         row->backward_seconds = b2 > bcol ? b2 : bcol;
-        row->backward_seconds = row->backward_seconds > row->h2d_seconds ? row->backward_seconds
-                                                                         : row->h2d_seconds;
+        row->backward_seconds = row->backward_seconds > h2d ? row->backward_seconds : h2d;
     }
 
     /* Every stage's step; the worst stage is the verdict. */
     r->nstages = stages;
     r->stages = remat_i_xcalloc(stages, sizeof *r->stages);
     const size_t Ls = L / stages;
-    stage_ctx_t sc = {g, cfg, &lb, &hb, tpls, profile_of, &s, fsdp};
+    stage_ctx_t sc = {g, cfg, &lb, &hb, tpls, profile_of, &s,
+                      fsdp || cfg->parameter_memory_host_offload};
     const bool adafactor = strcmp(cfg->opt_type, "adafactor") == 0;
     const bool adam = strcmp(cfg->opt_type, "adamw") == 0 || strcmp(cfg->opt_type, "adam_pax") == 0;
     uint64_t worst = 0;

@@ -78,6 +78,7 @@ typedef struct remat_layer_row {
     double allgather_seconds;        /* FSDP weight gather over ICI (each pass) */
     double reduce_scatter_seconds;   /* FSDP gradient reduce-scatter over ICI */
     double d2h_seconds, h2d_seconds; /* host link */
+    double param_fetch_seconds;      /* host-resident params to HBM, each pass */
     double forward_seconds;  /* max(compute, all-gather, D2H): they overlap */
     double backward_seconds; /* max(compute + recompute, gather + scatter, H2D) */
 } remat_layer_row_t;

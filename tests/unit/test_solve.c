@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_solve.c: the solver is exact (branch and bound equals exhaustive
+ * enumeration on every built-in graph and on seeded random graphs), its
+ * answers hold when re-analyzed, a larger budget is never slower, and it
+ * beats `full` where MaxText's `minimal` does not fit.
+ */
+#include "fixtures.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remat/solve.h"
+
+static fx_run_t *setup_run(const char *graph_text, const char *const *args) {
+    fx_run_t *f = fx_analyze(graph_text, args);
+    if (f->st) {
+        char line[768];
+        remat_error_format(&f->err, line, sizeof line);
+        fail_msg("%s", line);
+    }
+    return f;
+}
+
+/* Solves twice (bound and exhaustive) and checks they agree; returns the
+   bound's solution in @p out. */
+static void solve_both(fx_run_t *f, remat_solution_t *out) {
+    remat_solution_t ex;
+    remat_solution_init(&ex);
+    remat_solution_init(out);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_solve(f->graph, &f->cfg, &f->hw, 0, out, &err), REMAT_OK);
+    assert_int_equal(remat_solve(f->graph, &f->cfg, &f->hw, REMAT_SOLVE_EXHAUSTIVE, &ex, &err),
+                     REMAT_OK);
+    assert_int_equal(out->found, ex.found);
+    if (out->found) {
+        if (out->best.step_seconds != ex.best.step_seconds ||
+            out->best.peak_bytes != ex.best.peak_bytes) {
+            fail_msg("bound %.9f s %llu B, exhaustive %.9f s %llu B", out->best.step_seconds,
+                     (unsigned long long)out->best.peak_bytes, ex.best.step_seconds,
+                     (unsigned long long)ex.best.peak_bytes);
+        }
+        assert_true(out->evaluated <= ex.evaluated);
+    }
+    remat_solution_release(&ex);
+}
+
+/* Re-analyzes the solution's placement: it fits, and gives the same point. */
+static void check_replay(fx_run_t *f, const remat_solution_t *s) {
+    remat_policy_t *p = remat_solve_policy(s->choices + s->best.first, s->nnames, "solved");
+    remat_result_t r;
+    remat_result_init(&r);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, p, &f->hw, &r, &err), REMAT_OK);
+    assert_true(r.fits_margin);
+    assert_true(r.host_fits);
+    assert_int_equal(r.peak_bytes, s->best.peak_bytes);
+    assert_true(r.step_seconds == s->best.step_seconds);
+    remat_result_release(&r);
+    remat_policy_free(p);
+}
+
+/* Peak of a preset under the run's config. */
+static uint64_t preset_peak(fx_run_t *f, const char *name, double *step) {
+    remat_policy_t *p = NULL;
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_policy_builtin(name, &p, &err), REMAT_OK);
+    remat_result_t r;
+    remat_result_init(&r);
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, p, &f->hw, &r, &err), REMAT_OK);
+    uint64_t peak = r.peak_bytes;
+    if (step) {
+        *step = r.step_seconds;
+    }
+    remat_result_release(&r);
+    remat_policy_free(p);
+    return peak;
+}
+
+/* Every built-in graph, budgets from below full's peak to above
+   minimal_with_context's, each solved both ways; and a larger budget is
+   never slower. */
+static void test_exact_on_builtin_graphs(void **state) {
+    (void)state;
+    static const char *const graphs[][2] = {{"graph=llama", "attention=flash"},
+                                            {"graph=llama", "attention=dot_product"},
+                                            {"model_name=gpt3-175b", "base_num_decoder_layers=4"}};
+    for (size_t gi = 0; gi < 3; gi++) {
+        const char *args[] = {"model_name=llama3-8b", "base_num_decoder_layers=4",
+                              "per_device_batch_size=2", graphs[gi][0], graphs[gi][1],
+                              "hbm_budget=1", NULL};
+        if (gi == 2) {
+            args[0] = graphs[gi][0];
+            args[3] = "safety_margin=0";
+            args[4] = "per_device_batch_size=1";
+        }
+        fx_run_t *f = setup_run(NULL, args);
+        f->cfg.safety_margin = 0;
+        uint64_t lo = preset_peak(f, "full", NULL);
+        uint64_t hi = preset_peak(f, "minimal_with_context", NULL);
+        double last = 1e300;
+        for (int k = 0; k <= 5; k++) {
+            f->cfg.hbm_budget = lo - lo / 50 + (hi - lo + lo / 25) / 5 * (uint64_t)k;
+            remat_solution_t s;
+            solve_both(f, &s);
+            if (k == 0) {
+                assert_false(s.found); /* below full's peak nothing fits here */
+            }
+            if (s.found) {
+                check_replay(f, &s);
+                assert_true(s.best.step_seconds <= last); /* monotone in the budget */
+                last = s.best.step_seconds;
+            }
+            remat_solution_release(&s);
+        }
+        fx_free(f);
+    }
+}
+
+/* Seeded random layers: a chain of silu / mul / add / weight einsums over
+   [b,e] tensors, names on some of them. */
+static char *random_graph(unsigned seed) {
+    srand(seed);
+    size_t cap = 16384, len = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+#define PUT(...) (len += (size_t)snprintf(t + len, cap - len, __VA_ARGS__))
+    PUT("{\"format\":\"remat-graph/1\",\"name\":\"rand\",\"dims\":{"
+        "\"b\":{\"from\":\"per_device_batch_size\"},\"e\":{\"from\":\"base_emb_dim\"}},"
+        "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
+        "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"w\":{\"shape\":[\"e\",\"e\"],\"dtype\":\"weight\",\"param\":true}");
+    const int n = 6 + rand() % 5;
+    for (int i = 0; i < n; i++) {
+        PUT(",\"t%d\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"", i);
+        if (rand() % 3) {
+            PUT(",\"checkpoint\":\"n%d\"", rand() % 5);
+        }
+        PUT("}");
+    }
+    PUT(",\"y\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}},\"ops\":[");
+    for (int i = 0; i < n; i++) {
+        char a[8], b[8];
+        int ia = rand() % (i + 1) - 1, ib = rand() % (i + 1) - 1;
+        snprintf(a, sizeof a, ia < 0 ? "x" : "t%d", ia);
+        snprintf(b, sizeof b, ib < 0 ? "x" : "t%d", ib);
+        switch (rand() % 4) {
+            case 0:
+                PUT("{\"name\":\"o%d\",\"op\":\"silu\",\"in\":[\"%s\"],\"out\":[\"t%d\"]},", i, a, i);
+                break;
+            case 1:
+                if (strcmp(a, b) == 0) {
+                    PUT("{\"name\":\"o%d\",\"op\":\"scale\",\"in\":[\"%s\"],\"out\":[\"t%d\"]},", i,
+                        a, i);
+                } else {
+                    PUT("{\"name\":\"o%d\",\"op\":\"mul\",\"in\":[\"%s\",\"%s\"],\"out\":[\"t%d\"]},",
+                        i, a, b, i);
+                }
+                break;
+            case 2:
+                PUT("{\"name\":\"o%d\",\"op\":\"einsum\",\"spec\":\"be,ef->bf\",\"in\":[\"%s\",\"w\"],"
+                    "\"out\":[\"t%d\"]},",
+                    i, a, i);
+                break;
+            default:
+                if (strcmp(a, b) == 0) {
+                    PUT("{\"name\":\"o%d\",\"op\":\"rmsnorm\",\"in\":[\"%s\",\"w\"],\"out\":[\"t%d\"]},",
+                        i, a, i);
+                    /* rmsnorm's scale must be [e]: use silu instead */
+                    len -= strlen("{\"name\":\"o\",\"op\":\"rmsnorm\",\"in\":[\"\",\"w\"],\"out\":[\"t\"]},") +
+                           (size_t)snprintf(NULL, 0, "%d%s%d", i, a, i);
+                    PUT("{\"name\":\"o%d\",\"op\":\"silu\",\"in\":[\"%s\"],\"out\":[\"t%d\"]},", i, a,
+                        i);
+                } else {
+                    PUT("{\"name\":\"o%d\",\"op\":\"add\",\"in\":[\"%s\",\"%s\"],\"out\":[\"t%d\"]},",
+                        i, a, b, i);
+                }
+                break;
+        }
+    }
+    PUT("{\"name\":\"out\",\"op\":\"add\",\"in\":[\"x\",\"t%d\"],\"out\":[\"y\"]}]}}", n - 1);
+#undef PUT
+    return t;
+}
+
+static void test_exact_on_random_graphs(void **state) {
+    (void)state;
+    for (unsigned seed = 1; seed <= 12; seed++) {
+        char *text = random_graph(seed);
+        const char *args[] = {"model_name=default", "per_device_batch_size=64", "base_emb_dim=256",
+                              "base_num_decoder_layers=3", "safety_margin=0", "host_link_bw=1e9",
+                              NULL};
+        fx_run_t *f = fx_analyze(text, args);
+        if (f->st) {
+            char line[768];
+            remat_error_format(&f->err, line, sizeof line);
+            fail_msg("seed %u: %s\n%s", seed, line, text);
+        }
+        uint64_t lo = preset_peak(f, "full", NULL), hi = preset_peak(f, "selective", NULL);
+        for (int k = 0; k <= 4; k++) {
+            f->cfg.hbm_budget = lo + (hi > lo ? (hi - lo) / 4 * (uint64_t)k : 0);
+            remat_solution_t s;
+            solve_both(f, &s);
+            assert_true(s.found); /* full's peak always fits */
+            check_replay(f, &s);
+            remat_solution_release(&s);
+        }
+        fx_free(f);
+        free(text);
+    }
+}
+
+/* llama3-70b on 64 TPU7x chips at per_device_batch_size 6: minimal does not
+   fit, full does; the solution fits and is faster than full. */
+static void test_beats_full_where_minimal_fails(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=llama3-70b", "topology=tpu7x-64", "per_device_batch_size=6",
+                          NULL};
+    fx_run_t *f = setup_run(NULL, args);
+    double full_step = 0, minimal_step = 0;
+    uint64_t usable = (uint64_t)((double)f->hw.hbm_bytes * 0.95);
+    assert_true(preset_peak(f, "minimal", &minimal_step) > usable);
+    assert_true(preset_peak(f, "full", &full_step) <= usable);
+    remat_solution_t s;
+    remat_solution_init(&s);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_solve(f->graph, &f->cfg, &f->hw, 0, &s, &err), REMAT_OK);
+    assert_true(s.found);
+    check_replay(f, &s);
+    assert_true(s.best.step_seconds < full_step);
+    /* and it does not need the whole space */
+    assert_true(s.evaluated * 4 < s.space);
+    /* explanations: every alternative is either over budget or no faster */
+    remat_explain_row_t rows[16];
+    assert_true(s.nnames <= 16);
+    assert_int_equal(remat_solve_explain(f->graph, &f->cfg, &f->hw, &s, rows, &err), REMAT_OK);
+    for (size_t i = 0; i < s.nnames; i++) {
+        for (size_t k = 0; k < rows[i].nalt; k++) {
+            const remat_alternative_t *a = &rows[i].alt[k];
+            assert_true(!a->fits || !a->host_fits || a->step_seconds >= s.best.step_seconds);
+        }
+    }
+    remat_solution_release(&s);
+    fx_free(f);
+}
+
+/* The frontier: non-dominated, ascending peak, descending time, and the
+   optimum is the fastest frontier point that fits. */
+static void test_frontier(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=llama3-8b", "per_device_batch_size=4",
+                          "base_num_decoder_layers=4", NULL};
+    fx_run_t *f = setup_run(NULL, args);
+    remat_solution_t s;
+    remat_solution_init(&s);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_solve(f->graph, &f->cfg, &f->hw, REMAT_SOLVE_FRONTIER, &s, &err),
+                     REMAT_OK);
+    assert_true(s.npoints >= 2);
+    const remat_point_t *fastest_fit = NULL;
+    for (size_t i = 0; i < s.npoints; i++) {
+        if (i) {
+            assert_true(s.points[i].peak_bytes > s.points[i - 1].peak_bytes);
+            assert_true(s.points[i].step_seconds < s.points[i - 1].step_seconds);
+        }
+        if (s.points[i].feasible) {
+            fastest_fit = &s.points[i];
+        }
+    }
+    assert_non_null(fastest_fit);
+    assert_true(fastest_fit->step_seconds == s.best.step_seconds);
+    remat_solution_release(&s);
+    fx_free(f);
+}
+
+static void test_largest_batch(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=llama3-8b", "per_device_batch_size=1", NULL};
+    fx_run_t *f = setup_run(NULL, args);
+    remat_error_t err;
+    remat_error_init(&err);
+    double b = 0;
+    assert_int_equal(remat_largest_batch(f->graph, &f->cfg, f->policy, &f->hw, &b, &err), REMAT_OK);
+    assert_true(b >= 1);
+    /* b fits, b + 1 does not */
+    remat_result_t r;
+    remat_result_init(&r);
+    f->cfg.per_device_batch_size = b;
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, f->policy, &f->hw, &r, &err), REMAT_OK);
+    assert_true(r.fits_margin);
+    f->cfg.per_device_batch_size = b + 1;
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, f->policy, &f->hw, &r, &err), REMAT_OK);
+    assert_false(r.fits_margin);
+    remat_result_release(&r);
+    fx_free(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exact_on_builtin_graphs),
+        cmocka_unit_test(test_exact_on_random_graphs),
+        cmocka_unit_test(test_beats_full_where_minimal_fails),
+        cmocka_unit_test(test_frontier),
+        cmocka_unit_test(test_largest_batch),
+    };
+    return cmocka_run_group_tests_name("solve", tests, NULL, NULL);
+}
