@@ -21,6 +21,10 @@
  * remat_resolve, remat_analyze, free) and (b) with graph/policy/hardware
  * resolved once per model x policy (remat_config_build, remat_analyze).
  *
+ * Part 3, the solver on llama3.1-405b, 256 TPU7x chips, per_device_batch_size 2
+ * (the budget binds): `remat solve` (branch and bound), the frontier, and
+ * exhaustive enumeration, in ms per call, with the ratio to exhaustive.
+ *
  * Output: a plain table on stdout with a fixed column layout; only the
  * measured times vary between runs. Exit 0, or 1 when an analysis fails,
  * 2 on a bad argument.
@@ -39,6 +43,7 @@
 #include "remat/hw.h"
 #include "remat/policy.h"
 #include "remat/sim.h"
+#include "remat/solve.h"
 
 static const char *const models[] = {"llama3-70b", "llama3.1-405b"};
 #define NMODELS (sizeof models / sizeof models[0])
@@ -331,6 +336,66 @@ static void bench_sweep(void) {
     }
 }
 
+/* Part 3: the solver. */
+typedef struct solve_ctx {
+    const remat_graph_t *g;
+    const remat_config_t *cfg;
+    const remat_hw_t *hw;
+    unsigned flags;
+    remat_solution_t s;
+} solve_ctx_t;
+
+static void run_solve(void *arg) {
+    solve_ctx_t *c = arg;
+    remat_error_t err;
+    remat_error_init(&err);
+    if (remat_solve(c->g, c->cfg, c->hw, c->flags, &c->s, &err)) {
+        die("solve", &err);
+    }
+}
+
+static void bench_solve(void) {
+    const char *args[] = {"model_name=llama3.1-405b", "topology=tpu7x-256",
+                          "per_device_batch_size=2"};
+    remat_config_t cfg;
+    remat_error_t err;
+    remat_error_init(&err);
+    if (remat_config_build(NULL, 3, (char *const *)args, &cfg, &err)) {
+        die("config", &err);
+    }
+    remat_graph_t *g = NULL;
+    remat_policy_t *p = NULL;
+    remat_hw_t hw;
+    if (remat_resolve(&cfg, &g, &p, &hw, &err)) {
+        die("resolve", &err);
+    }
+    static const struct {
+        const char *label;
+        unsigned flags;
+    } modes[] = {{"solve (branch and bound)", 0},
+                 {"solve --frontier", REMAT_SOLVE_FRONTIER},
+                 {"solve --exhaustive", REMAT_SOLVE_EXHAUSTIVE}};
+    double ms[3];
+    printf("%-28s %10s %10s %8s %10s %11s\n", "llama3.1-405b, 256 chips", "ms", "best_ms",
+           "iters", "analyses", "placements");
+    for (int m = 0; m < 3; m++) {
+        solve_ctx_t c = {g, &cfg, &hw, modes[m].flags, {0}};
+        remat_solution_init(&c.s);
+        unsigned long iters = 0;
+        double best = 0;
+        double t = time_loop(run_solve, &c, &iters, &best);
+        ms[m] = t * 1e3;
+        printf("%-28s %10.2f %10.2f %8lu %10llu %11llu\n", modes[m].label, t * 1e3, best * 1e3,
+               iters, (unsigned long long)c.s.evaluated, (unsigned long long)c.s.space);
+        remat_solution_release(&c.s);
+    }
+    printf("exhaustive enumeration takes %.1fx the time of branch and bound and %.2fx that of "
+           "the frontier\n",
+           ms[2] / ms[0], ms[2] / ms[1]);
+    remat_graph_free(g);
+    remat_policy_free(p);
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
@@ -357,5 +422,7 @@ int main(int argc, char **argv) {
     }
     printf("\n");
     bench_sweep();
+    printf("\n");
+    bench_solve();
     return 0;
 }

@@ -377,11 +377,75 @@ static remat_place_t stronger(remat_place_t a, remat_place_t b) {
     return rank[b] > rank[a] ? b : a;
 }
 
+/* The layer's reverse graph for planning, kept with the plan storage:
+   vertices are tensors [0, nt), ops [nt, nt + no) and the ops' RNG
+   vertices [nt + no, nt + 2no); edges run from an op to each input and from
+   a tensor to its producer (a dropout mask to its op's RNG vertex: a mask is
+   regenerated from the key alone). */
+typedef struct plan_cache {
+    const remat_graph_t *g;
+    igraph_t ig;
+    igraph_vector_int_t roots, allowed, order;
+} plan_cache_t;
+
+static void plan_cache_free(plan_cache_t *c) {
+    if (!c) {
+        return;
+    }
+    igraph_destroy(&c->ig);
+    igraph_vector_int_destroy(&c->roots);
+    igraph_vector_int_destroy(&c->allowed);
+    igraph_vector_int_destroy(&c->order);
+    free(c);
+}
+
+static igraph_error_t plan_cache(const remat_graph_t *g, remat_plan_t *plan) {
+    plan_cache_t *c = plan->cache;
+    if (c && c->g == g) {
+        return IGRAPH_SUCCESS;
+    }
+    plan_cache_free(c);
+    plan->cache = NULL;
+    const remat_block_t *b = &g->layer;
+    size_t nt = b->ntensors, no = b->nops;
+    igraph_vector_int_t edges;
+    igraph_error_t ist = igraph_vector_int_init(&edges, 0);
+    if (ist) {
+        return ist;
+    }
+    for (size_t j = 0; j < no && !ist; j++) {
+        const remat_op_t *op = &b->ops[j];
+        for (size_t i = 0; i < op->nin && !ist; i++) {
+            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)(nt + j));
+            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)op->in[i]);
+        }
+        for (size_t i = 0; i < op->nout && !ist; i++) {
+            size_t producer = op->kind == REMAT_OP_DROPOUT && i == 1 ? nt + no + j : nt + j;
+            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)op->out[i]);
+            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)producer);
+        }
+    }
+    c = remat_i_xcalloc(1, sizeof *c);
+    if (!ist && !(ist = igraph_create(&c->ig, &edges, (igraph_integer_t)(nt + 2 * no),
+                                      IGRAPH_DIRECTED))) {
+        igraph_vector_int_init(&c->roots, 0);
+        igraph_vector_int_init(&c->allowed, 0);
+        igraph_vector_int_init(&c->order, 0);
+        c->g = g;
+        plan->cache = c;
+    } else {
+        free(c);
+    }
+    igraph_vector_int_destroy(&edges);
+    return ist;
+}
+
 void remat_plan_init(remat_plan_t *plan) {
     memset(plan, 0, sizeof *plan);
 }
 
 void remat_plan_release(remat_plan_t *plan) {
+    plan_cache_free(plan->cache);
     free(plan->asked);
     free(plan->fate);
     free(plan->unused);
@@ -447,64 +511,63 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
         plan->asked[i] = t->param ? REMAT_PLACE_DEVICE : place;
         plan->unused[i] = chosen; /* refined once the needed set is known */
     }
-    /* BFS against the forward edges from everything backward reads, over a
-       graph whose producer -> tensor edges are cut for saveable tensors. */
+    /* BFS against the forward edges from the residuals backward reads, on
+       the layer's reverse graph (built once per plan storage, cached),
+       restricted to ops and to tensors that are not saveable: a saveable
+       tensor ends the walk. It is needed when it is a residual or an input
+       of an op the walk reaches. */
     igraph_error_handler_t *old = igraph_set_error_handler(igraph_error_handler_ignore);
-    igraph_vector_int_t edges, roots, order;
-    igraph_t ig;
     remat_status_t st = REMAT_OK;
-    igraph_error_t ist = igraph_vector_int_init(&edges, 0);
-    ist = ist ? ist : igraph_vector_int_init(&roots, 0);
-    ist = ist ? ist : igraph_vector_int_init(&order, 0);
-    if (ist) {
-        igraph_set_error_handler(old);
-        return remat_error_set(err, REMAT_E_NOMEM, NULL, NULL, "out of memory in igraph");
-    }
-    for (size_t j = 0; j < no && !ist; j++) {
-        const remat_op_t *op = &b->ops[j];
-        for (size_t i = 0; i < op->nin && !ist; i++) {
-            /* Edge direction is consumer -> input so that an OUT walk from
-               the residuals visits what rebuilding them needs. */
-            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)(nt + j));
-            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)op->in[i]);
-        }
-        for (size_t i = 0; i < op->nout && !ist; i++) {
-            if (plan->asked[op->out[i]] != REMAT_PLACE_REMAT) {
+    igraph_error_t ist = plan_cache(g, plan);
+    if (!ist) {
+        plan_cache_t *c = plan->cache;
+        igraph_vector_int_clear(&c->roots);
+        igraph_vector_int_clear(&c->allowed);
+        for (size_t i = 0; i < nt && !ist; i++) {
+            if (b->tensors[i].param || plan->asked[i] != REMAT_PLACE_REMAT) {
                 continue;
             }
-            /* A dropout mask is regenerated from the RNG key alone: it leads
-               to the op's RNG vertex, which reads no input. */
-            size_t producer = nt + j;
-            if (op->kind == REMAT_OP_DROPOUT && i == 1) {
-                producer = nt + no + j;
+            ist = igraph_vector_int_push_back(&c->allowed, (igraph_integer_t)i);
+            if (!ist && b->tensors[i].residual) {
+                ist = igraph_vector_int_push_back(&c->roots, (igraph_integer_t)i);
             }
-            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)op->out[i]);
-            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)producer);
+        }
+        for (size_t v = nt; v < nt + 2 * no && !ist; v++) {
+            ist = igraph_vector_int_push_back(&c->allowed, (igraph_integer_t)v);
+        }
+        igraph_vector_int_clear(&c->order);
+        if (!ist && igraph_vector_int_size(&c->roots) > 0) {
+            ist = igraph_bfs(&c->ig, 0, &c->roots, IGRAPH_OUT, false, &c->allowed, &c->order,
+                             NULL, NULL, NULL, NULL, NULL, NULL, NULL);
         }
     }
-    for (size_t i = 0; i < nt && !ist; i++) {
-        if ((b->tensors[i].residual || i == x) && !b->tensors[i].param) {
-            ist = igraph_vector_int_push_back(&roots, (igraph_integer_t)i);
-        }
-    }
-    bool built = false;
     if (!ist) {
-        ist = igraph_create(&ig, &edges, (igraph_integer_t)(nt + 2 * no), IGRAPH_DIRECTED);
-        built = !ist;
-    }
-    if (!ist) {
-        ist = igraph_bfs(&ig, 0, &roots, IGRAPH_OUT, false, NULL, &order, NULL, NULL, NULL, NULL,
-                         NULL, NULL, NULL);
-    }
-    if (!ist) {
+        plan_cache_t *c = plan->cache;
         memset(plan->needed, 0, (nt + no) * sizeof *plan->needed);
         memset(plan->recompute_op, 0, no * sizeof *plan->recompute_op);
-        for (igraph_integer_t i = 0; i < igraph_vector_int_size(&order); i++) {
-            igraph_integer_t v = VECTOR(order)[i];
+        for (igraph_integer_t i = 0; i < igraph_vector_int_size(&c->order); i++) {
+            igraph_integer_t v = VECTOR(c->order)[i];
             if (v >= 0 && (size_t)v < nt + no) {
                 plan->needed[v] = true;
             } else if (v >= 0) {
                 plan->recompute_op[(size_t)v - nt - no] = true; /* mask regeneration */
+            }
+        }
+        for (size_t i = 0; i < nt; i++) {
+            if (!b->tensors[i].param && plan->asked[i] != REMAT_PLACE_REMAT &&
+                (b->tensors[i].residual || i == x)) {
+                plan->needed[i] = true; /* kept: read by backward, or the scan carry */
+            }
+        }
+        for (size_t j = 0; j < no; j++) {
+            if (!plan->needed[nt + j]) {
+                continue;
+            }
+            for (size_t i = 0; i < b->ops[j].nin; i++) {
+                size_t t = b->ops[j].in[i];
+                if (!b->tensors[t].param && plan->asked[t] != REMAT_PLACE_REMAT) {
+                    plan->needed[t] = true; /* read to re-run a needed op */
+                }
             }
         }
         for (size_t j = 0; j < no; j++) {
@@ -538,12 +601,6 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
         st = remat_error_set(err, ist == IGRAPH_ENOMEM ? REMAT_E_NOMEM : REMAT_E_INTERNAL, NULL,
                              NULL, "igraph error while planning: %s", igraph_strerror(ist));
     }
-    if (built) {
-        igraph_destroy(&ig);
-    }
-    igraph_vector_int_destroy(&edges);
-    igraph_vector_int_destroy(&roots);
-    igraph_vector_int_destroy(&order);
     igraph_set_error_handler(old);
     return st;
 }

@@ -313,7 +313,7 @@ static void for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
         fn(ctx, buf);
     }
     const remat_block_t *b = &r->graph->layer;
-    for (size_t p = 0; p < r->nprofiles; p++) {
+    for (size_t p = 0; p < r->nprofiles && r->profiles[p].tensors; p++) {
         for (size_t i = 0; i < b->ntensors; i++) {
             if (!r->profiles[p].tensors[i].unused) {
                 continue;

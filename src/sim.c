@@ -38,6 +38,7 @@
 
 #include "graph_internal.h"
 #include "remat/builtin.h"
+#include "sim_internal.h"
 #include "util.h"
 
 static const char *const cat_names[REMAT_CAT_COUNT] = {
@@ -789,9 +790,38 @@ static remat_status_t sum_checked(uint64_t *acc, uint64_t a, uint64_t times, con
     return REMAT_OK;
 }
 
+static void plan_copy(remat_plan_t *dst, const remat_plan_t *src) {
+    remat_plan_init(dst);
+    dst->ntensors = src->ntensors;
+    dst->nops = src->nops;
+    size_t nt = src->ntensors, no = src->nops;
+    dst->asked = remat_i_xmalloc(nt * sizeof *dst->asked);
+    dst->fate = remat_i_xmalloc(nt * sizeof *dst->fate);
+    dst->unused = remat_i_xmalloc(nt * sizeof *dst->unused);
+    dst->needed = remat_i_xmalloc((nt + no) * sizeof *dst->needed);
+    dst->recompute_op = remat_i_xmalloc(no * sizeof *dst->recompute_op);
+    memcpy(dst->asked, src->asked, nt * sizeof *dst->asked);
+    memcpy(dst->fate, src->fate, nt * sizeof *dst->fate);
+    memcpy(dst->unused, src->unused, nt * sizeof *dst->unused);
+    memcpy(dst->needed, src->needed, (nt + no) * sizeof *dst->needed);
+    memcpy(dst->recompute_op, src->recompute_op, no * sizeof *dst->recompute_op);
+}
+
 static remat_status_t plan_profiles(const remat_graph_t *g, const remat_policy_t *policy,
                                     const remat_config_t *cfg, size_t L, size_t *profile_of,
-                                    remat_result_t *r, remat_error_t *err) {
+                                    const remat_plan_t *given, remat_result_t *r,
+                                    remat_error_t *err) {
+    if (given && policy->nranges == 0) {
+        /* A uniform policy the caller already planned (the solver). */
+        r->profiles = remat_i_xcalloc(1, sizeof *r->profiles);
+        plan_copy(&r->profiles[0].plan, given);
+        r->profiles[0].first = 0;
+        r->profiles[0].last = L - 1;
+        r->profiles[0].nlayers = L;
+        r->nprofiles = 1;
+        memset(profile_of, 0, L * sizeof *profile_of);
+        return REMAT_OK;
+    }
     if (policy->nranges > 64) {
         return remat_error_set(err, REMAT_E_POLICY, policy->source, "$.layers",
                                "at most 64 layer ranges");
@@ -970,9 +1000,43 @@ static void simulate_stage(const stage_ctx_t *c, size_t first, size_t last, bool
     }
 }
 
+/* The bound blocks of one (graph, config, hardware), for callers that
+   analyze many policies of the same run (sim_internal.h). */
+struct remat_i_bind_cache {
+    bool valid;
+    const remat_graph_t *g;
+    const remat_hw_t *hw;
+    remat_config_t cfg;
+    bound_t lb, hb;
+};
+
+remat_i_bind_cache_t *remat_i_bind_cache_new(void) {
+    return remat_i_xcalloc(1, sizeof(remat_i_bind_cache_t));
+}
+
+void remat_i_bind_cache_free(remat_i_bind_cache_t *c) {
+    if (c) {
+        bound_release(&c->lb);
+        bound_release(&c->hb);
+        free(c);
+    }
+}
+
+static bool cache_hit(const remat_i_bind_cache_t *c, const remat_graph_t *g,
+                      const remat_config_t *cfg, const remat_hw_t *hw) {
+    return c && c->valid && c->g == g && c->hw == hw && memcmp(&c->cfg, cfg, sizeof *cfg) == 0;
+}
+
 remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                              const remat_policy_t *policy, const remat_hw_t *hw,
                              remat_result_t *r, remat_error_t *err) {
+    return remat_i_analyze(g, cfg, policy, hw, NULL, false, NULL, r, err);
+}
+
+remat_status_t remat_i_analyze(const remat_graph_t *g, const remat_config_t *cfg,
+                               const remat_policy_t *policy, const remat_hw_t *hw,
+                               const remat_plan_t *plan, bool lite, remat_i_bind_cache_t *cache,
+                               remat_result_t *r, remat_error_t *err) {
     remat_result_release(r);
     r->graph = g;
     r->policy = policy;
@@ -1034,9 +1098,10 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
             r->dim_size[d] = dim->value;
         }
     }
-    bound_t lb, hb;
-    memset(&lb, 0, sizeof lb);
-    memset(&hb, 0, sizeof hb);
+    bound_t lb_local, hb_local;
+    memset(&lb_local, 0, sizeof lb_local);
+    memset(&hb_local, 0, sizeof hb_local);
+    bound_t *lb = &lb_local, *hb = &hb_local;
     scratch_t s;
     size_t nscratch = g->layer.ntensors;
     if (g->has_head && g->head.ntensors > nscratch) {
@@ -1045,15 +1110,36 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     scratch_init(&s, nscratch);
     size_t *profile_of = remat_i_xcalloc(L, sizeof *profile_of);
     tpl_t *tpls = NULL;
-    if ((st = bind_block(g, &g->layer, cfg, mesh, r->dim_size, false, &lb, err))) {
-        goto out;
-    }
-    if (g->has_head && (st = bind_block(g, &g->head, cfg, mesh, r->dim_size, true, &hb, err))) {
-        goto out;
-    }
-    op_times(&g->layer, cfg, hw, &lb);
-    if (g->has_head) {
-        op_times(&g->head, cfg, hw, &hb);
+    const bool cached = cache_hit(cache, g, cfg, hw);
+    if (cached) {
+        lb = &cache->lb;
+        hb = &cache->hb;
+    } else {
+        if ((st = bind_block(g, &g->layer, cfg, mesh, r->dim_size, false, lb, err))) {
+            goto out;
+        }
+        if (g->has_head && (st = bind_block(g, &g->head, cfg, mesh, r->dim_size, true, hb, err))) {
+            goto out;
+        }
+        op_times(&g->layer, cfg, hw, lb);
+        if (g->has_head) {
+            op_times(&g->head, cfg, hw, hb);
+        }
+        if (cache) {
+            /* The cache takes the bound blocks over. */
+            bound_release(&cache->lb);
+            bound_release(&cache->hb);
+            cache->lb = *lb;
+            cache->hb = *hb;
+            memset(lb, 0, sizeof *lb);
+            memset(hb, 0, sizeof *hb);
+            lb = &cache->lb;
+            hb = &cache->hb;
+            cache->g = g;
+            cache->hw = hw;
+            cache->cfg = *cfg;
+            cache->valid = true;
+        }
     }
     /* Params by the part of the step that uses them, and the model's count. */
     static_part_t layer = {0}, pre = {0}, post = {0};
@@ -1064,7 +1150,7 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     for (size_t i = 0; i < g->layer.ntensors; i++) {
         const remat_tensor_t *t = &g->layer.tensors[i];
         if (t->param) {
-            add_param(&layer, &lb, t, i);
+            add_param(&layer, lb, t, i);
             uint64_t n = 1;
             for (size_t j = 0; j < t->rank; j++) {
                 n *= r->dim_size[t->dim[j]];
@@ -1074,10 +1160,10 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                parameters in host RAM they are brought to HBM likewise. */
             if (fsdp || cfg->parameter_memory_host_offload) {
                 unsigned wb = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, t->dtype);
-                col.gathered += lb.gnumel[i] * wb;
+                col.gathered += lb->gnumel[i] * wb;
             }
             if (fsdp) {
-                col.grad_buffer += lb.gnumel[i] * remat_dtype_bytes(cfg->grad_dtype);
+                col.grad_buffer += lb->gnumel[i] * remat_dtype_bytes(cfg->grad_dtype);
             }
         }
     }
@@ -1105,31 +1191,34 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
             }
         }
         if (in_pre) {
-            add_param(&pre, &hb, t, i);
+            add_param(&pre, hb, t, i);
         }
         if (in_post && (!in_pre || stages > 1)) {
-            add_param(&post, &hb, t, i);
+            add_param(&post, hb, t, i);
         }
     }
     r->param_count = global;
     /* Plans and profiles. */
-    if ((st = plan_profiles(g, policy, cfg, L, profile_of, r, err))) {
+    if ((st = plan_profiles(g, policy, cfg, L, profile_of, plan, r, err))) {
         goto out;
     }
     tpls = remat_i_xcalloc(r->nprofiles, sizeof *tpls);
     for (size_t p = 0; p < r->nprofiles; p++) {
         remat_profile_t *pr = &r->profiles[p];
         const remat_block_t *b = &g->layer;
-        profile_layer(b, &lb, &pr->plan, &col, &s, &tpls[p]);
+        profile_layer(b, lb, &pr->plan, &col, &s, &tpls[p]);
         pr->fwd_peak_rel = tpls[p].fwd_peak > 0 ? (uint64_t)tpls[p].fwd_peak : 0;
         pr->bwd_peak_rel = tpls[p].bwd_peak > 0 ? (uint64_t)tpls[p].bwd_peak : 0;
+        if (lite) {
+            continue; /* the solver reads only the verdict and the times */
+        }
         pr->tensors = remat_i_xcalloc(b->ntensors, sizeof *pr->tensors);
         for (size_t i = 0; i < b->ntensors; i++) {
             const remat_tensor_t *t = &b->tensors[i];
             remat_tensor_row_t *row = &pr->tensors[i];
             row->tensor = i;
-            memcpy(row->shape, lb.tdim[i], sizeof row->shape);
-            row->bytes = lb.bytes[i];
+            memcpy(row->shape, lb->tdim[i], sizeof row->shape);
+            row->bytes = lb->bytes[i];
             row->asked = pr->plan.asked[i];
             row->fate = pr->plan.fate[i];
             row->unused = pr->plan.unused[i];
@@ -1144,14 +1233,14 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                     }
                 }
                 if (first == i) {
-                    row->recompute_flops = lb.fwd[t->producer];
+                    row->recompute_flops = lb->fwd[t->producer];
                 }
             }
             if (t->storage == i && s.cls[i] != B_TRANS) {
                 remat_fate_t f = s.cls[i] == B_KEEP ? REMAT_FATE_DEVICE : REMAT_FATE_OFFLOAD;
                 remat_name_row_t *nr = name_row(r, buffer_name(b, &pr->plan, i, f));
                 uint64_t *acc = f == REMAT_FATE_DEVICE ? &nr->saved_bytes : &nr->offloaded_bytes;
-                if ((st = sum_checked(acc, lb.kbytes[i], pr->nlayers, "saved bytes", err))) {
+                if ((st = sum_checked(acc, lb->kbytes[i], pr->nlayers, "saved bytes", err))) {
                     goto out;
                 }
             }
@@ -1167,7 +1256,7 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                     break;
                 }
             }
-            if ((st = sum_checked(&name_row(r, name)->recompute_flops, lb.fwd[j], pr->nlayers,
+            if ((st = sum_checked(&name_row(r, name)->recompute_flops, lb->fwd[j], pr->nlayers,
                                   "recompute FLOPs", err))) {
                 goto out;
             }
@@ -1222,7 +1311,7 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     r->nstages = stages;
     r->stages = remat_i_xcalloc(stages, sizeof *r->stages);
     const size_t Ls = L / stages;
-    stage_ctx_t sc = {g, cfg, &lb, &hb, tpls, profile_of, &s,
+    stage_ctx_t sc = {g, cfg, lb, hb, tpls, profile_of, &s,
                       fsdp || cfg->parameter_memory_host_offload};
     const bool adafactor = strcmp(cfg->opt_type, "adafactor") == 0;
     const bool adam = strcmp(cfg->opt_type, "adamw") == 0 || strcmp(cfg->opt_type, "adam_pax") == 0;
@@ -1339,12 +1428,12 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     for (size_t p = 0; g->has_head && p < g->head.nops; p++) {
         bool mine = p < g->head_npre ? w->index == 0 : w->index == stages - 1;
         size_t j = g->head.order[p];
-        if (mine && ((st = sum_checked(&r->forward_flops, hb.fwd[j], steps, "FLOPs", err)) ||
-                     (st = sum_checked(&r->backward_flops, hb.bwd[j], steps, "FLOPs", err)))) {
+        if (mine && ((st = sum_checked(&r->forward_flops, hb->fwd[j], steps, "FLOPs", err)) ||
+                     (st = sum_checked(&r->backward_flops, hb->bwd[j], steps, "FLOPs", err)))) {
             goto out;
         }
         if (mine) {
-            stage_mb_seconds += hb.fwd_s[j] + hb.bwd_s[j];
+            stage_mb_seconds += hb->fwd_s[j] + hb->bwd_s[j];
         }
     }
     r->h2d_bytes = r->d2h_bytes;
@@ -1393,8 +1482,8 @@ out:
     free(tpls);
     free(profile_of);
     scratch_release(&s);
-    bound_release(&lb);
-    bound_release(&hb);
+    bound_release(&lb_local);
+    bound_release(&hb_local);
     if (st) {
         remat_result_release(r);
     }

@@ -25,6 +25,7 @@
 #include <igraph.h>
 
 #include "remat/sim.h"
+#include "sim_internal.h"
 #include "util.h"
 
 void remat_solution_init(remat_solution_t *s) {
@@ -148,6 +149,7 @@ typedef struct ctx {
     remat_place_t *cur, *tmp;
     remat_point_t best;
     bool found;
+    remat_i_bind_cache_t *cache;
     remat_error_t *err;
 } ctx_t;
 
@@ -211,7 +213,8 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, remat_point_t *
         }
         k = (k + 1) & (c->cap - 1);
     }
-    if ((st = remat_analyze(c->g, c->cfg, c->policy, c->hw, &c->r, c->err))) {
+    if ((st = remat_i_analyze(c->g, c->cfg, c->policy, c->hw, &c->plan, true, c->cache, &c->r,
+                              c->err))) {
         return st;
     }
     c->s->evaluated++;
@@ -352,6 +355,7 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     }
     remat_plan_init(&c.plan);
     remat_result_init(&c.r);
+    c.cache = remat_i_bind_cache_new();
     c.cur = remat_i_xcalloc(c.n + 1, sizeof *c.cur);
     c.tmp = remat_i_xcalloc(c.n + 1, sizeof *c.tmp);
     s->space = 2;
@@ -394,6 +398,7 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     free(c.tmp);
     remat_plan_release(&c.plan);
     remat_result_release(&c.r);
+    remat_i_bind_cache_free(c.cache);
     remat_policy_free(c.policy);
     return st;
 }

@@ -102,6 +102,7 @@ typedef struct remat_plan {
     bool *unused;          /* a saveable placement on a tensor backward never reads */
     bool *needed;          /* read in backward (directly or by recompute) */
     bool *recompute_op;    /* op re-run in backward (a dropout also to regenerate its mask) */
+    void *cache;           /* private: the graph's planning structure, reused */
 } remat_plan_t;
 
 void remat_plan_init(remat_plan_t *plan);
