@@ -932,7 +932,7 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
         return;
     }
     if (!s->found) {
-        fprintf(out, "no placement of the %zu names fits", s->nnames);
+        fprintf(out, "remat solve: no placement fits\n");
     } else {
         char b[64], u[64];
         remat_format_bytes(best->peak_bytes, b, sizeof b);
@@ -941,8 +941,9 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
                 best->config->model_name, best->hw->name, best->step_seconds, 100.0 * best->mfu,
                 b, u);
     }
-    fprintf(out, "%s%zu names, %" PRIu64 " placements, %" PRIu64 " analyses (distinct layer plans)\n",
-            s->found ? "searched " : " (searched ", s->nnames, s->space, s->evaluated);
+    fprintf(out, "searched %zu names, %" PRIu64 " placements, %" PRIu64
+                 " analyses (distinct layer plans)\n",
+            s->nnames, s->space, s->evaluated);
     if (s->found) {
         overrides_text(ch, s->nnames, line, sizeof line);
         fprintf(out, "\nMaxText overrides:\n  %s\n", line);
