@@ -344,7 +344,7 @@ static int cmd_solve(const opts_t *o) {
         if (!f) {
             st = remat_error_set(&err, REMAT_E_IO, o->emit_policy, NULL, "cannot write file");
         } else {
-            char desc[256];
+            char desc[REMAT_STR_LEN * 2 + 128];
             snprintf(desc, sizeof desc, "solved by remat for %s on %s (step %.6f s, peak %llu B)",
                      j->cfg.model_name, j->hw.name, j->result.step_seconds,
                      (unsigned long long)j->result.peak_bytes);

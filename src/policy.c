@@ -348,7 +348,8 @@ remat_status_t remat_policy_check(const remat_policy_t *p, const remat_graph_t *
 
 /* Placement of one checkpoint name at @p layer: the last range covering the
    layer wins, then the policy's own names, then `remat` (MaxText's default). */
-static bool lookup(const remat_policy_t *p, const char *name, size_t layer, remat_place_t *out) {
+bool remat_policy_lookup(const remat_policy_t *p, const char *name, size_t layer,
+                         remat_place_t *out) {
     for (size_t r = p->nranges; r-- > 0;) {
         const remat_policy_range_t *R = &p->ranges[r];
         if (layer < R->first || layer > R->last) {
@@ -487,7 +488,7 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
             /* The scan carry is saved under every policy; only custom's
                decoder_layer_input=offload moves it to host. */
             place = REMAT_PLACE_DEVICE;
-            if (lookup(p, "decoder_layer_input", layer, &named) && named == REMAT_PLACE_OFFLOAD) {
+            if (remat_policy_lookup(p, "decoder_layer_input", layer, &named) && named == REMAT_PLACE_OFFLOAD) {
                 place = REMAT_PLACE_OFFLOAD;
             }
         } else if (!keep_all && p->predicate != REMAT_PRED_NONE && t->producer != REMAT_NONE &&
@@ -500,7 +501,7 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p,
             bool placed = false;
             remat_place_t best = REMAT_PLACE_REMAT;
             for (size_t j = 0; j < t->ntags; j++) {
-                if (lookup(p, t->tags[j], layer, &named)) {
+                if (remat_policy_lookup(p, t->tags[j], layer, &named)) {
                     best = placed ? stronger(best, named) : named;
                     placed = true;
                 }

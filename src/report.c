@@ -835,6 +835,30 @@ static long dominated_by(const remat_solution_t *s, uint64_t peak, double step) 
     return -1;
 }
 
+/* 1.23 GiB, 45.6 MiB or 789 B: three significant figures for a table. */
+static void human_bytes(uint64_t b, char *buf, size_t size) {
+    if (b >= (1ull << 30)) {
+        snprintf(buf, size, "%.2f GiB", (double)b / GIB);
+    } else if (b >= (1ull << 20)) {
+        snprintf(buf, size, "%.1f MiB", (double)b / (1 << 20));
+    } else if (b >= 1024) {
+        snprintf(buf, size, "%.1f KiB", (double)b / 1024);
+    } else {
+        snprintf(buf, size, "%llu B", (unsigned long long)b);
+    }
+}
+
+/* The name's row in the optimum's per-name table (bytes kept, offloaded,
+   re-run FLOPs), or NULL when the plan gives it none. */
+static const remat_name_row_t *name_stats(const remat_result_t *r, const char *name) {
+    for (size_t i = 0; r && i < r->nnames; i++) {
+        if (strcmp(r->names[i].name, name) == 0) {
+            return &r->names[i];
+        }
+    }
+    return NULL;
+}
+
 static const char *alt_reason(const remat_alternative_t *a, const remat_solution_t *s, char *buf,
                               size_t size) {
     if (!a->fits) {
@@ -879,6 +903,10 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
                 json_t *e = json_object();
                 json_object_set_new(e, "name", json_string(rows[i].name));
                 json_object_set_new(e, "placement", json_string(remat_place_name(rows[i].place)));
+                const remat_name_row_t *ns = name_stats(best, rows[i].name);
+                json_object_set_new(e, "saved_bytes", jint(ns ? ns->saved_bytes : 0));
+                json_object_set_new(e, "offloaded_bytes", jint(ns ? ns->offloaded_bytes : 0));
+                json_object_set_new(e, "recompute_flops", jint(ns ? ns->recompute_flops : 0));
                 json_t *alts = json_array();
                 for (size_t k = 0; k < rows[i].nalt; k++) {
                     const remat_alternative_t *a = &rows[i].alt[k];
@@ -949,9 +977,21 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
         fprintf(out, "\nMaxText overrides:\n  %s\n", line);
     }
     if (rows) {
-        fprintf(out, "\nwhy each name got its placement\n");
+        fprintf(out, "\nwhy each name got its placement (its bytes: all layers, one micro-batch)\n");
         for (size_t i = 0; i < s->nnames; i++) {
-            fprintf(out, "  %-22s %-8s", rows[i].name, remat_place_name(rows[i].place));
+            const remat_name_row_t *ns = name_stats(best, rows[i].name);
+            char bytes[64] = "", size[32];
+            if (ns && ns->saved_bytes) {
+                human_bytes(ns->saved_bytes, size, sizeof size);
+                snprintf(bytes, sizeof bytes, "%s in HBM", size);
+            } else if (ns && ns->offloaded_bytes) {
+                human_bytes(ns->offloaded_bytes, size, sizeof size);
+                snprintf(bytes, sizeof bytes, "%s to host", size);
+            } else if (ns && ns->recompute_flops) {
+                snprintf(bytes, sizeof bytes, "%.3g FLOPs re-run", (double)ns->recompute_flops);
+            }
+            fprintf(out, "  %-22s %-8s %-18s ", rows[i].name, remat_place_name(rows[i].place),
+                    bytes);
             for (size_t k = 0; k < rows[i].nalt; k++) {
                 fprintf(out, "%s%s: %s", k ? "; " : "", remat_place_name(rows[i].alt[k].place),
                         alt_reason(&rows[i].alt[k], s, why, sizeof why));

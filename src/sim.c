@@ -767,10 +767,21 @@ static remat_name_row_t *name_row(remat_result_t *r, const char *name) {
 
 /* The checkpoint name a buffer's bytes are reported under: the first tag of
    a member with the buffer's fate, the owner first. */
-static const char *buffer_name(const remat_block_t *b, const remat_plan_t *plan, size_t buf,
+static const char *buffer_name(const remat_block_t *b, const remat_plan_t *plan,
+                               const remat_policy_t *policy, size_t layer, size_t buf,
                                remat_fate_t fate) {
-    if (b->tensors[buf].ntags) {
-        return b->tensors[buf].tags[0]; /* the buffer's own name: gpt3's qkv_proj */
+    /* The buffer's own name (gpt3's qkv_proj), the one that placed it there
+       when it has several (llama's context and attention_out). */
+    const remat_tensor_t *t = &b->tensors[buf];
+    remat_place_t want = fate == REMAT_FATE_DEVICE ? REMAT_PLACE_DEVICE : REMAT_PLACE_OFFLOAD;
+    for (size_t k = 0; k < t->ntags; k++) {
+        remat_place_t got;
+        if (remat_policy_lookup(policy, t->tags[k], layer, &got) && got == want) {
+            return t->tags[k];
+        }
+    }
+    if (t->ntags) {
+        return t->tags[0];
     }
     for (size_t i = 0; i < b->ntensors; i++) {
         if (b->tensors[i].storage == buf && plan->fate[i] == fate && b->tensors[i].ntags) {
@@ -1238,7 +1249,8 @@ remat_status_t remat_i_analyze(const remat_graph_t *g, const remat_config_t *cfg
             }
             if (t->storage == i && s.cls[i] != B_TRANS) {
                 remat_fate_t f = s.cls[i] == B_KEEP ? REMAT_FATE_DEVICE : REMAT_FATE_OFFLOAD;
-                remat_name_row_t *nr = name_row(r, buffer_name(b, &pr->plan, i, f));
+                remat_name_row_t *nr =
+                    name_row(r, buffer_name(b, &pr->plan, policy, pr->first, i, f));
                 uint64_t *acc = f == REMAT_FATE_DEVICE ? &nr->saved_bytes : &nr->offloaded_bytes;
                 if ((st = sum_checked(acc, lb->kbytes[i], pr->nlayers, "saved bytes", err))) {
                     goto out;

@@ -67,6 +67,13 @@ void remat_policy_free(remat_policy_t *p);
 /** Sets (or replaces) the placement of checkpoint @p name. */
 void remat_policy_set(remat_policy_t *p, const char *name, remat_place_t place);
 
+/**
+ * The placement @p p gives checkpoint @p name at @p layer (ranges first,
+ * then names). False when the policy does not name it.
+ */
+bool remat_policy_lookup(const remat_policy_t *p, const char *name, size_t layer,
+                         remat_place_t *out);
+
 /** Parses "remat" | "device" | "offload". */
 bool remat_place_parse(const char *s, remat_place_t *out);
 const char *remat_place_name(remat_place_t p);
