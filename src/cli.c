@@ -81,6 +81,7 @@ typedef struct opts {
     remat_format_t fmt;
     const char *policies;
     unsigned kinds;
+    bool kinds_set;
     int nargs;
     char **args;
 } opts_t;
@@ -124,6 +125,7 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                 o->emit_policy = optarg;
                 break;
             case 'k':
+                o->kinds_set = true;
                 if (strcmp(optarg, "layers") == 0) {
                     o->kinds = REMAT_TABLE_LAYERS;
                 } else if (strcmp(optarg, "tensors") == 0) {
@@ -504,6 +506,20 @@ int main(int argc, char **argv) {
     int prc = parse_opts(argc - 1, argv + 1, &o);
     if (prc) {
         return prc < 0 ? EXIT_OK : prc;
+    }
+    /* An option a command does not use is an error, not a silent no-op. */
+    bool solve = strcmp(cmd, "solve") == 0;
+    if (!solve && (o.solve_flags || o.emit_policy)) {
+        return usage_error("--frontier, --exhaustive and --emit-policy are options of 'solve'");
+    }
+    if (o.policies && strcmp(cmd, "compare") != 0) {
+        return usage_error("--policies is an option of 'compare'");
+    }
+    if (o.kinds_set && strcmp(cmd, "table") != 0) {
+        return usage_error("--kind is an option of 'table'");
+    }
+    if ((solve || strcmp(cmd, "check") == 0) && o.fmt != REMAT_FMT_TEXT && o.fmt != REMAT_FMT_JSON) {
+        return usage_error("'%s' prints text or json", cmd);
     }
     if (strcmp(cmd, "analyze") == 0) {
         return cmd_analyze_like(&o, 0);

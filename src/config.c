@@ -202,8 +202,12 @@ static bool parse_bytes(const char *s, uint64_t *out) {
         return true;
     }
     char *end;
+    size_t digits = strspn(s, "0123456789.");
+    if (digits == 0) {
+        return false; /* decimal only: no hex, inf or nan */
+    }
     double v = strtod(s, &end);
-    if (end == s || !(v >= 0) || !isfinite(v)) {
+    if (end != s + digits || !(v >= 0) || !isfinite(v)) {
         return false;
     }
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {

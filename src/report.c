@@ -113,6 +113,7 @@ static json_t *layers_json(const remat_result_t *r) {
         json_object_set_new(o, "reduce_scatter_seconds", json_real(row->reduce_scatter_seconds));
         json_object_set_new(o, "d2h_seconds", json_real(row->d2h_seconds));
         json_object_set_new(o, "h2d_seconds", json_real(row->h2d_seconds));
+        json_object_set_new(o, "param_fetch_seconds", json_real(row->param_fetch_seconds));
         json_array_append_new(a, o);
     }
     return a;
@@ -301,7 +302,7 @@ static void for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
         fn(ctx, "remat_policy none with scan_layers=true behaves as full: MaxText checkpoints "
                 "the scanned layer anyway (set scan_layers=false for no checkpointing)");
     }
-    if (r->d2h_bytes && r->host_link_assumed) {
+    if ((r->d2h_bytes || r->config->parameter_memory_host_offload) && r->host_link_assumed) {
         snprintf(buf, sizeof buf,
                  "host link bandwidth %.3g B/s is an assumption for %s (not published); set "
                  "host_link_bw=... to override",
@@ -325,7 +326,7 @@ static void for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
             } else if (pr->last - pr->first + 1 == pr->nlayers) {
                 snprintf(where, sizeof where, "layers %zu-%zu", pr->first, pr->last);
             } else {
-                snprintf(where, sizeof where, "%zu layers from %zu to %zu (profile %zu)",
+                snprintf(where, sizeof where, "%zu layers from %zu to %zu, profile %zu",
                          pr->nlayers, pr->first, pr->last, p);
             }
             snprintf(buf, sizeof buf,
@@ -891,6 +892,7 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
         json_object_set_new(o, "space", jint(s->space));
         json_object_set_new(o, "evaluated", jint(s->evaluated));
         json_object_set_new(o, "visited", jint(s->visited));
+        json_object_set_new(o, "enumerated", json_boolean(s->enumerated));
         if (s->found) {
             json_object_set_new(o, "placement", choices_json(ch, s->nnames));
             overrides_text(ch, s->nnames, line, sizeof line);
@@ -970,11 +972,18 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
                 b, u);
     }
     fprintf(out, "searched %zu names, %" PRIu64 " placements, %" PRIu64
-                 " analyses (distinct layer plans)\n",
-            s->nnames, s->space, s->evaluated);
+                 " analyses (distinct layer plans)%s\n",
+            s->nnames, s->space, s->evaluated,
+            s->enumerated ? ", every placement enumerated" : ", branch and bound");
     if (s->found) {
         overrides_text(ch, s->nnames, line, sizeof line);
         fprintf(out, "\nMaxText overrides:\n  %s\n", line);
+        size_t nnotes = 0;
+        for_each_note(best, note_count, &nnotes);
+        if (nnotes) {
+            fprintf(out, "notes on this placement\n");
+            for_each_note(best, note_to_text, out);
+        }
     }
     if (rows) {
         fprintf(out, "\nwhy each name got its placement (its bytes: all layers, one micro-batch)\n");

@@ -1458,14 +1458,39 @@ remat_status_t remat_i_analyze(const remat_graph_t *g, const remat_config_t *cfg
     }
     r->added_seconds = r->recompute_seconds + r->exposed_seconds;
     r->offload_hidden = r->exposed_seconds <= 0;
+    /* The pipeline runs at its slowest stage: the stage with the peak is not
+       always the one with the most work (the loss head sits on the last).
+       Across stages, model and hardware FLOPs per device are averaged. */
+    double slowest = stages == 1 ? stage_mb_seconds : 0, all_model = 0, all_rec = 0;
+    for (size_t k = 0; stages > 1 && k < stages; k++) {
+        double t = 0;
+        for (size_t l = r->stages[k].first_layer; l <= r->stages[k].last_layer; l++) {
+            t += r->layers[l].forward_seconds + r->layers[l].backward_seconds;
+        }
+        for (size_t p = 0; g->has_head && p < g->head.nops; p++) {
+            if (p < g->head_npre ? k == 0 : k == stages - 1) {
+                t += hb->fwd_s[g->head.order[p]] + hb->bwd_s[g->head.order[p]];
+            }
+        }
+        slowest = t > slowest ? t : slowest;
+    }
+    for (size_t l = 0; l < L; l++) {
+        all_model += (double)(r->layers[l].forward_flops + r->layers[l].backward_flops);
+        all_rec += (double)r->layers[l].recompute_flops;
+    }
+    for (size_t j = 0; g->has_head && j < g->head.nops; j++) {
+        all_model += (double)(hb->fwd[j] + hb->bwd[j]);
+    }
+    all_model *= (double)steps / (double)stages;
+    all_rec *= (double)steps / (double)stages;
     /* 1F1B: m micro-batches through p stages take m + p - 1 slots of one
        micro-batch's stage time; gradient accumulation repeats that. */
     r->bubble_fraction = (double)(stages - 1) / (double)(r->microbatches + stages - 1);
-    r->step_seconds = stage_mb_seconds * (double)cfg->gradient_accumulation_steps *
+    r->step_seconds = slowest * (double)cfg->gradient_accumulation_steps *
                       (double)(r->microbatches + stages - 1);
     if (r->step_seconds > 0) {
-        r->mfu = (double)r->model_flops / (r->step_seconds * flops_peak);
-        r->hfu = (double)(r->model_flops + r->recompute_flops) / (r->step_seconds * flops_peak);
+        r->mfu = all_model / (r->step_seconds * flops_peak);
+        r->hfu = (all_model + all_rec) / (r->step_seconds * flops_peak);
     }
     r->reserve_bytes = cfg->hbm_reserve;
     r->peak_bytes = w->peak_bytes;

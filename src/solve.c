@@ -15,6 +15,9 @@
  *     monotone in those. A subtree whose bound is slower than the incumbent
  *     is pruned; ties are explored, so the result equals exhaustive
  *     enumeration's, (step time, peak, first in enumeration order).
+ * (4) The argument in (3) assumes a buffer's class follows its own names;
+ *     graphs where views share a buffer under different names, one of them
+ *     kept only for a re-run, are searched exhaustively instead.
  */
 #include "remat/solve.h"
 
@@ -126,6 +129,29 @@ static remat_status_t relevant_names(const remat_graph_t *g, remat_solution_t *s
     return REMAT_OK;
 }
 
+/* (4) The bound's argument needs each buffer's class to follow its names:
+   when two named tensors share one buffer (views) and one of them is kept
+   only to re-run an op, saving more can turn the buffer from kept to
+   offloaded and the bound fails. Such graphs are enumerated instead. */
+static bool shared_buffers(const remat_graph_t *g) {
+    const remat_block_t *b = &g->layer;
+    for (size_t o = 0; o < b->ntensors; o++) {
+        size_t tagged = 0;
+        bool conditional = false;
+        for (size_t i = 0; i < b->ntensors; i++) {
+            const remat_tensor_t *t = &b->tensors[i];
+            if (t->storage == o && t->ntags && !t->param) {
+                tagged++;
+                conditional |= !t->residual;
+            }
+        }
+        if (tagged >= 2 && conditional) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* (2) Results memoized by layer plan. */
 typedef struct memo_entry {
     uint64_t hash;
@@ -147,6 +173,7 @@ typedef struct ctx {
     remat_place_t *assigns;  /* arena of evaluated placements, n each */
     size_t nassigns, assigns_cap;
     remat_place_t *cur, *tmp;
+    unsigned char *key;      /* the plan's fates, as the memo key */
     remat_point_t best;
     bool found;
     remat_i_bind_cache_t *cache;
@@ -195,9 +222,8 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, remat_point_t *
     if (st) {
         return st;
     }
-    const size_t nt = c->plan.ntensors;
-    unsigned char key[1024];
-    size_t klen = nt < sizeof key ? nt : sizeof key;
+    const size_t klen = c->plan.ntensors;
+    unsigned char *key = c->key;
     for (size_t i = 0; i < klen; i++) {
         key[i] = (unsigned char)c->plan.fate[i];
     }
@@ -356,13 +382,16 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     remat_plan_init(&c.plan);
     remat_result_init(&c.r);
     c.cache = remat_i_bind_cache_new();
+    c.key = remat_i_xcalloc(g->layer.ntensors + 1, 1);
     c.cur = remat_i_xcalloc(c.n + 1, sizeof *c.cur);
     c.tmp = remat_i_xcalloc(c.n + 1, sizeof *c.tmp);
     s->space = 2;
     for (size_t i = 1; i < c.n; i++) {
         s->space *= 3;
     }
-    bool enumerate = flags & (REMAT_SOLVE_EXHAUSTIVE | REMAT_SOLVE_FRONTIER);
+    bool enumerate = (flags & (REMAT_SOLVE_EXHAUSTIVE | REMAT_SOLVE_FRONTIER)) ||
+                     shared_buffers(g);
+    s->enumerated = enumerate;
     st = enumerate ? exhaustive(&c) : bnb(&c, 0);
     if (st == REMAT_OK && c.found) {
         s->found = true;
@@ -396,6 +425,7 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     free(c.assigns);
     free(c.cur);
     free(c.tmp);
+    free(c.key);
     remat_plan_release(&c.plan);
     remat_result_release(&c.r);
     remat_i_bind_cache_free(c.cache);

@@ -46,6 +46,7 @@ typedef struct remat_solution {
     uint64_t space;         /* placements in the search space */
     uint64_t evaluated;     /* analyses run (distinct layer plans) */
     uint64_t visited;       /* placements or subtrees looked at */
+    bool enumerated;        /* searched every placement (asked, or names share buffers) */
 } remat_solution_t;
 
 typedef enum remat_solve_flags {

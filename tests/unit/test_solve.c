@@ -214,6 +214,46 @@ static void test_exact_on_random_graphs(void **state) {
     }
 }
 
+/* Views of one buffer under different names, one of them kept only to
+   re-run an op: saving more can turn the buffer from kept to offloaded, so
+   the bound does not hold; the solver enumerates such graphs, and its answer
+   is enumeration's. x -> p = x @ w; m, k views of p (mm, kk); s = 2k (ss);
+   u = silu(s) (uu); v = m * u; y = x + v. */
+static void test_shared_buffer_views(void **state) {
+    (void)state;
+    static const char *const graph =
+        "{\"format\":\"remat-graph/1\",\"name\":\"views\",\"dims\":{"
+        "\"b\":{\"from\":\"per_device_batch_size\"},\"e\":{\"from\":\"base_emb_dim\"}},"
+        "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
+        "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"w\":{\"shape\":[\"e\",\"e\"],\"dtype\":\"weight\",\"param\":true},"
+        "\"p\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"m\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\",\"checkpoint\":\"mm\"},"
+        "\"k\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\",\"checkpoint\":\"kk\"},"
+        "\"s\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\",\"checkpoint\":\"ss\"},"
+        "\"u\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\",\"checkpoint\":\"uu\"},"
+        "\"v\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"y\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}},\"ops\":["
+        "{\"name\":\"mm\",\"op\":\"einsum\",\"spec\":\"be,ef->bf\",\"in\":[\"x\",\"w\"],"
+        "\"out\":[\"p\"]},"
+        "{\"name\":\"vm\",\"op\":\"reshape\",\"in\":[\"p\"],\"out\":[\"m\"]},"
+        "{\"name\":\"vk\",\"op\":\"reshape\",\"in\":[\"p\"],\"out\":[\"k\"]},"
+        "{\"name\":\"sc\",\"op\":\"scale\",\"value\":2,\"in\":[\"k\"],\"out\":[\"s\"]},"
+        "{\"name\":\"si\",\"op\":\"silu\",\"in\":[\"s\"],\"out\":[\"u\"]},"
+        "{\"name\":\"mu\",\"op\":\"mul\",\"in\":[\"m\",\"u\"],\"out\":[\"v\"]},"
+        "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"v\"],\"out\":[\"y\"]}]}}";
+    const char *args[] = {"model_name=default", "per_device_batch_size=64", "base_emb_dim=256",
+                          "base_num_decoder_layers=3", "host_link_bw=1e6", NULL};
+    fx_run_t *f = setup_run(graph, args);
+    remat_solution_t s;
+    solve_both(f, &s);
+    assert_true(s.enumerated);
+    assert_true(s.found);
+    check_replay(f, &s);
+    remat_solution_release(&s);
+    fx_free(f);
+}
+
 /* llama3-70b on 64 TPU7x chips at per_device_batch_size 6: minimal does not
    fit, full does; the solution fits and is faster than full. */
 static void test_beats_full_where_minimal_fails(void **state) {
@@ -305,6 +345,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_on_builtin_graphs),
         cmocka_unit_test(test_exact_on_random_graphs),
+        cmocka_unit_test(test_shared_buffer_views),
         cmocka_unit_test(test_beats_full_where_minimal_fails),
         cmocka_unit_test(test_frontier),
         cmocka_unit_test(test_largest_batch),
