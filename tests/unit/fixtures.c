@@ -63,6 +63,16 @@ fx_run_t *fx_analyze(const char *graph_text, const char *const *args) {
     return f;
 }
 
+fx_run_t *fx_analyze_ok(const char *graph_text, const char *const *args) {
+    fx_run_t *f = fx_analyze(graph_text, args);
+    if (f->st) {
+        char line[768];
+        remat_error_format(&f->err, line, sizeof line);
+        fail_msg("%s", line);
+    }
+    return f;
+}
+
 void fx_free(fx_run_t *f) {
     if (!f) {
         return;

@@ -29,6 +29,9 @@ typedef struct fx_run {
 /* Builds the config from a NULL-terminated list of "key=value" and analyzes.
    The graph may be given as JSON text (graph_text != NULL) instead. */
 fx_run_t *fx_analyze(const char *graph_text, const char *const *args);
+
+/* fx_analyze that fails the test, printing the error line, unless it succeeds. */
+fx_run_t *fx_analyze_ok(const char *graph_text, const char *const *args);
 void fx_free(fx_run_t *f);
 
 /* Index of a layer tensor by name; fails the test if absent. */

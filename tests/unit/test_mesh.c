@@ -12,13 +12,7 @@
 #include <string.h>
 
 static fx_run_t *run(const char *const *args) {
-    fx_run_t *f = fx_analyze(NULL, args);
-    if (f->st) {
-        char line[768];
-        remat_error_format(&f->err, line, sizeof line);
-        fail_msg("%s", line);
-    }
-    return f;
+    return fx_analyze_ok(NULL, args);
 }
 
 /* Korthikanti et al. 2022, Table 2, bytes per layer per device with t = 8,

@@ -32,13 +32,7 @@ static fx_run_t *mini(const char *policy, const char *extra1, const char *extra2
         args[n++] = extra2;
     }
     args[n] = NULL;
-    fx_run_t *f = fx_analyze(fx_mini_graph, args);
-    if (f->st) {
-        char line[512];
-        remat_error_format(&f->err, line, sizeof line);
-        fail_msg("%s", line);
-    }
-    return f;
+    return fx_analyze_ok(fx_mini_graph, args);
 }
 
 static void test_static_memory(void **state) {

@@ -14,13 +14,7 @@
 #include "remat/solve.h"
 
 static fx_run_t *setup_run(const char *graph_text, const char *const *args) {
-    fx_run_t *f = fx_analyze(graph_text, args);
-    if (f->st) {
-        char line[768];
-        remat_error_format(&f->err, line, sizeof line);
-        fail_msg("%s", line);
-    }
-    return f;
+    return fx_analyze_ok(graph_text, args);
 }
 
 /* Solves twice (bound and exhaustive) and checks they agree; returns the
