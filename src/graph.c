@@ -12,6 +12,7 @@
 
 #include <igraph.h>
 
+#include "graph_igraph.h"
 #include "graph_internal.h"
 #include "util.h"
 
@@ -115,7 +116,7 @@ static bool is_float(remat_dtype_t d) {
 
 /* The bipartite tensor/op digraph: tensors are vertices [0, nt), ops
    [nt, nt + nops); edges run tensor -> reading op -> written tensor. */
-static igraph_error_t build_igraph(const remat_block_t *b, igraph_t *ig) {
+igraph_error_t remat_i_block_igraph(const remat_block_t *b, igraph_t *ig) {
     igraph_vector_int_t edges;
     igraph_error_t ist = igraph_vector_int_init(&edges, 0);
     if (ist) {
@@ -141,8 +142,8 @@ static igraph_error_t build_igraph(const remat_block_t *b, igraph_t *ig) {
 
 /* Marks in @p hit every vertex reachable from @p roots (following @p mode)
    through vertices allowed by @p allowed (NULL: all). */
-static igraph_error_t reach(const igraph_t *ig, const igraph_vector_int_t *roots,
-                            igraph_neimode_t mode, const igraph_vector_int_t *allowed, bool *hit) {
+igraph_error_t remat_i_reach(const igraph_t *ig, const igraph_vector_int_t *roots,
+                             igraph_neimode_t mode, const igraph_vector_int_t *allowed, bool *hit) {
     igraph_vector_int_t order;
     igraph_error_t ist = igraph_vector_int_init(&order, 0);
     if (ist) {
@@ -257,7 +258,7 @@ static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *sect
     }
     /* 3. DAG check, order and reachability, on igraph. */
     igraph_t ig;
-    igraph_error_t ist = build_igraph(b, &ig);
+    igraph_error_t ist = remat_i_block_igraph(b, &ig);
     if (ist) {
         return from_igraph(c, ist);
     }
@@ -328,7 +329,7 @@ static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *sect
     for (size_t j = 0; j < b->nops; j++) {
         igraph_vector_int_push_back(&v2, (igraph_integer_t)(b->ntensors + j));
     }
-    if ((ist = reach(&ig, &v1, IGRAPH_OUT, &v2, fwd))) {
+    if ((ist = remat_i_reach(&ig, &v1, IGRAPH_OUT, &v2, fwd))) {
         st = from_igraph(c, ist);
         goto out;
     }
@@ -342,7 +343,7 @@ static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *sect
         /* The head's feed to layer 0 receives its gradient from the layers. */
         igraph_vector_int_push_back(&v1, (igraph_integer_t)feeds);
     }
-    if ((ist = reach(&ig, &v1, IGRAPH_IN, &v2, bwd))) {
+    if ((ist = remat_i_reach(&ig, &v1, IGRAPH_IN, &v2, bwd))) {
         st = from_igraph(c, ist);
         goto out;
     }
@@ -450,7 +451,7 @@ remat_status_t remat_i_graph_analyze(remat_graph_t *g, const char *source, remat
         /* The ops that do not depend on the last layer's output run before
            the layers; order them first, keeping topological order. */
         igraph_t ig;
-        igraph_error_t ist = build_igraph(H, &ig);
+        igraph_error_t ist = remat_i_block_igraph(H, &ig);
         if (ist) {
             st = from_igraph(&c, ist);
             goto out;
@@ -459,7 +460,7 @@ remat_status_t remat_i_graph_analyze(remat_graph_t *g, const char *source, remat
         igraph_vector_int_t roots;
         igraph_vector_int_init(&roots, 1);
         VECTOR(roots)[0] = (igraph_integer_t)g->head_takes;
-        ist = reach(&ig, &roots, IGRAPH_OUT, NULL, after);
+        ist = remat_i_reach(&ig, &roots, IGRAPH_OUT, NULL, after);
         igraph_vector_int_destroy(&roots);
         igraph_destroy(&ig);
         if (ist) {

@@ -452,13 +452,12 @@ typedef struct collectives {
     uint64_t grad_buffer; /* per layer */
 } collectives_t;
 
-static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                          const collectives_t *col, scratch_t *s, tpl_t *t) {
-    memset(t, 0, sizeof *t);
-    const size_t nt = b->ntensors, no = b->nops;
-    const size_t x = b->inputs[0], y = b->outputs[0];
-    const size_t ys = b->tensors[y].storage;
-    for (size_t i = 0; i < nt; i++) {
+/* Resets @p s for block @p b and fills each buffer's forward free position
+   (after its last reader; right after its producer when nothing reads it)
+   and its last backward reader (the smallest position among ops whose
+   backward saves a member). Classes start transient. */
+static void buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch_t *s) {
+    for (size_t i = 0; i < b->ntensors; i++) {
         s->cls[i] = B_TRANS;
         s->free_fwd[i] = REMAT_NONE;
         s->bwd_use[i] = REMAT_NONE;
@@ -466,30 +465,45 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
         s->live[i] = 0;
         s->glive[i] = 0;
     }
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        size_t buf = t->storage;
+        size_t last = t->last_use != REMAT_NONE   ? t->last_use
+                      : t->producer != REMAT_NONE ? bd->pos[t->producer]
+                                                  : 0;
+        if (s->free_fwd[buf] == REMAT_NONE || last > s->free_fwd[buf]) {
+            s->free_fwd[buf] = last;
+        }
+    }
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        if (op->has_backward) {
+            for (size_t i = 0; i < op->nsaves; i++) {
+                size_t buf = b->tensors[op->saves[i]].storage;
+                s->bwd_use[buf] = min_pos(s->bwd_use[buf], bd->pos[j]);
+            }
+        }
+    }
+}
+
+static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
+                          const collectives_t *col, scratch_t *s, tpl_t *t) {
+    memset(t, 0, sizeof *t);
+    const size_t nt = b->ntensors, no = b->nops;
+    const size_t x = b->inputs[0], y = b->outputs[0];
+    const size_t ys = b->tensors[y].storage;
+    buffer_lifetimes(b, bd, s);
     for (size_t i = 0; i < nt; i++) {
-        const remat_tensor_t *ti = &b->tensors[i];
-        size_t buf = ti->storage;
+        size_t buf = b->tensors[i].storage;
         if (plan->fate[i] == REMAT_FATE_DEVICE) {
             s->cls[buf] = B_KEEP;
         } else if (plan->fate[i] == REMAT_FATE_OFFLOAD && s->cls[buf] != B_KEEP) {
             s->cls[buf] = B_OFF;
         }
-        size_t last = ti->last_use != REMAT_NONE         ? ti->last_use
-                      : ti->producer != REMAT_NONE       ? bd->pos[ti->producer]
-                                                         : 0;
-        if (s->free_fwd[buf] == REMAT_NONE || last > s->free_fwd[buf]) {
-            s->free_fwd[buf] = last;
-        }
     }
     for (size_t j = 0; j < no; j++) {
         const remat_op_t *op = &b->ops[j];
         size_t p = bd->pos[j];
-        if (op->has_backward) {
-            for (size_t i = 0; i < op->nsaves; i++) {
-                size_t buf = b->tensors[op->saves[i]].storage;
-                s->bwd_use[buf] = min_pos(s->bwd_use[buf], p);
-            }
-        }
         if (plan->recompute_op[j]) {
             for (size_t i = 0; i < op->nin; i++) {
                 size_t buf = b->tensors[op->in[i]].storage;
@@ -719,33 +733,10 @@ static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, 
    layers once made; the last layer's output arrives from them. */
 static void head_prepare(const remat_graph_t *g, const bound_t *bd, scratch_t *s) {
     const remat_block_t *b = &g->head;
+    buffer_lifetimes(b, bd, s);
     for (size_t i = 0; i < b->ntensors; i++) {
-        s->cls[i] = B_TRANS;
-        s->free_fwd[i] = REMAT_NONE;
-        s->bwd_use[i] = REMAT_NONE;
-        s->live[i] = 0;
-        s->glive[i] = 0;
-    }
-    for (size_t i = 0; i < b->ntensors; i++) {
-        const remat_tensor_t *t = &b->tensors[i];
-        size_t buf = t->storage;
-        if (t->residual) {
-            s->cls[buf] = B_KEEP;
-        }
-        size_t last = t->last_use != REMAT_NONE   ? t->last_use
-                      : t->producer != REMAT_NONE ? bd->pos[t->producer]
-                                                  : 0;
-        if (s->free_fwd[buf] == REMAT_NONE || last > s->free_fwd[buf]) {
-            s->free_fwd[buf] = last;
-        }
-    }
-    for (size_t j = 0; j < b->nops; j++) {
-        const remat_op_t *op = &b->ops[j];
-        if (op->has_backward) {
-            for (size_t i = 0; i < op->nsaves; i++) {
-                size_t buf = b->tensors[op->saves[i]].storage;
-                s->bwd_use[buf] = min_pos(s->bwd_use[buf], bd->pos[j]);
-            }
+        if (b->tensors[i].residual) {
+            s->cls[b->tensors[i].storage] = B_KEEP;
         }
     }
     s->cls[b->tensors[g->head_feeds].storage] = B_TRANS;

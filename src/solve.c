@@ -27,6 +27,8 @@
 
 #include <igraph.h>
 
+#include "graph_igraph.h"
+#include "graph_internal.h"
 #include "remat/sim.h"
 #include "sim_internal.h"
 #include "util.h"
@@ -61,47 +63,19 @@ static remat_status_t relevant_names(const remat_graph_t *g, remat_solution_t *s
     size_t nt = b->ntensors, no = b->nops;
     bool *hit = remat_i_xcalloc(nt + no, sizeof *hit);
     igraph_error_handler_t *old = igraph_set_error_handler(igraph_error_handler_ignore);
-    igraph_vector_int_t edges, roots, order;
-    igraph_vector_int_init(&edges, 0);
-    igraph_vector_int_init(&roots, 0);
-    igraph_vector_int_init(&order, 0);
-    igraph_error_t ist = IGRAPH_SUCCESS;
-    for (size_t j = 0; j < no && !ist; j++) {
-        for (size_t i = 0; i < b->ops[j].nin && !ist; i++) {
-            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)b->ops[j].in[i]);
-            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)(nt + j));
-        }
-        for (size_t i = 0; i < b->ops[j].nout && !ist; i++) {
-            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)(nt + j));
-            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)b->ops[j].out[i]);
-        }
-    }
+    igraph_vector_int_t roots;
+    igraph_t ig;
+    igraph_error_t ist = igraph_vector_int_init(&roots, 0);
     for (size_t i = 0; i < nt && !ist; i++) {
         if (b->tensors[i].residual) {
             ist = igraph_vector_int_push_back(&roots, (igraph_integer_t)i);
         }
     }
-    igraph_t ig;
-    bool built = false;
-    if (!ist) {
-        ist = igraph_create(&ig, &edges, (igraph_integer_t)(nt + no), IGRAPH_DIRECTED);
-        built = !ist;
-    }
-    if (!ist && igraph_vector_int_size(&roots) > 0) {
-        ist = igraph_bfs(&ig, 0, &roots, IGRAPH_IN, false, NULL, &order, NULL, NULL, NULL, NULL,
-                         NULL, NULL, NULL);
-    }
-    for (igraph_integer_t i = 0; !ist && i < igraph_vector_int_size(&order); i++) {
-        if (VECTOR(order)[i] >= 0) {
-            hit[VECTOR(order)[i]] = true;
-        }
-    }
-    if (built) {
+    if (!ist && !(ist = remat_i_block_igraph(b, &ig))) {
+        ist = remat_i_reach(&ig, &roots, IGRAPH_IN, NULL, hit);
         igraph_destroy(&ig);
     }
-    igraph_vector_int_destroy(&edges);
     igraph_vector_int_destroy(&roots);
-    igraph_vector_int_destroy(&order);
     igraph_set_error_handler(old);
     if (ist) {
         free(hit);
@@ -269,12 +243,11 @@ static void consider(ctx_t *c, const remat_point_t *p) {
 }
 
 /* Options per name, in search order: HBM first (the bound's completion). */
-static size_t options(const ctx_t *c, size_t i, remat_place_t *o) {
+static size_t options(size_t i, remat_place_t *o) {
     o[0] = REMAT_PLACE_DEVICE;
     o[1] = REMAT_PLACE_OFFLOAD;
     o[2] = REMAT_PLACE_REMAT;
     return i == 0 ? 2 : 3; /* the layer input is always kept somewhere */
-    (void)c;
 }
 
 /* (3) Branch and bound over names i.. with cur[0..i) decided. */
@@ -297,7 +270,7 @@ static remat_status_t bnb(ctx_t *c, size_t i) {
         return REMAT_OK;
     }
     remat_place_t o[3];
-    size_t no = options(c, i, o);
+    size_t no = options(i, o);
     for (size_t k = 0; k < no; k++) {
         c->cur[i] = o[k];
         if ((st = bnb(c, i + 1))) {
@@ -312,7 +285,7 @@ static remat_status_t exhaustive(ctx_t *c) {
     for (;;) {
         remat_place_t o[3];
         for (size_t i = 0; i < c->n; i++) {
-            options(c, i, o);
+            options(i, o);
             c->cur[i] = o[digit[i]];
         }
         remat_point_t p;
@@ -324,7 +297,7 @@ static remat_status_t exhaustive(ctx_t *c) {
         consider(c, &p);
         size_t i = c->n;
         while (i-- > 0) {
-            if (++digit[i] < options(c, i, o)) {
+            if (++digit[i] < options(i, o)) {
                 break;
             }
             digit[i] = 0;
