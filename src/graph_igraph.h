@@ -15,8 +15,7 @@
 
 /* The block's op graph for igraph: tensors are vertices [0, nt), ops
    [nt, nt + nops); edges run tensor -> reading op -> written tensor. The
-   caller destroys @p ig. Only graph.c and solve.c include igraph. */
-#include <igraph.h>
+   caller destroys @p ig. */
 igraph_error_t remat_i_block_igraph(const remat_block_t *b, igraph_t *ig);
 
 /* Marks in @p hit every vertex reachable from @p roots following @p mode,
