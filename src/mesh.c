@@ -188,6 +188,14 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
     return cfg->logical_axis_rules[0] ? parse_rules(m, cfg->logical_axis_rules, err) : REMAT_OK;
 }
 
+uint64_t remat_mesh_microbatches(const remat_mesh_t *m, const remat_config_t *cfg) {
+    uint64_t stages = m->shards[REMAT_AXIS_STAGE];
+    if (stages <= 1) {
+        return 1;
+    }
+    return cfg->num_pipeline_microbatches ? cfg->num_pipeline_microbatches : stages;
+}
+
 unsigned remat_mesh_axes(const remat_mesh_t *m, const char *logical) {
     if (!logical) {
         return 0;

@@ -1060,9 +1060,7 @@ remat_status_t remat_i_analyze(const remat_graph_t *g, const remat_config_t *cfg
                                "%zu layers do not split evenly over %zu pipeline stages", L,
                                stages);
     }
-    r->microbatches = stages > 1 ? (cfg->num_pipeline_microbatches ? cfg->num_pipeline_microbatches
-                                                                   : stages)
-                                 : 1;
+    r->microbatches = remat_mesh_microbatches(mesh, cfg);
     if (mesh->shards[REMAT_AXIS_CONTEXT] > 1) {
         for (size_t j = 0; j < g->layer.nops; j++) {
             const remat_op_t *op = &g->layer.ops[j];

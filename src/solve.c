@@ -440,6 +440,25 @@ remat_status_t remat_solve_explain(const remat_graph_t *g, const remat_config_t 
     return st;
 }
 
+/* Whether the run fits at @p batch. A batch the dims cannot take (or whose
+   bytes overflow) does not fit; any other error is returned. */
+static remat_status_t fits_at(const remat_graph_t *g, remat_config_t *c,
+                              const remat_policy_t *policy, const remat_hw_t *hw, double batch,
+                              remat_result_t *r, bool *fits, remat_error_t *err) {
+    c->per_device_batch_size = batch;
+    remat_error_t e;
+    remat_error_init(&e);
+    remat_status_t st = remat_analyze(g, c, policy, hw, r, &e);
+    *fits = st == REMAT_OK && r->fits_margin && r->host_fits;
+    if (st == REMAT_E_CONFIG || st == REMAT_E_OVERFLOW) {
+        return REMAT_OK;
+    }
+    if (st && err) {
+        *err = e;
+    }
+    return st;
+}
+
 remat_status_t remat_largest_batch(const remat_graph_t *g, const remat_config_t *cfg,
                                    const remat_policy_t *policy, const remat_hw_t *hw,
                                    double *out, remat_error_t *err) {
@@ -452,55 +471,30 @@ remat_status_t remat_largest_batch(const remat_graph_t *g, const remat_config_t 
     if (st) {
         return st;
     }
-    uint64_t stages = mesh.shards[REMAT_AXIS_STAGE];
-    uint64_t micro = stages > 1 ? (cfg->num_pipeline_microbatches ? cfg->num_pipeline_microbatches
-                                                                  : stages)
-                                : 1;
+    uint64_t micro = remat_mesh_microbatches(&mesh, cfg);
     uint64_t shards = remat_mesh_product(&mesh, remat_mesh_axes(&mesh, "activation_batch"));
     double unit = (double)(cfg->gradient_accumulation_steps * micro * shards) /
                   (double)cfg->num_devices;
-    remat_config_t *c = remat_i_xmalloc(sizeof *c);
-    *c = *cfg;
+    remat_config_t c = *cfg;
     remat_result_t r;
     remat_result_init(&r);
     uint64_t lo = 0, hi = 1;
-    *out = 0;
-    /* fits(k) is monotone in k: every activation byte grows with the batch. */
-    for (;;) {
-        c->per_device_batch_size = unit * (double)hi;
-        remat_error_t e2;
-        remat_error_init(&e2);
-        st = remat_analyze(g, c, policy, hw, &r, &e2);
-        bool fits = st == REMAT_OK && r.fits_margin && r.host_fits;
-        if (st && st != REMAT_E_CONFIG && st != REMAT_E_OVERFLOW) {
-            *err = e2;
-            goto out;
+    bool fits = true;
+    /* fits(k) is monotone in k: every activation byte grows with the batch.
+       Double until it fails, then bisect between the last fit and it. */
+    while (st == REMAT_OK && fits && hi <= ((uint64_t)1 << 40)) {
+        st = fits_at(g, &c, policy, hw, unit * (double)hi, &r, &fits, err);
+        if (fits) {
+            lo = hi;
+            hi *= 2;
         }
-        st = REMAT_OK;
-        if (!fits) {
-            break;
-        }
-        lo = hi;
-        if (hi > ((uint64_t)1 << 40)) {
-            break;
-        }
-        hi *= 2;
     }
-    while (hi - lo > 1) {
+    while (st == REMAT_OK && hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        c->per_device_batch_size = unit * (double)mid;
-        remat_error_t e2;
-        remat_error_init(&e2);
-        remat_status_t s2 = remat_analyze(g, c, policy, hw, &r, &e2);
-        if (s2 == REMAT_OK && r.fits_margin && r.host_fits) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
+        st = fits_at(g, &c, policy, hw, unit * (double)mid, &r, &fits, err);
+        *(fits ? &lo : &hi) = mid;
     }
-    *out = unit * (double)lo;
-out:
+    *out = st == REMAT_OK ? unit * (double)lo : 0;
     remat_result_release(&r);
-    free(c);
     return st;
 }

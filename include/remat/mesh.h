@@ -55,6 +55,10 @@ struct remat_config;
 remat_status_t remat_mesh_build(const struct remat_config *cfg, remat_mesh_t *mesh,
                                 remat_error_t *err);
 
+/** Pipeline micro-batches per step: num_pipeline_microbatches, by default
+    one per stage; 1 without a pipeline. */
+uint64_t remat_mesh_microbatches(const remat_mesh_t *mesh, const struct remat_config *cfg);
+
 /** Mesh axes (bit set) a logical axis maps to; 0 when unmapped or NULL. */
 unsigned remat_mesh_axes(const remat_mesh_t *mesh, const char *logical);
 
