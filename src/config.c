@@ -439,10 +439,8 @@ static remat_status_t json_to_entries(json_t *obj, const char *source, entry_t *
         if (json_is_string(v)) {
             w = snprintf(e->value, sizeof e->value, "%s", json_string_value(v));
         } else if (json_is_integer(v)) {
-            if (json_integer_value(v) < 0) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, e->path,
-                                       "'%s' must not be negative", key);
-            }
+            /* The key's own type decides what a sign means (-1 fills a mesh
+               axis; a size must be positive). */
             w = snprintf(e->value, sizeof e->value, "%lld", (long long)json_integer_value(v));
         } else if (json_is_real(v)) {
             w = snprintf(e->value, sizeof e->value, "%.17g", json_real_value(v));
