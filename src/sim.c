@@ -78,7 +78,8 @@ typedef struct bound {
     uint64_t *gnumel;   /* per param: elements once FSDP-gathered */
     uint64_t *fwd, *bwd; /* per op */
     uint64_t *kv_extra; /* per op: context-parallel K/V gather live during it */
-    uint64_t *op_gather; /* per op: its params' FSDP-gathered bytes */
+    uint64_t *op_gather; /* per op: bytes of its params as it reads them (whole over FSDP) */
+    uint64_t *op_gather_mem; /* per op: of those, the copies FSDP or the host must make */
     uint64_t *tbytes;   /* per tensor: its size, views included */
     double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
     size_t *pos;        /* per op: position in the block's order */
@@ -95,6 +96,7 @@ static void bound_release(bound_t *b) {
     free(b->bwd);
     free(b->kv_extra);
     free(b->op_gather);
+    free(b->op_gather_mem);
     free(b->tbytes);
     free(b->fwd_s);
     free(b->bwd_s);
@@ -149,6 +151,7 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
     out->bwd = remat_i_xcalloc(b->nops, sizeof *out->bwd);
     out->kv_extra = remat_i_xcalloc(b->nops, sizeof *out->kv_extra);
     out->op_gather = remat_i_xcalloc(b->nops, sizeof *out->op_gather);
+    out->op_gather_mem = remat_i_xcalloc(b->nops, sizeof *out->op_gather_mem);
     out->tbytes = remat_i_xcalloc(b->ntensors, sizeof *out->tbytes);
     out->fwd_s = remat_i_xcalloc(b->nops, sizeof *out->fwd_s);
     out->bwd_s = remat_i_xcalloc(b->nops, sizeof *out->bwd_s);
@@ -235,8 +238,14 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
             sin += out->numel[op->in[i]];
             if (b->tensors[op->in[i]].param) {
                 /* FSDP gathers a param in the weight dtype, fp8 under fp8. */
-                unsigned bytes = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, b->tensors[op->in[i]].dtype);
-                out->op_gather[b->order[p]] += out->gnumel[op->in[i]] * bytes;
+                size_t w = op->in[i];
+                unsigned bytes = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, b->tensors[w].dtype);
+                out->op_gather[b->order[p]] += out->gnumel[w] * bytes;
+                /* Only a param sharded over FSDP is gathered into a new
+                   buffer; one held in host RAM is always copied in. */
+                if (out->gnumel[w] != out->numel[w] || cfg->parameter_memory_host_offload) {
+                    out->op_gather_mem[b->order[p]] += out->gnumel[w] * bytes;
+                }
             }
         }
         for (size_t i = 0; i < op->nout; i++) {
@@ -447,7 +456,8 @@ static void backward_end(meter_t *m, scratch_t *s, const remat_block_t *b, const
    the next layer's, prefetched), and in backward its full-size weight
    gradients before the reduce-scatter. */
 typedef struct collectives {
-    uint64_t gathered;    /* per layer */
+    uint64_t gathered;    /* per layer: weights copied into HBM to run it */
+    uint64_t sharded;     /* per layer: of those, the ones gathered over FSDP (ICI) */
     unsigned prefetch;    /* 0 or 1 */
     uint64_t grad_buffer; /* per layer */
 } collectives_t;
@@ -700,7 +710,7 @@ static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, 
                               o == feeds ? REMAT_CAT_SAVED : REMAT_CAT_HEAD);
                 }
             }
-            uint64_t gx = fsdp ? bd->op_gather[j] : 0;
+            uint64_t gx = fsdp ? bd->op_gather_mem[j] : 0;
             gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
             step_measure(st, (int64_t)gx, gcats,
                          (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = where, .op = op->name});
@@ -720,7 +730,7 @@ static void head_sweep(const remat_graph_t *g, const bound_t *bd, scratch_t *s, 
             continue;
         }
         backward_begin(&st->m, s, bd, op);
-        uint64_t gx = fsdp ? bd->op_gather[j] : 0;
+        uint64_t gx = fsdp ? bd->op_gather_mem[j] : 0;
         gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
         step_measure(st, (int64_t)gx, gcats,
                      (remat_moment_t){.step = REMAT_STEP_BACKWARD, .where = where, .op = op->name});
@@ -1146,7 +1156,7 @@ remat_status_t remat_i_analyze(const remat_graph_t *g, const remat_config_t *cfg
     uint64_t global_layer = 0, global = 0;
     const bool fsdp = remat_mesh_product(mesh, (1u << REMAT_AXIS_FSDP) |
                                                    (1u << REMAT_AXIS_FSDP_TRANSPOSE)) > 1;
-    collectives_t col = {0, cfg->fsdp_prefetch ? 1u : 0u, 0};
+    collectives_t col = {.prefetch = cfg->fsdp_prefetch ? 1u : 0u};
     for (size_t i = 0; i < g->layer.ntensors; i++) {
         const remat_tensor_t *t = &g->layer.tensors[i];
         if (t->param) {
@@ -1158,11 +1168,15 @@ remat_status_t remat_i_analyze(const remat_graph_t *g, const remat_config_t *cfg
             global_layer += n;
             /* Under FSDP the layer's weights are gathered while it runs; with
                parameters in host RAM they are brought to HBM likewise. */
-            if (fsdp || cfg->parameter_memory_host_offload) {
-                unsigned wb = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, t->dtype);
+            bool sharded = lb->gnumel[i] != lb->numel[i]; /* over FSDP */
+            unsigned wb = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, t->dtype);
+            if (sharded || cfg->parameter_memory_host_offload) {
                 col.gathered += lb->gnumel[i] * wb;
             }
-            if (fsdp) {
+            if (sharded) {
+                col.sharded += lb->gnumel[i] * wb;
+            }
+            if (sharded) {
                 col.grad_buffer += lb->gnumel[i] * remat_dtype_bytes(cfg->grad_dtype);
             }
         }
@@ -1294,7 +1308,7 @@ remat_status_t remat_i_analyze(const remat_graph_t *g, const remat_config_t *cfg
         row->forward_compute_seconds = t->fwd_s;
         row->backward_compute_seconds = t->bwd_s;
         row->recompute_seconds = t->rec_s;
-        row->allgather_seconds = (double)col.gathered * fsdp_frac / hw->ici_bw;
+        row->allgather_seconds = (double)col.sharded * fsdp_frac / hw->ici_bw;
         row->reduce_scatter_seconds = (double)col.grad_buffer * fsdp_frac / hw->ici_bw;
         double f = t->fwd_s, b2 = t->bwd_s + t->rec_s;
         double fc = row->allgather_seconds, bcol = row->allgather_seconds + row->reduce_scatter_seconds;

@@ -15,7 +15,8 @@
 /* y = x + x @ w with x [b,e] bf16, w [e,e] fp32. */
 static const char *const mm_graph =
     "{\"format\":\"remat-graph/1\",\"name\":\"mm\",\"dims\":{"
-    "\"b\":{\"from\":\"per_device_batch_size\"},\"e\":{\"from\":\"base_emb_dim\"}},"
+    "\"b\":{\"from\":\"per_device_batch_size\",\"axis\":\"activation_batch\"},"
+    "\"e\":{\"from\":\"base_emb_dim\",\"weight_axis\":\"embed\"}},"
     "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
     "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
     "\"w\":{\"shape\":[\"e\",\"e\"],\"dtype\":\"weight\",\"param\":true},"
@@ -27,9 +28,7 @@ static const char *const mm_graph =
 static fx_run_t *mm(const char *batch) {
     const char *args[] = {"model_name=default", batch, "base_emb_dim=4096",
                           "base_num_decoder_layers=1", NULL};
-    fx_run_t *f = fx_analyze(mm_graph, args);
-    assert_int_equal(f->st, REMAT_OK);
-    return f;
+    return fx_analyze_ok(mm_graph, args);
 }
 
 static void test_einsum_rooflines(void **state) {
@@ -53,6 +52,60 @@ static void test_einsum_rooflines(void **state) {
     assert_float_equal(f->r.layers[0].forward_compute_seconds, expect, expect * 1e-12);
     /* backward: dx and dw, 2 x the forward FLOPs, compute-bound. */
     assert_true(f->r.layers[0].backward_compute_seconds >= 2 * flops / PEAK);
+    fx_free(f);
+}
+
+/* FSDP over 2 chips (tpu7x ICI 1.2e12 B/s): each chip holds half of the
+   64 MiB fp32 weight (its first dim is "embed", sharded over fsdp) and half
+   of the batch. The weight is all-gathered for forward and backward, (2-1)/2 of it through each
+   chip's ICI: 33,554,432 B, 27.96 us; the fp32 weight gradient is
+   reduce-scattered likewise. One sequence per chip: the forward compute
+   (x 8 KiB + gathered w 64 MiB + h 8 KiB, memory-bound, plus the add) is
+   9.1 us, so the gather sets the forward and the gather plus the scatter
+   the backward; what they add beyond compute is exposed collective time. */
+static void test_fsdp_collectives(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=default",  "per_device_batch_size=1", "base_emb_dim=4096",
+                          "base_num_decoder_layers=1", "num_devices=2", NULL};
+    fx_run_t *f = fx_analyze_ok(mm_graph, args);
+    const remat_layer_row_t *row = &f->r.layers[0];
+    const double half = 4096.0 * 4096 * 4 / 2, ici = 1.2e12;
+    assert_float_equal(row->allgather_seconds, half / ici, 1e-18);
+    assert_float_equal(row->reduce_scatter_seconds, half / ici, 1e-18);
+    double fc = (8192 + 4096.0 * 4096 * 4 + 8192) / HBM + 3 * 8192 / HBM;
+    assert_float_equal(row->forward_compute_seconds, fc, fc * 1e-12);
+    assert_float_equal(row->forward_seconds, half / ici, 1e-18);
+    assert_float_equal(row->backward_seconds, 2 * half / ici, 1e-18);
+    double bc = row->backward_compute_seconds + row->recompute_seconds;
+    assert_true(bc < 2 * half / ici);
+    double exposed = (half / ici - fc) + (2 * half / ici - bc);
+    assert_float_equal(f->r.exposed_collective_seconds, exposed, exposed * 1e-12);
+    /* no head: the step is the layer's forward and backward */
+    assert_float_equal(f->r.step_seconds, 3 * half / ici, 1e-18);
+    fx_free(f);
+}
+
+/* Parameters in host RAM come over the host link for each pass: 64 MiB at
+   1e9 B/s is 67.1 ms, which sets both passes of this layer. HFU is the
+   step's FLOPs at peak over the step: compute_seconds / step_seconds, with
+   forward 2*1*4096*4096 + 4096 (the add) and backward twice the matmul. */
+static void test_param_fetch_and_hfu(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=default",    "per_device_batch_size=1",
+                          "base_emb_dim=4096",      "base_num_decoder_layers=1",
+                          "host_link_bw=1e9",       "parameter_memory_host_offload=true",
+                          NULL};
+    fx_run_t *f = fx_analyze_ok(mm_graph, args);
+    const remat_layer_row_t *row = &f->r.layers[0];
+    const double fetch = 4096.0 * 4096 * 4 / 1e9;
+    assert_float_equal(row->param_fetch_seconds, fetch, fetch * 1e-12);
+    assert_float_equal(row->forward_seconds, fetch, fetch * 1e-12);
+    assert_float_equal(row->backward_seconds, fetch, fetch * 1e-12);
+    double flops = 2.0 * 4096 * 4096 + 4096 + 2 * (2.0 * 4096 * 4096);
+    assert_int_equal(f->r.model_flops, (uint64_t)flops);
+    assert_float_equal(f->r.compute_seconds, flops / PEAK, flops / PEAK * 1e-12);
+    assert_float_equal(f->r.hfu, f->r.compute_seconds / f->r.step_seconds, 1e-12);
+    assert_float_equal(f->r.step_seconds, 2 * fetch, fetch * 1e-12);
     fx_free(f);
 }
 
@@ -119,6 +172,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_einsum_rooflines),
         cmocka_unit_test(test_transfers_hide_or_not),
+        cmocka_unit_test(test_fsdp_collectives),
+        cmocka_unit_test(test_param_fetch_and_hfu),
         cmocka_unit_test(test_pipeline_bubble),
     };
     return cmocka_run_group_tests_name("time", tests, NULL, NULL);
