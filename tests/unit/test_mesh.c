@@ -78,8 +78,7 @@ static void test_pipeline_by_hand(void **state) {
                           "base_num_decoder_layers=4", "num_devices=2",
                           "ici_pipeline_parallelism=2", "remat_policy=full",
                           NULL};
-    fx_run_t *f = fx_analyze(fx_mini_graph, args);
-    assert_int_equal(f->st, REMAT_OK);
+    fx_run_t *f = fx_analyze_ok(fx_mini_graph, args);
     assert_int_equal(f->r.nstages, 2);
     assert_int_equal(f->r.microbatches, 2);
     const remat_stage_row_t *s0 = &f->r.stages[0], *s1 = &f->r.stages[1];
@@ -102,8 +101,7 @@ static void test_pipeline_by_hand(void **state) {
                           "base_num_decoder_layers=4", "num_devices=2",
                           "ici_pipeline_parallelism=2", "num_pipeline_microbatches=4",
                           NULL};
-    f = fx_analyze(fx_mini_graph, more);
-    assert_int_equal(f->st, REMAT_OK);
+    f = fx_analyze_ok(fx_mini_graph, more);
     assert_int_equal(f->r.stages[0].in_flight, 2);
     assert_int_equal(f->r.layers[0].saved_device_bytes, 8); /* one sequence a micro-batch */
     fx_free(f);
@@ -250,8 +248,7 @@ static void test_context_kv_gather(void **state) {
                           "head_dim=4",                "base_num_decoder_layers=1",
                           "num_devices=2",             "ici_context_parallelism=2",
                           NULL};
-    fx_run_t *f = fx_analyze(graph, args);
-    assert_int_equal(f->st, REMAT_OK);
+    fx_run_t *f = fx_analyze_ok(graph, args);
     assert_int_equal(f->r.profiles[0].fwd_peak_rel, 352);
     /* 4 b h s t d forward; the two scales (32 each) and the add (32) */
     assert_int_equal(f->r.layers[0].forward_flops, 1024 + 32 + 32 + 32);

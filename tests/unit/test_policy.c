@@ -144,8 +144,7 @@ static void test_unknown_names_rejected(void **state) {
     fx_free(f);
     /* Presets may list names a graph lacks (minimal names kv_proj). */
     const char *ok[] = {"remat_policy=minimal", "per_device_batch_size=1", NULL};
-    f = fx_analyze(NULL, ok);
-    assert_int_equal(f->st, REMAT_OK);
+    f = fx_analyze_ok(NULL, ok);
     fx_free(f);
     /* A user's policy file is checked like custom keys. */
     remat_policy_t *p = NULL;
@@ -174,8 +173,7 @@ static fx_run_t *big(const char *policy, const char *batch) {
     char pol[96];
     snprintf(pol, sizeof pol, "remat_policy=%s", policy);
     const char *args[] = {"model_name=llama3-8b", batch, pol, NULL};
-    fx_run_t *f = fx_analyze(NULL, args);
-    assert_int_equal(f->st, REMAT_OK);
+    fx_run_t *f = fx_analyze_ok(NULL, args);
     return f;
 }
 

@@ -219,15 +219,13 @@ static void test_megatron_formula(void **state) {
     const uint64_t s = 2048, b = 1, h = 12288, a = 96;
     const char *none[] = {"model_name=gpt3-175b", "per_device_batch_size=1",
                           "remat_policy=none", "scan_layers=false", NULL};
-    fx_run_t *f = fx_analyze(NULL, none);
-    assert_int_equal(f->st, REMAT_OK);
+    fx_run_t *f = fx_analyze_ok(NULL, none);
     assert_int_equal(f->r.layers[0].saved_device_bytes,
                      s * b * h * 34 + 5 * a * s * s * b + 16 * s * b);
     assert_int_equal(f->r.layers[0].saved_device_bytes, 2868936704u);
     fx_free(f);
     const char *full[] = {"model_name=gpt3-175b", "per_device_batch_size=1", NULL};
-    f = fx_analyze(NULL, full);
-    assert_int_equal(f->st, REMAT_OK);
+    f = fx_analyze_ok(NULL, full);
     assert_int_equal(f->r.layers[95].saved_device_bytes, 2 * s * b * h);
     fx_free(f);
 }

@@ -117,8 +117,7 @@ static fx_run_t *offload(const char *bw) {
     const char *args[] = {"model_name=default", "per_device_batch_size=2", "base_emb_dim=4",
                           "base_mlp_dim=8", "base_num_decoder_layers=3", "remat_policy=custom",
                           "mlpwi=offload", bw, NULL};
-    fx_run_t *f = fx_analyze(fx_mini_graph, args);
-    assert_int_equal(f->st, REMAT_OK);
+    fx_run_t *f = fx_analyze_ok(fx_mini_graph, args);
     return f;
 }
 
@@ -159,8 +158,7 @@ static void test_pipeline_bubble(void **state) {
                           "base_num_decoder_layers=4", "num_devices=2",
                           "ici_pipeline_parallelism=2", "num_pipeline_microbatches=4",
                           NULL};
-    fx_run_t *f = fx_analyze(fx_mini_graph, args);
-    assert_int_equal(f->st, REMAT_OK);
+    fx_run_t *f = fx_analyze_ok(fx_mini_graph, args);
     assert_float_equal(f->r.bubble_fraction, 1.0 / 5.0, 1e-15);
     const remat_layer_row_t *l0 = &f->r.layers[0];
     double slot = 2 * (l0->forward_seconds + l0->backward_seconds);
