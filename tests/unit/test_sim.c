@@ -61,6 +61,7 @@ static void test_flops(void **state) {
     /* full re-runs fc1 and silu to rebuild h and a: 128 + 64 a layer. */
     assert_int_equal(f->r.layers[0].recompute_flops, 192);
     assert_int_equal(f->r.recompute_flops, 576);
+    assert_float_equal(f->r.recompute_share, 576.0 / (3 * (328 + 608)), 1e-15);
     fx_free(f);
 }
 
@@ -81,6 +82,10 @@ static void test_full_by_hand(void **state) {
     assert_int_equal(f->r.profiles[0].fwd_peak_rel, 64);
     assert_int_equal(f->r.profiles[0].bwd_peak_rel, 112);
     assert_int_equal(f->r.peak_bytes, 3248);
+    /* tpu7x: 192 GiB; check keeps 5% free */
+    assert_int_equal(f->r.budget_bytes, 192ull << 30);
+    assert_int_equal(f->r.usable_bytes, 195853508608ull); /* 206158430208 x 0.95 */
+    assert_true(f->r.fits && f->r.fits_margin);
     assert_int_equal(f->r.peak_at.where, REMAT_AT_LAYER);
     assert_int_equal(f->r.peak_at.layer, 2);
     assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
