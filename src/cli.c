@@ -264,7 +264,18 @@ static int cmd_compare(const opts_t *o) {
         if (strcmp(names[i], "custom") != 0) {
             jobs[i].cfg.ncustom = 0;
         }
-        st = job_run(&jobs[i], &err);
+        /* One graph and hardware for all; each entry resolves its policy. */
+        remat_result_init(&jobs[i].result);
+        if (i == 0) {
+            st = remat_resolve(&jobs[0].cfg, &jobs[0].graph, &jobs[0].policy, &jobs[0].hw, &err);
+        } else {
+            jobs[i].hw = jobs[0].hw;
+            st = remat_resolve_policy(&jobs[i].cfg, &jobs[i].policy, &err);
+        }
+        if (st == REMAT_OK) {
+            st = remat_analyze(jobs[0].graph, &jobs[i].cfg, jobs[i].policy, &jobs[i].hw,
+                               &jobs[i].result, &err);
+        }
         rs[i] = &jobs[i].result;
     }
     int rc = EXIT_OK;

@@ -177,6 +177,13 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                              remat_result_t *out, remat_error_t *err);
 
 /**
+ * Resolves the config's remat_policy: a preset, "custom" with the config's
+ * per-name keys, or a policy file. New policy in *policy.
+ */
+remat_status_t remat_resolve_policy(const remat_config_t *cfg, remat_policy_t **policy,
+                                    remat_error_t *err);
+
+/**
  * Resolves the config's graph, policy and hardware (built-in names or files)
  * into new objects the caller frees (remat_graph_free, remat_policy_free).
  */
