@@ -16,6 +16,7 @@
 #include "json_util.h"
 
 #include "remat/builtin.h"
+#include "remat/topology.h"
 #include "util.h"
 
 typedef enum ktype { K_STR, K_U64, K_I64, K_F64, K_DTYPE, K_BOOL, K_BYTES, K_PLACE } ktype_t;
@@ -65,7 +66,8 @@ static const key_t_ keys[] = {
     {"safety_margin", K_F64, F(safety_margin), "fraction of the budget kept free by 'check' (0.05)"},
     {"host_link_bw", K_F64, F(host_link_bw), "host link bytes/s per direction; default: the chip's"},
     {"num_devices", K_U64, F(num_devices), "devices in the run (the mesh's product)"},
-    {"topology", K_STR, 0, 0, "NAME-N (e.g. tpu7x-256): sets num_devices=N"},
+    {"topology", K_STR, F(topology),
+     "a slice as MaxText names it (tpu7x-128: 64 chips, 128 devices): sets hardware and num_devices"},
     {"logical_axis_rules", K_STR, F(logical_axis_rules),
      "overrides, e.g. activation_embed:,activation_norm_length:tensor"},
     {"quantization", K_STR, F(quantization),
@@ -81,18 +83,19 @@ static const key_t_ keys[] = {
      "micro-batches per step through the pipeline (default: the stage count)"},
     MESH("data", 0), MESH("fsdp", 1), MESH("fsdp_transpose", 2), MESH("sequence", 3),
     MESH("tensor", 4), MESH("tensor_sequence", 5), MESH("context", 6), MESH("expert", 7),
-    MESH("pipeline", 8),
+    MESH("pipeline", 8), MESH("context_usp_ulysses", 9), MESH("autoregressive", 10),
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
-/* MaxText's custom-policy keys (configs/types.py). */
-static const char *const custom_keys[] = {
-    "decoder_layer_input", "context",       "mlpwi",      "mlpwi_0",     "mlpwi_1",
-    "mlpwo",               "moe_mlpwi_0",   "moe_mlpwi_1", "moe_mlpwo",  "query_proj",
-    "key_proj",            "value_proj",    "kv_proj",    "qkv_proj",    "attention_out",
-    "out_proj",            "query_wa_proj", "kv_wa_proj", "mla_q",       "mla_kv",
-    "indexer_cutoff_threshold"};
-#define NCUSTOM (sizeof custom_keys / sizeof custom_keys[0])
+/* MaxText's custom-policy keys, one per checkpoint name (policy.c). */
+static size_t ncustom(void) {
+    size_t n = 0;
+    while (remat_policy_maxtext_name(n)) {
+        n++;
+    }
+    return n;
+}
+#define NCUSTOM ncustom()
 
 static const char *const size_keys[] = {"base_emb_dim",       "base_num_query_heads",
                                         "base_num_kv_heads",  "head_dim",
@@ -105,7 +108,7 @@ size_t remat_config_nkeys(void) {
 }
 
 const char *remat_config_key_name(size_t i) {
-    return i < NKEYS ? keys[i].name : i < NKEYS + NCUSTOM ? custom_keys[i - NKEYS] : NULL;
+    return i < NKEYS ? keys[i].name : i < NKEYS + NCUSTOM ? remat_policy_maxtext_name(i - NKEYS) : NULL;
 }
 
 const char *remat_config_key_help(size_t i) {
@@ -250,7 +253,7 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
         key = "model_name";
     }
     for (size_t i = 0; i < NCUSTOM; i++) {
-        if (strcmp(key, custom_keys[i]) == 0) {
+        if (strcmp(key, remat_policy_maxtext_name(i)) == 0) {
             return set_custom(c, key, value, source, path, err);
         }
     }
@@ -271,15 +274,17 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
     }
     char *field = (char *)c + k->offset;
     if (strcmp(key, "topology") == 0) {
-        const char *dash = strrchr(value, '-');
-        uint64_t n = 0;
-        if (!dash || !parse_u64(dash + 1, &n) || n == 0) {
-            return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                   "topology must be NAME-DEVICES such as tpu7x-256, not '%s'",
-                                   value);
+        remat_topology_t t;
+        remat_status_t st = remat_topology_parse(value, source, path, &t, err);
+        if (st) {
+            return st;
         }
-        c->num_devices = n;
+        snprintf(c->topology, sizeof c->topology, "%s", value);
+        snprintf(c->hardware, sizeof c->hardware, "%s", t.hardware);
         return REMAT_OK;
+    }
+    if (strcmp(key, "num_devices") == 0) {
+        c->num_devices_set = true;
     }
     switch (k->type) {
         case K_STR:
@@ -488,6 +493,44 @@ static remat_status_t apply_model(remat_config_t *c, const char *name, remat_err
     return st;
 }
 
+/* The device count: num_devices, else the topology's, else the mesh's
+   product when no axis is left to fill, else 1. A topology and num_devices
+   that disagree are an error rather than a silent choice. */
+static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
+    if (c->topology[0]) {
+        remat_topology_t t;
+        remat_status_t st = remat_topology_parse(c->topology, NULL, "topology", &t, err);
+        if (st) {
+            return st;
+        }
+        if (c->num_devices_set && c->num_devices != t.devices) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "topology=%s is %llu devices (%llu chips), but num_devices=%llu",
+                                   c->topology, (unsigned long long)t.devices,
+                                   (unsigned long long)t.chips,
+                                   (unsigned long long)c->num_devices);
+        }
+        c->num_devices = t.devices;
+        return REMAT_OK;
+    }
+    if (c->num_devices_set) {
+        return REMAT_OK;
+    }
+    uint64_t p = 1;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        if (c->ici[a] < 1 || c->dcn[a] < 1) {
+            return REMAT_OK; /* an axis fills: the default of one device stands */
+        }
+        if (!remat_i_mul(p, (uint64_t)c->ici[a], &p) || !remat_i_mul(p, (uint64_t)c->dcn[a], &p) ||
+            p > ((uint64_t)1 << 40)) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "the mesh axes multiply past 2^40 devices");
+        }
+    }
+    c->num_devices = p;
+    return REMAT_OK;
+}
+
 remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
                                   remat_config_t *c, remat_error_t *err) {
     remat_config_defaults(c);
@@ -557,6 +600,9 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
     if (st == REMAT_OK && !c->mu_dtype_set) {
         c->mu_dtype = c->weight_dtype;
     }
+    if (st == REMAT_OK) {
+        st = resolve_devices(c, err);
+    }
     if (st == REMAT_OK && c->use_qwix_quantization &&
         (!c->quantization[0] || strcmp(c->quantization, "none") == 0)) {
         st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
@@ -581,6 +627,12 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
                                    "per_device_batch_size %g gives %g sequences per micro-batch, "
                                    "above the supported 1e15",
                                    c->per_device_batch_size, micro);
+        }
+        /* 0.07 x 100 is 7.000000000000001 in binary: a count within a
+           relative 1e-9 of a whole number is that number. */
+        double whole = floor(micro + 0.5);
+        if (fabs(micro - whole) <= 1e-9 * (whole > 1 ? whole : 1)) {
+            micro = whole;
         }
         if (micro < 1 || micro != floor(micro)) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,

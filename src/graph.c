@@ -77,6 +77,9 @@ static void block_release(remat_block_t *b) {
         for (size_t j = 0; j < b->tensors[i].ntags; j++) {
             free(b->tensors[i].tags[j]);
         }
+        for (size_t j = 0; j < REMAT_MAX_RANK; j++) {
+            free(b->tensors[i].axes[j]);
+        }
     }
     for (size_t i = 0; i < b->nops; i++) {
         free(b->ops[i].name);

@@ -174,8 +174,37 @@ static size_t find_dim(const remat_graph_t *g, const char *name) {
     return REMAT_NONE;
 }
 
+/* "axes": one logical axis name (or null) per dim, overriding the dims'
+   `axis`/`weight_axis` for this tensor (MaxText names some tensors' axes
+   apart from their dims: the vocabulary weights' embed dim is embed_vocab). */
+static remat_status_t load_axes(loader_t *L, json_t *t, remat_tensor_t *out) {
+    json_t *axes = json_object_get(t, "axes");
+    if (!axes) {
+        return REMAT_OK;
+    }
+    remat_i_jpath_key(&L->path, "axes");
+    if (!json_is_array(axes) || json_array_size(axes) != out->rank) {
+        return fail(L, REMAT_E_SCHEMA, "'axes' must list one logical axis (or null) per dim of "
+                                       "the shape's %zu", out->rank);
+    }
+    out->has_axes = true;
+    for (size_t i = 0; i < out->rank; i++) {
+        json_t *a = json_array_get(axes, i);
+        if (json_is_null(a)) {
+            continue;
+        }
+        if (!json_is_string(a) || !valid_name(json_string_value(a))) {
+            remat_i_jpath_index(&L->path, i);
+            return fail(L, REMAT_E_SCHEMA, "a logical axis must be a name or null");
+        }
+        out->axes[i] = remat_i_xstrdup(json_string_value(a));
+    }
+    remat_i_jpath_pop(&L->path);
+    return REMAT_OK;
+}
+
 static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
-    static const char *const allowed[] = {"shape", "dtype", "param", "checkpoint", NULL};
+    static const char *const allowed[] = {"shape", "dtype", "param", "checkpoint", "axes", NULL};
     remat_status_t st;
     out->name = remat_i_xstrdup(name);
     out->producer = REMAT_NONE;
@@ -232,6 +261,9 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
             return fail(L, REMAT_E_SCHEMA, "'param' must be true or false");
         }
         out->param = json_is_true(param);
+    }
+    if ((st = load_axes(L, t, out))) {
+        return st;
     }
     json_t *ck = json_object_get(t, "checkpoint");
     if (ck) {
@@ -302,7 +334,7 @@ static remat_status_t load_name_list(loader_t *L, remat_block_t *b, json_t *arr,
 
 static remat_status_t load_op(loader_t *L, remat_block_t *b, json_t *o, remat_op_t *op) {
     static const char *const allowed[] = {"name", "op",     "in",    "out", "spec",
-                                          "saves", "causal", "value", NULL};
+                                          "saves", "causal", "value", "layout", NULL};
     remat_status_t st;
     if (!json_is_object(o)) {
         return fail(L, REMAT_E_SCHEMA, "an op must be an object");
@@ -355,6 +387,16 @@ static remat_status_t load_op(loader_t *L, remat_block_t *b, json_t *o, remat_op
                         "'causal' must be a boolean on a softmax or flash_attention op");
         }
         op->causal = json_is_true(causal);
+    }
+    json_t *layout = json_object_get(o, "layout");
+    if (layout) {
+        const char *lv = json_is_string(layout) ? json_string_value(layout) : "";
+        if (op->kind != REMAT_OP_FLASH_ATTENTION || (strcmp(lv, "bshd") && strcmp(lv, "bhsd"))) {
+            remat_i_jpath_key(&L->path, "layout");
+            return fail(L, REMAT_E_SCHEMA,
+                        "'layout' must be \"bshd\" or \"bhsd\" on a flash_attention op");
+        }
+        op->bhsd = strcmp(lv, "bhsd") == 0;
     }
     json_t *value = json_object_get(o, "value");
     if (value) {

@@ -47,39 +47,135 @@ static remat_status_t get_u64(json_t *root, const char *source, const char *key,
     return REMAT_OK;
 }
 
+/* The "assumed" list: names of this profile's own fields. */
+static remat_status_t load_assumed(json_t *root, const char *source, remat_hw_t *out,
+                                   remat_error_t *err) {
+    json_t *assumed = json_object_get(root, "assumed");
+    if (!assumed) {
+        return REMAT_OK;
+    }
+    if (!json_is_array(assumed)) {
+        return bad(source, "assumed", "an array of field names", err);
+    }
+    size_t len = 0;
+    for (size_t i = 0; i < json_array_size(assumed); i++) {
+        json_t *s = json_array_get(assumed, i);
+        if (!json_is_string(s) || !json_object_get(root, json_string_value(s))) {
+            return bad(source, "assumed", "an array of this profile's field names", err);
+        }
+        int w = snprintf(out->assumed + len, sizeof out->assumed - len, "%s%s", len ? "," : "",
+                         json_string_value(s));
+        len += w > 0 ? (size_t)w : 0;
+        if (len >= sizeof out->assumed) {
+            return bad(source, "assumed", "a shorter list", err);
+        }
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t check_keys(json_t *root, const char *source, bool v2, remat_error_t *err) {
+    static const char *const allowed[] = {
+        "format",         "name",       "description",   "hbm_bytes",      "hbm_bw",
+        "flops_bf16",     "flops_fp8",  "host_link_bw",  "chips_per_host", "host_ram_bytes",
+        "ici_bw",         "assumed",    "sources",       "devices_per_chip",
+        "hbm_limit_bytes", "cores_per_chip", NULL};
+    const size_t v1_keys = 13; /* the first 13 names are format 1's */
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        bool ok = false;
+        for (size_t i = 0; allowed[i] && (v2 || i < v1_keys); i++) {
+            ok |= strcmp(allowed[i], key) == 0;
+        }
+        if (!ok) {
+            char path[96];
+            snprintf(path, sizeof path, "$.%.80s", key);
+            return remat_error_set(err, REMAT_E_SCHEMA, source, path, "unknown key '%s'%s", key,
+                                   v2 ? "" : " (format remat-hardware/1)");
+        }
+    }
+    return REMAT_OK;
+}
+
+/* Per-chip figures as the file states them. */
+static remat_status_t load_chip(json_t *root, const char *source, remat_hw_t *out,
+                                remat_error_t *err) {
+    remat_status_t st;
+    if ((st = get_u64(root, source, "hbm_bytes", &out->chip_hbm_bytes, err)) ||
+        (st = get_num(root, source, "hbm_bw", &out->chip_hbm_bw, err)) ||
+        (st = get_num(root, source, "flops_bf16", &out->chip_flops_bf16, err)) ||
+        (st = get_num(root, source, "flops_fp8", &out->chip_flops_fp8, err)) ||
+        (st = get_num(root, source, "host_link_bw", &out->host_link_bw, err)) ||
+        (st = get_u64(root, source, "chips_per_host", &out->chips_per_host, err)) ||
+        (st = get_u64(root, source, "host_ram_bytes", &out->host_ram_bytes, err)) ||
+        (st = get_num(root, source, "ici_bw", &out->ici_bw, err))) {
+        return st;
+    }
+    return REMAT_OK;
+}
+
+/* Devices per chip and the per-device figures derived from the chip's. */
+static remat_status_t derive_devices(json_t *root, const char *source, bool v2, remat_hw_t *out,
+                                     remat_error_t *err) {
+    remat_status_t st;
+    out->devices_per_chip = 1;
+    if (v2 && json_object_get(root, "devices_per_chip") &&
+        (st = get_u64(root, source, "devices_per_chip", &out->devices_per_chip, err))) {
+        return st;
+    }
+    out->cores_per_chip = out->devices_per_chip;
+    if (v2 && json_object_get(root, "cores_per_chip") &&
+        (st = get_u64(root, source, "cores_per_chip", &out->cores_per_chip, err))) {
+        return st;
+    }
+    if (out->devices_per_chip > 16 || out->cores_per_chip > 16) {
+        return bad(source, out->devices_per_chip > 16 ? "devices_per_chip" : "cores_per_chip",
+                   "at most 16", err);
+    }
+    const uint64_t d = out->devices_per_chip;
+    const double dd = (double)d;
+    out->hbm_bytes = out->chip_hbm_bytes / d;
+    out->hbm_bw = out->chip_hbm_bw / dd;
+    out->flops_bf16 = out->chip_flops_bf16 / dd;
+    out->flops_fp8 = out->chip_flops_fp8 / dd;
+    out->host_link_bw /= dd;
+    out->ici_bw /= dd;
+    if (!remat_i_mul(out->chips_per_host, d, &out->devices_per_host)) {
+        return bad(source, "chips_per_host", "a smaller integer", err);
+    }
+    out->hbm_limit_bytes = out->hbm_bytes;
+    if (v2) {
+        if ((st = get_u64(root, source, "hbm_limit_bytes", &out->hbm_limit_bytes, err))) {
+            return st;
+        }
+        if (out->hbm_limit_bytes > out->hbm_bytes) {
+            return bad(source, "hbm_limit_bytes",
+                       "at most one device's share of hbm_bytes (it is per device)", err);
+        }
+    }
+    return REMAT_OK;
+}
+
 remat_status_t remat_hw_load_string(const char *text, const char *source, remat_hw_t *out,
                                     remat_error_t *err) {
-    static const char *const allowed[] = {
-        "format",       "name",          "description",    "hbm_bytes", "hbm_bw",
-        "flops_bf16",   "flops_fp8",     "host_link_bw",   "chips_per_host",
-        "host_ram_bytes", "ici_bw",      "assumed",        "sources",   NULL};
     memset(out, 0, sizeof *out);
     json_t *root = remat_i_json_load(text, source, err);
     if (!root) {
         return REMAT_E_SYNTAX;
     }
     remat_status_t st = REMAT_OK;
-    const char *key;
-    json_t *v;
+    json_t *format = json_object_get(root, "format");
+    const char *fmt = json_is_string(format) ? json_string_value(format) : "";
+    const bool v2 = strcmp(fmt, "remat-hardware/2") == 0;
     if (!json_is_object(root)) {
         st = remat_error_set(err, REMAT_E_SCHEMA, source, "$", "a profile must be an object");
         goto out;
     }
-    json_object_foreach(root, key, v) {
-        bool ok = false;
-        for (size_t i = 0; allowed[i]; i++) {
-            ok |= strcmp(allowed[i], key) == 0;
-        }
-        if (!ok) {
-            char path[96];
-            snprintf(path, sizeof path, "$.%.80s", key);
-            st = remat_error_set(err, REMAT_E_SCHEMA, source, path, "unknown key '%s'", key);
-            goto out;
-        }
+    if (!v2 && strcmp(fmt, "remat-hardware/1") != 0) {
+        st = bad(source, "format", "\"remat-hardware/2\" (or \"remat-hardware/1\")", err);
+        goto out;
     }
-    json_t *format = json_object_get(root, "format");
-    if (!json_is_string(format) || strcmp(json_string_value(format), "remat-hardware/1")) {
-        st = bad(source, "format", "\"remat-hardware/1\"", err);
+    if ((st = check_keys(root, source, v2, err))) {
         goto out;
     }
     json_t *name = json_object_get(root, "name");
@@ -91,37 +187,10 @@ remat_status_t remat_hw_load_string(const char *text, const char *source, remat_
     json_t *desc = json_object_get(root, "description");
     snprintf(out->description, sizeof out->description, "%s",
              json_is_string(desc) ? json_string_value(desc) : "");
-    if ((st = get_u64(root, source, "hbm_bytes", &out->hbm_bytes, err)) ||
-        (st = get_num(root, source, "hbm_bw", &out->hbm_bw, err)) ||
-        (st = get_num(root, source, "flops_bf16", &out->flops_bf16, err)) ||
-        (st = get_num(root, source, "flops_fp8", &out->flops_fp8, err)) ||
-        (st = get_num(root, source, "host_link_bw", &out->host_link_bw, err)) ||
-        (st = get_u64(root, source, "chips_per_host", &out->chips_per_host, err)) ||
-        (st = get_u64(root, source, "host_ram_bytes", &out->host_ram_bytes, err)) ||
-        (st = get_num(root, source, "ici_bw", &out->ici_bw, err))) {
+    if ((st = load_chip(root, source, out, err)) ||
+        (st = derive_devices(root, source, v2, out, err)) ||
+        (st = load_assumed(root, source, out, err))) {
         goto out;
-    }
-    json_t *assumed = json_object_get(root, "assumed");
-    if (assumed) {
-        if (!json_is_array(assumed)) {
-            st = bad(source, "assumed", "an array of field names", err);
-            goto out;
-        }
-        size_t len = 0;
-        for (size_t i = 0; i < json_array_size(assumed); i++) {
-            json_t *s = json_array_get(assumed, i);
-            if (!json_is_string(s) || !json_object_get(root, json_string_value(s))) {
-                st = bad(source, "assumed", "an array of this profile's field names", err);
-                goto out;
-            }
-            int w = snprintf(out->assumed + len, sizeof out->assumed - len, "%s%s",
-                             len ? "," : "", json_string_value(s));
-            len += w > 0 ? (size_t)w : 0;
-            if (len >= sizeof out->assumed) {
-                st = bad(source, "assumed", "a shorter list", err);
-                goto out;
-            }
-        }
     }
 out:
     json_decref(root);

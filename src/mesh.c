@@ -6,17 +6,20 @@
  */
 #include "remat/mesh.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "remat/config.h"
 
 static const char *const axis_names[REMAT_AXIS_COUNT] = {
-    "data", "fsdp", "fsdp_transpose", "sequence", "tensor", "tensor_sequence",
-    "context", "expert", "stage"};
+    "data",    "fsdp",   "fsdp_transpose", "sequence",       "tensor",
+    "tensor_sequence", "context", "expert", "stage", "context_usp_ulysses",
+    "autoregressive"};
 static const char *const axis_keys[REMAT_AXIS_COUNT] = {
-    "data", "fsdp", "fsdp_transpose", "sequence", "tensor", "tensor_sequence",
-    "context", "expert", "pipeline"};
+    "data",    "fsdp",   "fsdp_transpose", "sequence",       "tensor",
+    "tensor_sequence", "context", "expert", "pipeline", "context_usp_ulysses",
+    "autoregressive"};
 
 const char *remat_axis_name(remat_axis_t a) {
     return a < REMAT_AXIS_COUNT ? axis_names[a] : "?";
@@ -27,24 +30,71 @@ const char *remat_axis_key(remat_axis_t a) {
 }
 
 #define A(x) (1u << REMAT_AXIS_##x)
+#define REMAT_NONE_RULE ((size_t)-1)
+#define REMAT_MAX_RANK_MESH 16
+#define CTX (A(CONTEXT) | A(CONTEXT_USP))
 
+/* MaxText's logical_axis_rules for training, in base.yml's order
+   (AI-Hypercomputer/maxtext@e591f30, src/maxtext/configs/base.yml). A
+   logical name may have several rules: for each tensor the first rule whose
+   mesh axes no other dim of the tensor uses yet applies (flax's
+   logical-to-mesh resolution), so `embed` falls back to fsdp without
+   fsdp_transpose on a weight whose `mlp` dim took fsdp_transpose. */
 static const remat_axis_rule_t default_rules[] = {
-    /* activations */
-    {"activation_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
-    {"activation_length", A(SEQUENCE) | A(CONTEXT)},
-    {"activation_norm_length", A(TENSOR_SEQUENCE) | A(CONTEXT)},
-    {"activation_embed", A(TENSOR)},
-    {"activation_heads", A(TENSOR) | A(TENSOR_SEQUENCE)},
-    {"activation_kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE)},
-    {"activation_mlp", A(TENSOR)},
+    /* vocabulary */
+    {"activation_embed_and_logits_batch",
+     A(DATA) | A(STAGE) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
+    {"activation_embed_and_logits_batch_sequence",
+     A(DATA) | A(STAGE) | A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
+    {"activation_vocab", A(TENSOR) | A(TENSOR_SEQUENCE)},
     {"activation_vocab", A(TENSOR)},
-    /* weights */
-    {"embed", A(FSDP) | A(FSDP_TRANSPOSE)},
-    {"heads", A(TENSOR)},
-    {"kv_heads", A(TENSOR)},
-    {"mlp", A(TENSOR)},
-    {"vocab", A(TENSOR)},
+    {"activation_vocab", A(TENSOR_SEQUENCE)},
+    {"vocab", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
+    {"embed_vocab", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
+    /* attention */
+    {"activation_batch_attn", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
+    {"activation_input_length_attn", A(TENSOR_SEQUENCE) | A(CONTEXT)},
+    {"activation_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
+    {"activation_kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE)},
+    {"activation_length_attn", CTX},
+    {"activation_q_length", CTX},
+    {"activation_kv_length", 0},
+    {"activation_embed_attn", A(TENSOR)},
+    {"activation_kv", A(TENSOR) | A(TENSOR_SEQUENCE)},
+    {"activation_kv_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
+    {"activation_kv_head_dim", A(TENSOR) | A(TENSOR_SEQUENCE)},
+    {"heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
+    {"q_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
+    {"kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
+    {"qkv", 0},
+    {"kv", 0},
+    {"kv_head_dim", 0},
+    {"q_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
+    {"q_lora", A(FSDP) | CTX | A(EXPERT)},
+    {"kv_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
+    {"kv_lora", A(FSDP) | CTX | A(EXPERT)},
+    /* mixture of experts */
+    {"activation_batch_moe", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
+    {"activation_length_moe", CTX},
+    {"activation_norm_length_moe", A(TENSOR_SEQUENCE) | CTX},
+    {"activation_embed_moe", A(TENSOR)},
+    {"activation_mlp_moe", A(TENSOR) | A(TENSOR_SEQUENCE)},
+    {"activation_exp", A(EXPERT)},
     {"exp", A(EXPERT)},
+    {"mlp_moe", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
+    {"embed_moe", A(FSDP) | A(FSDP_TRANSPOSE) | CTX},
+    {"embed_moe", A(FSDP) | CTX},
+    /* dense layers and model structure */
+    {"activation_mlp", A(TENSOR) | A(TENSOR_SEQUENCE)},
+    {"activation_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
+    {"activation_length", CTX},
+    {"activation_norm_length", A(TENSOR_SEQUENCE) | CTX},
+    {"activation_embed", A(TENSOR)},
+    {"activation_stage", A(STAGE)},
+    {"mlp", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
+    {"embed", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
+    {"embed", A(FSDP) | CTX | A(EXPERT)},
+    {"norm", A(TENSOR)},
     {"layers", A(STAGE)},
 };
 
@@ -57,17 +107,31 @@ static int parse_axis(const char *s, size_t n) {
     return -1;
 }
 
+/* A user's rule for @p logical replaces every default rule of that name, in
+   the place of the first of them (or at the end for a new name). */
 static remat_status_t set_rule(remat_mesh_t *m, const char *logical, size_t n, unsigned axes,
                                remat_error_t *err) {
+    if (n >= sizeof m->rules[0].logical) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, "logical_axis_rules",
+                               "logical axis name '%.*s' is too long", (int)n, logical);
+    }
+    size_t w = 0, at = REMAT_NONE_RULE;
     for (size_t i = 0; i < m->nrules; i++) {
-        if (strlen(m->rules[i].logical) == n && strncmp(m->rules[i].logical, logical, n) == 0) {
-            m->rules[i].axes = axes;
-            return REMAT_OK;
+        bool same = strlen(m->rules[i].logical) == n && strncmp(m->rules[i].logical, logical, n) == 0;
+        if (same && at == REMAT_NONE_RULE) {
+            at = w;
+            m->rules[w++].axes = axes;
+        } else if (!same) {
+            m->rules[w++] = m->rules[i];
         }
     }
-    if (m->nrules == REMAT_MAX_RULES || n >= sizeof m->rules[0].logical) {
+    m->nrules = w;
+    if (at != REMAT_NONE_RULE) {
+        return REMAT_OK;
+    }
+    if (m->nrules == REMAT_MAX_RULES) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, "logical_axis_rules",
-                               "too many or too long logical axis names");
+                               "at most %d logical axis rules", REMAT_MAX_RULES);
     }
     memcpy(m->rules[m->nrules].logical, logical, n);
     m->rules[m->nrules].logical[n] = '\0';
@@ -112,40 +176,86 @@ static remat_status_t parse_rules(remat_mesh_t *m, const char *text, remat_error
     return REMAT_OK;
 }
 
+/* The product of @p n factors, or false when it passes 2^62. */
+static bool product_ok(const uint64_t *f, size_t n, uint64_t *out) {
+    uint64_t p = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i] && p > ((uint64_t)1 << 62) / f[i]) {
+            return false;
+        }
+        p *= f[i];
+    }
+    *out = p;
+    return true;
+}
+
+/* The -1 axes of one kind (ici or dcn): at most one. */
+static remat_status_t find_fill(const int64_t *v, const char *kind, int *fill,
+                                remat_error_t *err) {
+    *fill = -1;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        if (v[a] != -1) {
+            continue;
+        }
+        if (*fill >= 0) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "%s_%s_parallelism and %s_%s_parallelism are both -1: at most "
+                                   "one axis fills",
+                                   kind, axis_keys[*fill], kind, axis_keys[a]);
+        }
+        *fill = a;
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t mesh_mismatch(const remat_mesh_t *m, uint64_t product, bool overflow,
+                                    remat_error_t *err) {
+    char text[320];
+    size_t len = 0;
+    text[0] = '\0';
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        if (m->shards[a] != 1 && len < sizeof text) {
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s%s=%llu", len ? " x " : "",
+                                    axis_names[a], (unsigned long long)m->shards[a]);
+        }
+    }
+    if (overflow) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "mesh %s: the product of the axes does not fit in 62 bits", text);
+    }
+    return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                           "mesh %s has %llu devices, but num_devices=%llu",
+                           len ? text : "(all axes 1)", (unsigned long long)product,
+                           (unsigned long long)m->devices);
+}
+
 remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, remat_error_t *err) {
     memset(m, 0, sizeof *m);
     m->devices = cfg->num_devices;
-    uint64_t ici = 1, dcn = 1;
-    int ici_fill = -1, dcn_fill = -1;
+    if (cfg->ici[REMAT_AXIS_SEQUENCE] != 1 || cfg->dcn[REMAT_AXIS_SEQUENCE] != 1) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, "ici_sequence_parallelism",
+                               "MaxText's mesh has no 'sequence' axis (mesh_axes in base.yml at "
+                               "e591f30); shard the sequence with ici_context_parallelism or "
+                               "ici_tensor_sequence_parallelism");
+    }
+    int ici_fill, dcn_fill;
+    remat_status_t st;
+    if ((st = find_fill(cfg->ici, "ici", &ici_fill, err)) ||
+        (st = find_fill(cfg->dcn, "dcn", &dcn_fill, err))) {
+        return st;
+    }
+    uint64_t f[2 * REMAT_AXIS_COUNT], fixed;
+    size_t nf = 0;
     for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-        int64_t v = cfg->ici[a];
-        if (v == -1) {
-            if (ici_fill >= 0) {
-                return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                                       "ici_%s_parallelism and ici_%s_parallelism are both -1: "
-                                       "at most one axis fills the devices",
-                                       axis_keys[ici_fill], axis_keys[a]);
-            }
-            ici_fill = a;
-        } else {
-            ici *= (uint64_t)v;
-        }
-        v = cfg->dcn[a];
-        if (v == -1) {
-            if (dcn_fill >= 0) {
-                return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                                       "dcn_%s_parallelism and dcn_%s_parallelism are both -1",
-                                       axis_keys[dcn_fill], axis_keys[a]);
-            }
-            dcn_fill = a;
-        } else {
-            dcn *= (uint64_t)v;
-        }
+        f[nf++] = a == ici_fill ? 1 : (uint64_t)cfg->ici[a];
+        f[nf++] = a == dcn_fill ? 1 : (uint64_t)cfg->dcn[a];
+    }
+    if (!product_ok(f, nf, &fixed)) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "mesh: the fixed axes multiply past 2^62");
     }
     /* One slice unless the dcn axes say otherwise: a -1 dcn axis is 1 then,
        and an ici -1 takes what the devices leave. */
-    uint64_t dcn_fill_v = 1;
-    uint64_t fixed = ici * dcn;
     uint64_t ici_fill_v = 1;
     if (ici_fill >= 0) {
         if (fixed == 0 || m->devices % fixed) {
@@ -157,30 +267,16 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
         }
         ici_fill_v = m->devices / fixed;
     }
+    bool overflow = false;
     for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-        uint64_t i = a == ici_fill ? ici_fill_v : (uint64_t)cfg->ici[a];
-        uint64_t d = a == dcn_fill ? dcn_fill_v : (uint64_t)cfg->dcn[a];
-        m->shards[a] = i * d;
+        uint64_t pair[2] = {a == ici_fill ? ici_fill_v : (uint64_t)cfg->ici[a],
+                            a == dcn_fill ? 1 : (uint64_t)cfg->dcn[a]};
+        overflow |= !product_ok(pair, 2, &m->shards[a]);
     }
-    uint64_t product = 1;
-    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-        product *= m->shards[a];
-    }
-    if (product != m->devices) {
-        char text[256];
-        size_t len = 0;
-        text[0] = '\0';
-        for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-            if (m->shards[a] != 1) {
-                len += (size_t)snprintf(text + len, sizeof text - len, "%s%s=%llu",
-                                        len ? " x " : "", axis_names[a],
-                                        (unsigned long long)m->shards[a]);
-            }
-        }
-        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "mesh %s has %llu devices, but num_devices=%llu",
-                               len ? text : "(all axes 1)", (unsigned long long)product,
-                               (unsigned long long)m->devices);
+    uint64_t product = 0;
+    overflow = overflow || !product_ok(m->shards, REMAT_AXIS_COUNT, &product);
+    if (overflow || product != m->devices) {
+        return mesh_mismatch(m, product, overflow, err);
     }
     for (size_t i = 0; i < sizeof default_rules / sizeof default_rules[0]; i++) {
         m->rules[m->nrules++] = default_rules[i];
@@ -206,6 +302,29 @@ unsigned remat_mesh_axes(const remat_mesh_t *m, const char *logical) {
         }
     }
     return 0;
+}
+
+void remat_mesh_tensor_axes(const remat_mesh_t *m, const char *const *logical, size_t rank,
+                            unsigned *out) {
+    bool assigned[REMAT_MAX_RANK_MESH] = {false};
+    unsigned used = 0;
+    for (size_t d = 0; d < rank; d++) {
+        out[d] = 0;
+    }
+    for (size_t i = 0; i < m->nrules; i++) {
+        const remat_axis_rule_t *r = &m->rules[i];
+        for (size_t d = 0; d < rank && d < REMAT_MAX_RANK_MESH; d++) {
+            if (logical[d] && strcmp(logical[d], r->logical) == 0) {
+                /* flax takes the first dim with the name, assigned or not */
+                if (!assigned[d] && (r->axes & used) == 0) {
+                    assigned[d] = true;
+                    out[d] = r->axes;
+                    used |= r->axes;
+                }
+                break;
+            }
+        }
+    }
 }
 
 uint64_t remat_mesh_product(const remat_mesh_t *m, unsigned axes) {

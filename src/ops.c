@@ -51,8 +51,11 @@ bool remat_i_opkind_parse(const char *s, remat_opkind_t *out) {
     return false;
 }
 
+/* Only a reshape shares its input's buffer (XLA lowers it to a bitcast). A
+   transpose or a slice is its own array in JAX: keeping it keeps a copy,
+   and keeping it does not keep its input. */
 bool remat_i_opkind_is_view(remat_opkind_t k) {
-    return k == REMAT_OP_RESHAPE || k == REMAT_OP_TRANSPOSE || k == REMAT_OP_SPLIT;
+    return k == REMAT_OP_RESHAPE;
 }
 
 remat_status_t remat_i_einsum_parse(const char *spec, remat_op_t *op, const char *source,
@@ -325,10 +328,11 @@ remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
         case REMAT_OP_FLASH_ATTENTION: {
             const remat_tensor_t *q = x, *kk = T(b, op->in[1]), *v = T(b, op->in[2]);
             const remat_tensor_t *lse = T(b, op->out[1]);
+            const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
             if (q->rank != 4 || kk->rank != 4 || !same_shape(kk, v)) {
-                return BAD("flash_attention op '%s': q, k, v must be [batch,seq,heads,head_dim] "
+                return BAD("flash_attention op '%s': q, k, v must be [batch,%s,head_dim] "
                            "and k, v the same shape",
-                           op->name);
+                           op->name, op->bhsd ? "heads,seq" : "seq,heads");
             }
             if (q->dim[0] != kk->dim[0] || q->dim[3] != kk->dim[3]) {
                 return shape_mismatch(g, op, q, kk, "differ in batch or head_dim", source, path,
@@ -337,8 +341,8 @@ remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
             if (!same_shape(q, y)) {
                 return shape_mismatch(g, op, q, y, "must have the same shape", source, path, err);
             }
-            if (lse->rank != 3 || lse->dim[0] != q->dim[0] || lse->dim[1] != q->dim[2] ||
-                lse->dim[2] != q->dim[1]) {
+            if (lse->rank != 3 || lse->dim[0] != q->dim[0] || lse->dim[1] != q->dim[H] ||
+                lse->dim[2] != q->dim[S]) {
                 return BAD("flash_attention op '%s': logsumexp '%s' must be [batch,heads,seq]",
                            op->name, lse->name);
             }
@@ -558,10 +562,11 @@ bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64
                b, h, s and d are q's per-device sizes; t is the whole key
                length (context parallelism all-gathers K and V). */
             const size_t q = op->in[0];
+            const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
             const remat_tensor_t *k = &b->tensors[op->in[1]];
             uint64_t c = 2;
-            ok = remat_i_mul(c, tdim[q][0], &c) && remat_i_mul(c, tdim[q][2], &c) &&
-                 remat_i_mul(c, tdim[q][1], &c) && remat_i_mul(c, dimsize[k->dim[1]], &c) &&
+            ok = remat_i_mul(c, tdim[q][0], &c) && remat_i_mul(c, tdim[q][H], &c) &&
+                 remat_i_mul(c, tdim[q][S], &c) && remat_i_mul(c, dimsize[k->dim[S]], &c) &&
                  remat_i_mul(c, tdim[q][3], &c) && remat_i_mul(c, 2, &f) &&
                  remat_i_mul(c, ngrad ? 4 : 0, &w);
             break;

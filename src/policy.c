@@ -322,8 +322,36 @@ static remat_status_t unknown_name(const remat_policy_t *p, const remat_graph_t 
                            name, list);
 }
 
-static bool known_name(const remat_graph_t *g, const char *name) {
+/* MaxText's custom-policy keys (configs/types.py at e591f30). */
+static const char *const maxtext_names[] = {
+    "decoder_layer_input", "context",       "mlpwi",      "mlpwi_0",     "mlpwi_1",
+    "mlpwo",               "moe_mlpwi_0",   "moe_mlpwi_1", "moe_mlpwo",  "query_proj",
+    "key_proj",            "value_proj",    "kv_proj",    "qkv_proj",    "attention_out",
+    "out_proj",            "query_wa_proj", "kv_wa_proj", "mla_q",       "mla_kv",
+    "indexer_cutoff_threshold"};
+
+const char *remat_policy_maxtext_name(size_t i) {
+    return i < sizeof maxtext_names / sizeof maxtext_names[0] ? maxtext_names[i] : NULL;
+}
+
+bool remat_policy_is_maxtext_name(const char *name) {
+    for (size_t i = 0; i < sizeof maxtext_names / sizeof maxtext_names[0]; i++) {
+        if (strcmp(name, maxtext_names[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool remat_policy_graph_knows(const remat_graph_t *g, const char *name) {
     return strcmp(name, "decoder_layer_input") == 0 || remat_graph_has_tag(g, name);
+}
+
+/* A name the graph does not tag is an error unless MaxText has it: MaxText
+   ignores a name its model does not tag (the Ironwood recipes set qkv_proj
+   on Llama), and reports note it. */
+static bool known_name(const remat_graph_t *g, const char *name) {
+    return remat_policy_graph_knows(g, name) || remat_policy_is_maxtext_name(name);
 }
 
 remat_status_t remat_policy_check(const remat_policy_t *p, const remat_graph_t *g,

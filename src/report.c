@@ -296,6 +296,46 @@ static void emit_json(FILE *out, json_t *o) {
 
 typedef void (*note_fn)(void *ctx, const char *text);
 
+/* Whether rule @p i of rule set @p k (0: the policy's own, k: range k-1) is
+   the first placement of its name in the policy. */
+static bool first_placement_of(const remat_policy_t *p, size_t k, size_t i) {
+    const char *name = (k == 0 ? p->rules : p->ranges[k - 1].rules)[i].name;
+    for (size_t kk = 0; kk <= k; kk++) {
+        const remat_policy_rule_t *rules = kk == 0 ? p->rules : p->ranges[kk - 1].rules;
+        size_t n = kk == k ? i : (kk == 0 ? p->nrules : p->ranges[kk - 1].nrules);
+        for (size_t j = 0; j < n; j++) {
+            if (strcmp(rules[j].name, name) == 0) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* MaxText names the policy places that the graph does not tag, each once. */
+static void absent_name_notes(const remat_result_t *r, note_fn fn, void *ctx) {
+    const remat_policy_t *p = r->policy;
+    if (p->preset) {
+        return;
+    }
+    char buf[512];
+    for (size_t k = 0; k <= p->nranges; k++) {
+        const remat_policy_rule_t *rules = k == 0 ? p->rules : p->ranges[k - 1].rules;
+        size_t n = k == 0 ? p->nrules : p->ranges[k - 1].nrules;
+        for (size_t i = 0; i < n; i++) {
+            if (remat_policy_graph_knows(r->graph, rules[i].name) ||
+                !first_placement_of(p, k, i)) {
+                continue;
+            }
+            snprintf(buf, sizeof buf,
+                     "'%s' is a MaxText checkpoint name that graph '%s' does not tag: MaxText "
+                     "ignores it for this model, and so does remat",
+                     rules[i].name, r->graph->name);
+            fn(ctx, buf);
+        }
+    }
+}
+
 static void for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
     char buf[512];
     if (r->none_as_full) {
@@ -313,6 +353,7 @@ static void for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
         snprintf(buf, sizeof buf, "host RAM per host for %s is an assumption", r->hw->name);
         fn(ctx, buf);
     }
+    absent_name_notes(r, fn, ctx);
     const remat_block_t *b = &r->graph->layer;
     for (size_t p = 0; p < r->nprofiles && r->profiles[p].tensors; p++) {
         for (size_t i = 0; i < b->ntensors; i++) {

@@ -39,6 +39,8 @@ typedef struct remat_config {
     uint64_t base_emb_dim, base_num_query_heads, base_num_kv_heads, head_dim, base_mlp_dim;
     uint64_t base_num_decoder_layers, vocab_size, max_target_length;
     uint64_t gradient_accumulation_steps, num_vocab_tiling, num_devices;
+    bool num_devices_set;             /* num_devices given (else topology or the mesh decide) */
+    char topology[64];                /* NAME-N or NAME-AxBxC as MaxText spells slices; "" if unset */
     double per_device_batch_size;
     remat_dtype_t dtype, weight_dtype, grad_dtype, mu_dtype;
     bool mu_dtype_set;                /* else mu_dtype follows weight_dtype */

@@ -77,6 +77,8 @@ typedef struct remat_tensor {
     bool input;                   /* a block input (layer input, tokens, ...) */
     size_t ntags;
     char *tags[REMAT_MAX_TAGS];   /* MaxText checkpoint names (checkpoint_name) */
+    bool has_axes;                /* `axes` given: it overrides the dims' axes */
+    char *axes[REMAT_MAX_RANK];   /* logical axis per dim (NULL: replicated) */
     /* Derived at load time. */
     size_t producer;              /* op index or REMAT_NONE */
     size_t storage;               /* tensor whose buffer this one uses (views) */
@@ -94,6 +96,7 @@ typedef struct remat_op {
     /* einsum only: subscripts of each input, then of the output. */
     char subs[REMAT_MAX_IO + 1][REMAT_MAX_RANK + 1];
     bool causal;          /* softmax/flash: causal mask (FLOPs are not halved) */
+    bool bhsd;            /* flash: operands are [batch,heads,seq,head_dim] (else bshd) */
     double value;         /* scale: the constant; dropout: the rate */
     size_t nsaves;        /* what its backward reads (rule or "saves") */
     size_t saves[2 * REMAT_MAX_IO];

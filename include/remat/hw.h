@@ -1,8 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * remat/hw.h: per-chip hardware profiles (hardware/NAME.json, format
- * "remat-hardware/1"). A value no public source gives is listed in
- * `assumed`, and every report that uses it says so.
+ * remat/hw.h: hardware profiles (hardware/NAME.json, format
+ * "remat-hardware/2"; "remat-hardware/1" files still load, as one device per
+ * chip whose usable HBM is all of it).
+ *
+ * A profile states a CHIP: its HBM, bandwidths and peak FLOP/s as the vendor
+ * publishes them, and how many JAX devices the chip shows (TPU7x is a
+ * dual-chiplet chip: two devices of half the chip each). MaxText's
+ * per_device_batch_size, its mesh axes and XLA's memory limit all count
+ * devices, so the loader derives the per-device figures the simulator uses:
+ * each per-chip quantity divided by devices_per_chip. The per-device HBM a
+ * step may use by default is `hbm_limit_bytes`, the figure XLA prints as
+ * "Used X of Y hbm" (less than the nominal HBM: the runtime keeps some).
+ * A value no public source gives is listed in `assumed`, and every report
+ * that uses it says so.
  */
 #ifndef REMAT_HW_H
 #define REMAT_HW_H
@@ -15,15 +26,24 @@
 typedef struct remat_hw {
     char name[64];
     char description[256];
-    uint64_t hbm_bytes;      /* HBM per chip */
-    double hbm_bw;           /* bytes/s */
-    double flops_bf16;       /* dense peak FLOP/s */
+    uint64_t devices_per_chip;  /* JAX devices one chip shows (TPU7x: 2) */
+    uint64_t cores_per_chip;    /* TensorCores, which slice names count (v5p: 2 in 1 device) */
+    /* per chip, as published */
+    uint64_t chip_hbm_bytes;
+    double chip_flops_bf16, chip_flops_fp8, chip_hbm_bw;
+    /* per JAX device (chip figures / devices_per_chip) */
+    uint64_t hbm_bytes;         /* nominal HBM of one device */
+    uint64_t hbm_limit_bytes;   /* what XLA lets one device's program use */
+    double hbm_bw;              /* bytes/s */
+    double flops_bf16;          /* dense peak FLOP/s */
     double flops_fp8;
-    double host_link_bw;     /* bytes/s per direction, chip <-> host */
+    double host_link_bw;        /* bytes/s per direction, device <-> host */
+    double ici_bw;              /* bytes/s, bidirectional */
+    /* hosts */
     uint64_t chips_per_host;
-    uint64_t host_ram_bytes; /* per host */
-    double ici_bw;           /* bytes/s per chip, bidirectional */
-    char assumed[256];       /* comma-separated field names that are assumptions */
+    uint64_t devices_per_host;  /* chips_per_host x devices_per_chip */
+    uint64_t host_ram_bytes;    /* per host */
+    char assumed[256];          /* comma-separated field names that are assumptions */
 } remat_hw_t;
 
 /** Parses a profile. @p source names it in errors. */

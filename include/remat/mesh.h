@@ -8,6 +8,7 @@
 #define REMAT_MESH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "remat/error.h"
@@ -22,6 +23,8 @@ typedef enum remat_axis {
     REMAT_AXIS_CONTEXT,
     REMAT_AXIS_EXPERT,
     REMAT_AXIS_STAGE, /* MaxText's pipeline axis */
+    REMAT_AXIS_CONTEXT_USP,     /* context_usp_ulysses: Ulysses head exchange */
+    REMAT_AXIS_AUTOREGRESSIVE,  /* decode-time axis; shards weights like tensor */
     REMAT_AXIS_COUNT
 } remat_axis_t;
 
@@ -31,10 +34,10 @@ const char *remat_axis_name(remat_axis_t a);
 /** The key stem of an axis in ici_<stem>_parallelism ("pipeline" for stage). */
 const char *remat_axis_key(remat_axis_t a);
 
-#define REMAT_MAX_RULES 32
+#define REMAT_MAX_RULES 96
 
 typedef struct remat_axis_rule {
-    char logical[40];  /* "activation_batch", "embed", ... */
+    char logical[48];  /* "activation_batch", "embed", ... */
     unsigned axes;     /* bit set of remat_axis_t */
 } remat_axis_rule_t;
 
@@ -59,8 +62,20 @@ remat_status_t remat_mesh_build(const struct remat_config *cfg, remat_mesh_t *me
     one per stage; 1 without a pipeline. */
 uint64_t remat_mesh_microbatches(const remat_mesh_t *mesh, const struct remat_config *cfg);
 
-/** Mesh axes (bit set) a logical axis maps to; 0 when unmapped or NULL. */
+/** Mesh axes (bit set) a logical axis maps to by its first rule; 0 when
+    unmapped or NULL. For a whole tensor use remat_mesh_tensor_axes. */
 unsigned remat_mesh_axes(const remat_mesh_t *mesh, const char *logical);
+
+/**
+ * The mesh axes of each dim of one tensor whose dims have the logical names
+ * @p logical[0..rank) (NULL: replicated), as flax resolves them: the rules
+ * are tried in order, and a rule applies to the first dim that has its
+ * logical name when that dim is still unassigned and none of the rule's
+ * mesh axes is used by another dim of the tensor. @p out gets @p rank bit
+ * sets.
+ */
+void remat_mesh_tensor_axes(const remat_mesh_t *mesh, const char *const *logical, size_t rank,
+                            unsigned *out);
 
 /** Product of the shards of a bit set of axes. */
 uint64_t remat_mesh_product(const remat_mesh_t *mesh, unsigned axes);

@@ -78,10 +78,22 @@ bool remat_policy_lookup(const remat_policy_t *p, const char *name, size_t layer
 bool remat_place_parse(const char *s, remat_place_t *out);
 const char *remat_place_name(remat_place_t p);
 
+/** MaxText's checkpoint names (the custom-policy keys of configs/types.py at
+    e591f30), in MaxText's order; @p i past the end gives NULL. */
+const char *remat_policy_maxtext_name(size_t i);
+
+/** Whether @p name is one of MaxText's checkpoint names. */
+bool remat_policy_is_maxtext_name(const char *name);
+
+/** Whether @p name places something in graph @p g: one of its layer's
+    checkpoint names, or decoder_layer_input. */
+bool remat_policy_graph_knows(const remat_graph_t *g, const char *name);
+
 /**
- * Checks that every name the policy places is a checkpoint of @p g (skipped
- * for presets, which list names of other model families as MaxText's do).
- * The error lists the graph's names.
+ * Checks that every name the policy places is a checkpoint of @p g or one of
+ * MaxText's names (MaxText ignores a name its model does not tag; reports
+ * note it). Skipped for presets, which list names of other model families as
+ * MaxText's do. The error lists the graph's names.
  */
 remat_status_t remat_policy_check(const remat_policy_t *p, const remat_graph_t *g,
                                   remat_error_t *err);
