@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * realruns.c: remat against published MaxText runs (validation/runs.json).
+ *
+ *   remat_realruns [--markdown] [--check] [FILE]
+ *
+ * Each run is analyzed exactly as `remat check` would analyze its settings
+ * (the hardware profile's default budget, the default safety margin), and
+ * compared with what happened: the verdict (the run fit, or XLA ran out of
+ * memory), the peak against the bytes XLA printed as used where it printed
+ * them, and the estimated step time against the published one. Runs marked
+ * not expressible (a block remat lacks) are listed and not counted.
+ *
+ * The table goes to stdout, as text or Markdown (docs/validation.md is this
+ * output). With --check the exit code is 1 when a target is missed:
+ * verdict right on at least 90% of the runs, no "fits" for a run that ran
+ * out of memory, the peak within 10% of XLA's bytes, the step time within
+ * 20% of the published one. Exit 2 on a bad file.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "remat/config.h"
+#include "remat/error.h"
+#include "remat/graph.h"
+#include "remat/hw.h"
+#include "remat/policy.h"
+#include "remat/sim.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MAX_SETTINGS 64
+
+/* The targets of the real-runs issue. */
+#define VERDICT_TARGET 0.90
+#define PEAK_TOLERANCE 0.10
+#define STEP_TOLERANCE 0.20
+
+typedef struct tally {
+    size_t runs, right, fits_for_oom, skipped;
+    size_t peak_cases, peak_ok, step_cases, step_ok;
+    double worst_peak, worst_step;
+} tally_t;
+
+typedef struct row {
+    const char *id, *hardware, *expected;
+    bool ok, passes;
+    uint64_t peak, limit;
+    double xla_ratio, step_pred, step_real;
+    char error[256];
+} row_t;
+
+static const char *str(json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static double num(json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* Analyzes one run as `remat check` would. */
+static void analyze_run(json_t *run, row_t *row) {
+    json_t *settings = json_object_get(run, "settings");
+    char *args[MAX_SETTINGS + 1];
+    size_t n = 0;
+    char hw_arg[96];
+    snprintf(hw_arg, sizeof hw_arg, "hardware=%s", row->hardware);
+    args[n++] = hw_arg;
+    for (size_t i = 0; i < json_array_size(settings) && n < MAX_SETTINGS; i++) {
+        args[n++] = (char *)json_string_value(json_array_get(settings, i));
+    }
+    remat_config_t cfg;
+    remat_error_t err;
+    remat_error_init(&err);
+    remat_graph_t *g = NULL;
+    remat_policy_t *p = NULL;
+    remat_hw_t hw;
+    remat_result_t r;
+    remat_result_init(&r);
+    if (remat_config_build(NULL, n, args, &cfg, &err) || remat_resolve(&cfg, &g, &p, &hw, &err) ||
+        remat_analyze(g, &cfg, p, &hw, &r, &err)) {
+        remat_error_format(&err, row->error, sizeof row->error);
+    } else {
+        row->ok = true;
+        row->passes = r.fits_margin && r.host_fits;
+        row->peak = r.peak_bytes;
+        row->limit = r.budget_bytes;
+        double used = num(run, "xla_used_bytes");
+        row->xla_ratio = used > 0 ? (double)r.peak_bytes / used : 0;
+        row->step_pred = r.step_seconds;
+        row->step_real = num(run, "step_seconds");
+    }
+    remat_result_release(&r);
+    remat_graph_free(g);
+    remat_policy_free(p);
+}
+
+static void count(const row_t *row, tally_t *t) {
+    t->runs++;
+    bool fits = strcmp(row->expected, "fits") == 0;
+    t->right += row->ok && row->passes == fits;
+    t->fits_for_oom += row->ok && row->passes && !fits;
+    if (row->xla_ratio > 0) {
+        double dev = fabs(row->xla_ratio - 1);
+        t->peak_cases++;
+        t->peak_ok += dev <= PEAK_TOLERANCE;
+        t->worst_peak = dev > t->worst_peak ? dev : t->worst_peak;
+    }
+    if (row->ok && row->step_real > 0) {
+        double dev = fabs(row->step_pred / row->step_real - 1);
+        t->step_cases++;
+        t->step_ok += dev <= STEP_TOLERANCE;
+        t->worst_step = dev > t->worst_step ? dev : t->worst_step;
+    }
+}
+
+static void print_row(const row_t *row, bool md) {
+    char verdict[16], xla[16], step[300];
+    snprintf(verdict, sizeof verdict, "%s", !row->ok ? "error" : row->passes ? "fits" : "oom");
+    snprintf(xla, sizeof xla, row->xla_ratio > 0 ? "%.3f" : "-", row->xla_ratio);
+    if (row->ok && row->step_real > 0) {
+        snprintf(step, sizeof step, "%.2f / %.2f = %.3f", row->step_pred, row->step_real,
+                 row->step_pred / row->step_real);
+    } else {
+        snprintf(step, sizeof step, "%s", row->ok ? "-" : row->error);
+    }
+    bool right = row->ok && row->passes == (strcmp(row->expected, "fits") == 0);
+    if (md) {
+        printf("| %s | %s | %s | %s%s | %.2f | %.2f | %s | %s |\n", row->id, row->hardware,
+               row->expected, verdict, right ? "" : " **(wrong)**", (double)row->peak / GIB,
+               (double)row->limit / GIB, xla, step);
+    } else {
+        printf("%-44s %-8s %-5s %-6s%s %8.2f %7.2f %6s  %s\n", row->id, row->hardware,
+               row->expected, verdict, right ? " " : "!", (double)row->peak / GIB,
+               (double)row->limit / GIB, xla, step);
+    }
+}
+
+static void print_header(bool md) {
+    if (md) {
+        printf("| run | hardware | truth | remat | peak GiB | limit GiB | peak / XLA used | "
+               "step s: remat / published = ratio |\n|---|---|---|---|---:|---:|---:|---|\n");
+    } else {
+        printf("%-44s %-8s %-5s %-7s %8s %7s %6s  %s\n", "run", "hardware", "truth", "remat",
+               "peak_GiB", "limit", "xla", "step_s remat / published");
+    }
+}
+
+static bool summarize(const tally_t *t, bool md) {
+    double acc = t->runs ? (double)t->right / (double)t->runs : 0;
+    bool ok = acc >= VERDICT_TARGET && t->fits_for_oom == 0 && t->peak_ok == t->peak_cases &&
+              t->step_ok == t->step_cases;
+    const char *p = md ? "- " : "";
+    printf("\n%sverdict right on %zu of %zu runs (%.1f%%; target %.0f%%), %zu not expressible\n",
+           p, t->right, t->runs, 100 * acc, 100 * VERDICT_TARGET, t->skipped);
+    printf("%s\"fits\" for a run that ran out of memory: %zu (target 0)\n", p, t->fits_for_oom);
+    printf("%speak within %.0f%% of XLA's used bytes: %zu of %zu (worst %.1f%%)\n", p,
+           100 * PEAK_TOLERANCE, t->peak_ok, t->peak_cases, 100 * t->worst_peak);
+    printf("%sstep time within %.0f%% of the published one: %zu of %zu (worst %.1f%%)\n", p,
+           100 * STEP_TOLERANCE, t->step_ok, t->step_cases, 100 * t->worst_step);
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    bool md = false, check = false;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--markdown") == 0) {
+            md = true;
+        } else if (strcmp(argv[i], "--check") == 0) {
+            check = true;
+        } else if (argv[i][0] != '-' && !path) {
+            path = argv[i];
+        } else {
+            fprintf(stderr, "usage: remat_realruns [--markdown] [--check] [FILE]\n");
+            return 2;
+        }
+    }
+    if (!path) {
+        path = REMAT_RUNS_FILE;
+    }
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    json_t *runs = root ? json_object_get(root, "runs") : NULL;
+    if (!json_is_array(runs)) {
+        fprintf(stderr, "remat_realruns: %s: %s\n", path,
+                root ? "$.runs must be an array" : jerr.text);
+        json_decref(root);
+        return 2;
+    }
+    tally_t t = {0};
+    print_header(md);
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *run = json_array_get(runs, i);
+        row_t row = {.id = str(run, "id"), .hardware = str(run, "hardware"),
+                     .expected = str(run, "expected")};
+        if (!row.id || !row.hardware || !row.expected || !json_is_array(json_object_get(run, "settings"))) {
+            fprintf(stderr, "remat_realruns: %s: $.runs[%zu] needs id, hardware, expected and "
+                            "settings\n", path, i);
+            json_decref(root);
+            return 2;
+        }
+        if (json_is_false(json_object_get(run, "expressible"))) {
+            t.skipped++;
+            continue;
+        }
+        analyze_run(run, &row);
+        count(&row, &t);
+        print_row(&row, md);
+    }
+    bool ok = summarize(&t, md);
+    json_decref(root);
+    return check && !ok ? 1 : 0;
+}
