@@ -201,7 +201,7 @@ static int cmd_analyze_like(const opts_t *o, int which) {
         remat_report_table(stdout, &j->result, o->fmt, o->kinds);
     } else {
         remat_report_check(stdout, &j->result, o->fmt);
-        rc = j->result.fits_margin && j->result.host_fits ? EXIT_OK : EXIT_NO;
+        rc = remat_result_passes(&j->result) ? EXIT_OK : EXIT_NO;
     }
     job_release(j);
     free(j);
@@ -211,7 +211,7 @@ static int cmd_analyze_like(const opts_t *o, int which) {
 static int rank_cmp(const void *pa, const void *pb) {
     const remat_result_t *a = *(const remat_result_t *const *)pa;
     const remat_result_t *b = *(const remat_result_t *const *)pb;
-    bool fa = a->fits_margin && a->host_fits, fb = b->fits_margin && b->host_fits;
+    bool fa = remat_result_passes(a), fb = remat_result_passes(b);
     if (fa != fb) {
         return fa ? -1 : 1;
     }

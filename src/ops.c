@@ -371,7 +371,7 @@ remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
         case REMAT_OP_RESHAPE:
         case REMAT_OP_SPLIT:
         case REMAT_OP_CONCAT:
-            /* Element counts are compared once sizes are bound (sim.c). */
+            /* Element counts are compared once sizes are bound (sim/bind.c). */
             break;
         case REMAT_OP_EMBEDDING:
             if (!x->param || x->rank != 2) {

@@ -763,7 +763,7 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
         for (size_t i = 0; i < n; i++) {
             json_t *ri = result_json(rs[i], false);
             json_object_set_new(ri, "rank", jint(i + 1));
-            json_object_set_new(ri, "pass", json_boolean(rs[i]->fits_margin && rs[i]->host_fits));
+            json_object_set_new(ri, "pass", json_boolean(remat_result_passes(rs[i])));
             json_array_append_new(a, ri);
         }
         json_object_set_new(o, "results", a);
@@ -810,7 +810,7 @@ void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt) 
                                                       : !r->fits_margin ? "risk"
                                                       : !r->host_fits   ? "host_oom"
                                                                         : "ok"));
-        json_object_set_new(o, "pass", json_boolean(r->fits_margin && r->host_fits));
+        json_object_set_new(o, "pass", json_boolean(remat_result_passes(r)));
         json_object_set_new(o, "fits", json_boolean(r->fits));
         json_object_set_new(o, "fits_with_margin", json_boolean(r->fits_margin));
         json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));

@@ -150,7 +150,7 @@ typedef struct ctx {
     unsigned char *key;      /* the plan's fates, as the memo key */
     remat_point_t best;
     bool found;
-    remat_i_bind_cache_t *cache;
+    remat_analyzer_t *an; /* bound on the first analysis */
     remat_error_t *err;
 } ctx_t;
 
@@ -213,12 +213,16 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, remat_point_t *
         }
         k = (k + 1) & (c->cap - 1);
     }
-    if ((st = remat_i_analyze(c->g, c->cfg, c->policy, c->hw, &c->plan, true, c->cache, &c->r,
-                              c->err))) {
+    /* Bound only once a plan is made, so that a planning error is reported
+       ahead of a binding one. The solver reads only the verdict and the
+       times: no tables. */
+    const remat_run_opts_t opts = {.plan = &c->plan, .lite = true};
+    if ((!c->an && (st = remat_analyzer_new(c->g, c->cfg, c->hw, &c->an, c->err))) ||
+        (st = remat_analyzer_run(c->an, c->policy, &opts, &c->r, c->err))) {
         return st;
     }
     c->s->evaluated++;
-    remat_point_t p = {c->r.peak_bytes, c->r.step_seconds, c->r.fits_margin && c->r.host_fits,
+    remat_point_t p = {c->r.peak_bytes, c->r.step_seconds, remat_result_passes(&c->r),
                        save_assign(c, a)};
     c->memo[k].hash = h;
     c->memo[k].key = remat_i_xmalloc(klen);
@@ -354,7 +358,6 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     }
     remat_plan_init(&c.plan);
     remat_result_init(&c.r);
-    c.cache = remat_i_bind_cache_new();
     c.key = remat_i_xcalloc(g->layer.ntensors + 1, 1);
     c.cur = remat_i_xcalloc(c.n + 1, sizeof *c.cur);
     c.tmp = remat_i_xcalloc(c.n + 1, sizeof *c.tmp);
@@ -401,7 +404,7 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     free(c.key);
     remat_plan_release(&c.plan);
     remat_result_release(&c.r);
-    remat_i_bind_cache_free(c.cache);
+    remat_analyzer_free(c.an);
     remat_policy_free(c.policy);
     return st;
 }
@@ -449,7 +452,7 @@ static remat_status_t fits_at(const remat_graph_t *g, remat_config_t *c,
     remat_error_t e;
     remat_error_init(&e);
     remat_status_t st = remat_analyze(g, c, policy, hw, r, &e);
-    *fits = st == REMAT_OK && r->fits_margin && r->host_fits;
+    *fits = st == REMAT_OK && remat_result_passes(r);
     if (st == REMAT_E_CONFIG || st == REMAT_E_OVERFLOW) {
         return REMAT_OK;
     }

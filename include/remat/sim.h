@@ -167,6 +167,13 @@ void remat_result_init(remat_result_t *r);
 void remat_result_release(remat_result_t *r);
 
 /**
+ * Whether the step passes: it fits the budget with the safety margin and
+ * the host's RAM holds what it offloads (what `check` accepts, a compare
+ * row's and a report's `pass`, the solver's feasibility).
+ */
+bool remat_result_passes(const remat_result_t *r);
+
+/**
  * Analyzes one step. The graph, config, policy and hardware are borrowed and
  * must outlive @p out. Errors: REMAT_E_CONFIG (dims that do not bind),
  * REMAT_E_OVERFLOW (a byte or FLOP count over 64 bits), REMAT_E_POLICY.

@@ -12,7 +12,11 @@
  */
 #include "fixtures.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "remat/builtin.h"
+#include "sim_internal.h"
 
 static const char *const mini_base[] = {"model_name=default",      "per_device_batch_size=2",
                                         "base_emb_dim=4",          "base_mlp_dim=8",
@@ -194,15 +198,27 @@ static void test_grad_accumulation(void **state) {
     fx_free(f);
 }
 
-/* Layer ranges give layers their own plans (profiles). */
-static void test_layer_ranges(void **state) {
-    (void)state;
-    const char *text = "{\"format\":\"remat-policy/1\",\"name\":\"ranged\","
-                       "\"layers\":[{\"range\":\"1-2\",\"names\":{\"mlpwi\":\"device\"}}]}";
+/* A policy that keeps mlpwi in HBM in layers @p range (JSON), remat
+   elsewhere. */
+static remat_policy_t *mlpwi_in(const char *range) {
+    char text[160];
+    snprintf(text, sizeof text,
+             "{\"format\":\"remat-policy/1\",\"name\":\"ranged\","
+             "\"layers\":[{\"range\":\"%s\",\"names\":{\"mlpwi\":\"device\"}}]}",
+             range);
     remat_policy_t *p = NULL;
     remat_error_t err;
     remat_error_init(&err);
     assert_int_equal(remat_policy_load_string(text, "<t>", false, &p, &err), REMAT_OK);
+    return p;
+}
+
+/* Layer ranges give layers their own plans (profiles). */
+static void test_layer_ranges(void **state) {
+    (void)state;
+    remat_policy_t *p = mlpwi_in("1-2");
+    remat_error_t err;
+    remat_error_init(&err);
     fx_run_t *f = mini("remat_policy=full", NULL, NULL);
     assert_int_equal(remat_analyze(f->graph, &f->cfg, p, &f->hw, &f->r, &err), REMAT_OK);
     assert_int_equal(f->r.nprofiles, 2);
@@ -235,6 +251,109 @@ static void test_megatron_formula(void **state) {
     fx_free(f);
 }
 
+/* What an analyzer run and a fresh remat_analyze must agree on. */
+static void assert_same_result(const remat_result_t *a, const remat_result_t *b, bool tables) {
+    assert_int_equal(a->peak_bytes, b->peak_bytes);
+    assert_memory_equal(a->breakdown, b->breakdown, sizeof a->breakdown);
+    assert_int_equal(a->peak_at.step, b->peak_at.step);
+    assert_int_equal(a->peak_at.where, b->peak_at.where);
+    assert_int_equal(a->peak_at.layer, b->peak_at.layer);
+    assert_int_equal(a->peak_at.stage, b->peak_at.stage);
+    assert_ptr_equal(a->peak_at.op, b->peak_at.op);
+    assert_int_equal(a->nstages, b->nstages);
+    for (size_t k = 0; k < a->nstages; k++) {
+        assert_int_equal(a->stages[k].peak_bytes, b->stages[k].peak_bytes);
+        assert_int_equal(a->stages[k].inflight_bytes, b->stages[k].inflight_bytes);
+    }
+    assert_true(a->step_seconds == b->step_seconds);
+    assert_true(a->mfu == b->mfu && a->hfu == b->hfu);
+    assert_int_equal(a->recompute_flops, b->recompute_flops);
+    assert_int_equal(a->d2h_bytes, b->d2h_bytes);
+    assert_int_equal(a->host_bytes_per_host, b->host_bytes_per_host);
+    assert_int_equal(remat_result_passes(a), remat_result_passes(b));
+    assert_int_equal(a->nprofiles, b->nprofiles);
+    if (tables) {
+        assert_int_equal(a->nnames, b->nnames);
+        assert_memory_equal(a->names, b->names, a->nnames * sizeof *a->names);
+    }
+}
+
+/* One analyzer runs every built-in policy, in order and then in reverse,
+   and each run equals a fresh analysis: nothing of one run leaks into the
+   next. A pipeline mesh so that every stage is composed. */
+static void test_analyzer_reuse(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=llama3-8b", "topology=tpu7x-16",
+                          "ici_tensor_parallelism=2", "ici_pipeline_parallelism=2",
+                          "per_device_batch_size=2", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    remat_analyzer_t *an = NULL;
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_analyzer_new(f->graph, &f->cfg, &f->hw, &an, &err), REMAT_OK);
+    const size_t n = remat_builtin_count(REMAT_BUILTIN_POLICY);
+    remat_result_t run, fresh;
+    remat_result_init(&run);
+    remat_result_init(&fresh);
+    for (size_t k = 0; k < 2 * n; k++) {
+        const char *name = remat_builtin_name(REMAT_BUILTIN_POLICY, k < n ? k : 2 * n - 1 - k);
+        remat_policy_t *p = NULL;
+        assert_int_equal(remat_policy_builtin(name, &p, &err), REMAT_OK);
+        assert_int_equal(remat_analyzer_run(an, p, NULL, &run, &err), REMAT_OK);
+        assert_int_equal(remat_analyze(f->graph, &f->cfg, p, &f->hw, &fresh, &err), REMAT_OK);
+        assert_same_result(&run, &fresh, true);
+        remat_policy_free(p);
+    }
+    remat_result_release(&run);
+    remat_result_release(&fresh);
+    remat_analyzer_free(an);
+    fx_free(f);
+}
+
+/* The solver's shortcuts: a plan given for a uniform policy, and no tables,
+   change nothing of the verdict and the times. */
+static void test_analyzer_lite_plan(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=minimal", NULL, NULL);
+    remat_analyzer_t *an = NULL;
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_analyzer_new(f->graph, &f->cfg, &f->hw, &an, &err), REMAT_OK);
+    remat_plan_t plan;
+    remat_plan_init(&plan);
+    assert_int_equal(remat_plan_layer(f->graph, f->policy, 0, f->cfg.scan_layers, &plan, &err),
+                     REMAT_OK);
+    const remat_run_opts_t opts = {.plan = &plan, .lite = true};
+    remat_result_t r;
+    remat_result_init(&r);
+    assert_int_equal(remat_analyzer_run(an, f->policy, &opts, &r, &err), REMAT_OK);
+    assert_same_result(&r, &f->r, false);
+    assert_null(r.profiles[0].tensors);
+    assert_int_equal(r.nnames, 0);
+    remat_result_release(&r);
+    remat_plan_release(&plan);
+    remat_analyzer_free(an);
+    fx_free(f);
+}
+
+/* A failed run leaves the result released. */
+static void test_analyzer_failed_run(void **state) {
+    (void)state;
+    remat_policy_t *p = mlpwi_in("2-3"); /* the mini model has layers 0-2 */
+    remat_error_t err;
+    remat_error_init(&err);
+    fx_run_t *f = mini("remat_policy=full", NULL, NULL);
+    remat_analyzer_t *an = NULL;
+    assert_int_equal(remat_analyzer_new(f->graph, &f->cfg, &f->hw, &an, &err), REMAT_OK);
+    assert_int_equal(remat_analyzer_run(an, p, NULL, &f->r, &err), REMAT_E_POLICY);
+    assert_null(f->r.layers);
+    assert_null(f->r.profiles);
+    assert_int_equal(f->r.peak_bytes, 0);
+    remat_analyzer_free(an);
+    remat_policy_free(p);
+    fx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_static_memory),     cmocka_unit_test(test_flops),
@@ -242,6 +361,8 @@ int main(void) {
         cmocka_unit_test(test_none_by_hand),      cmocka_unit_test(test_offload_by_hand),
         cmocka_unit_test(test_offload_layer_input), cmocka_unit_test(test_grad_accumulation),
         cmocka_unit_test(test_layer_ranges),      cmocka_unit_test(test_megatron_formula),
+        cmocka_unit_test(test_analyzer_reuse),    cmocka_unit_test(test_analyzer_lite_plan),
+        cmocka_unit_test(test_analyzer_failed_run),
     };
     return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }

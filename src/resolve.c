@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * resolve.c: the config's names made into objects: the graph (a built-in
+ * graph for the attention kind, or a file), the policy (a preset, "custom",
+ * or a file) and the hardware profile.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remat/builtin.h"
+#include "remat/sim.h"
+#include "util.h"
+
+static bool ends_with_json(const char *s) {
+    size_t n = strlen(s);
+    return n > 5 && strcmp(s + n - 5, ".json") == 0;
+}
+
+remat_status_t remat_resolve_policy(const remat_config_t *cfg, remat_policy_t **policy,
+                                    remat_error_t *err) {
+    remat_status_t st;
+    *policy = NULL;
+    if (ends_with_json(cfg->remat_policy)) {
+        char *text = NULL;
+        if ((st = remat_i_read_file(cfg->remat_policy, &text, err)) == REMAT_OK) {
+            st = remat_policy_load_string(text, cfg->remat_policy, false, policy, err);
+        }
+        free(text);
+    } else if (strcmp(cfg->remat_policy, "custom") == 0) {
+        /* MaxText's custom: every name remat except the layer input. */
+        remat_policy_t *p = remat_i_xcalloc(1, sizeof *p);
+        p->name = remat_i_xstrdup("custom");
+        p->description = remat_i_xstrdup("remat_policy=custom with per-name keys");
+        p->source = remat_i_xstrdup(cfg->custom_source[0] ? cfg->custom_source : "<config>");
+        remat_policy_set(p, "decoder_layer_input", REMAT_PLACE_DEVICE);
+        for (size_t i = 0; i < cfg->ncustom; i++) {
+            remat_policy_set(p, cfg->custom[i].name, cfg->custom[i].place);
+        }
+        *policy = p;
+        st = REMAT_OK;
+    } else {
+        st = remat_policy_builtin(cfg->remat_policy, policy, err);
+    }
+    return st;
+}
+
+remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
+                             remat_policy_t **policy, remat_hw_t *hw, remat_error_t *err) {
+    *graph = NULL;
+    *policy = NULL;
+    remat_status_t st;
+    if (ends_with_json(cfg->graph)) {
+        st = remat_graph_load_file(cfg->graph, graph, err);
+    } else {
+        char name[REMAT_STR_LEN + 40];
+        snprintf(name, sizeof name, "%s.%s", cfg->graph, cfg->attention);
+        const char *text = remat_builtin_find(REMAT_BUILTIN_GRAPH, name);
+        if (!text) {
+            char list[1024];
+            remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "no built-in graph '%s' with attention=%s (built-in "
+                                   "graph.attention: %s; or a graph .json file)",
+                                   cfg->graph, cfg->attention, list);
+        }
+        char source[REMAT_STR_LEN + 64];
+        snprintf(source, sizeof source, "<builtin:graphs/%s.json>", name);
+        st = remat_graph_load_string(text, source, graph, err);
+    }
+    if (st) {
+        return st;
+    }
+    st = remat_resolve_policy(cfg, policy, err);
+    if (st == REMAT_OK) {
+        st = remat_hw_resolve(cfg->hardware, hw, err);
+    }
+    if (st) {
+        remat_graph_free(*graph);
+        remat_policy_free(*policy);
+        *graph = NULL;
+        *policy = NULL;
+    }
+    return st;
+}

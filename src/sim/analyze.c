@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * analyze.c: the simulator's orchestrator (DESIGN §3; docs/memory-model.md
+ * has the long form). An analyzer binds a (graph, config, hardware) once;
+ * each run plans a policy, profiles its distinct layer plans, composes the
+ * step stage by stage, times it and gives the verdict.
+ *
+ * Invariants:
+ *  - a run depends only on the analyzer and the policy: the analyzer's
+ *    scratch is reset by each room before it is read, so runs in any order
+ *    give the results a fresh analyzer would;
+ *  - a failed run leaves the result released (all zero), never half filled;
+ *  - errors surface in pipeline order: policy names, mesh, dims and
+ *    binding, params, then plans, tables, stages, time and host RAM.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_rooms.h"
+#include "util.h"
+
+static const char *const cat_names[REMAT_CAT_COUNT] = {
+    "params",    "optimizer", "grads",   "grad_accum", "saved_activations", "activations",
+    "recompute", "fetched",   "act_grads", "head",     "reserve", "gathered_weights",
+    "weight_grad_buffer", "context_kv_gather", "pipeline_inflight"};
+
+const char *remat_cat_name(remat_cat_t c) {
+    return c < REMAT_CAT_COUNT ? cat_names[c] : "?";
+}
+
+void remat_result_init(remat_result_t *r) {
+    memset(r, 0, sizeof *r);
+}
+
+void remat_result_release(remat_result_t *r) {
+    free(r->layers);
+    for (size_t i = 0; i < r->nprofiles; i++) {
+        remat_plan_release(&r->profiles[i].plan);
+        free(r->profiles[i].tensors);
+    }
+    free(r->profiles);
+    free(r->names);
+    free(r->stages);
+    remat_result_init(r);
+}
+
+/* Binds into @p an, which the caller zeroed; on error it still needs
+   analyzer_release. The public remat_analyze keeps its analyzer on the
+   stack: one allocation less per analysis. */
+static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g,
+                                    const remat_config_t *cfg, const remat_hw_t *hw,
+                                    remat_error_t *err) {
+    an->g = g;
+    an->cfg = cfg;
+    an->hw = hw;
+    remat_status_t st;
+    if ((st = remat_mesh_build(cfg, &an->mesh, err)) || (st = remat_i_bind(an, err))) {
+        return st;
+    }
+    remat_i_op_times(&g->layer, cfg, hw, &an->lb);
+    if (g->has_head) {
+        remat_i_op_times(&g->head, cfg, hw, &an->hb);
+    }
+    if ((st = remat_i_static_parts(an, err))) {
+        return st;
+    }
+    size_t nscratch = g->layer.ntensors;
+    if (g->has_head && g->head.ntensors > nscratch) {
+        nscratch = g->head.ntensors;
+    }
+    remat_i_scratch_init(&an->s, nscratch);
+    an->profile_of = remat_i_xcalloc(an->nlayers, sizeof *an->profile_of);
+    return REMAT_OK;
+}
+
+static void analyzer_release(remat_analyzer_t *an) {
+    remat_i_bound_release(&an->lb);
+    remat_i_bound_release(&an->hb);
+    remat_i_scratch_release(&an->s);
+    free(an->profile_of);
+    free(an->tpls);
+}
+
+void remat_analyzer_free(remat_analyzer_t *an) {
+    if (an) {
+        analyzer_release(an);
+        free(an);
+    }
+}
+
+remat_status_t remat_analyzer_new(const remat_graph_t *g, const remat_config_t *cfg,
+                                  const remat_hw_t *hw, remat_analyzer_t **out,
+                                  remat_error_t *err) {
+    remat_analyzer_t *an = remat_i_xcalloc(1, sizeof *an);
+    remat_status_t st = analyzer_init(an, g, cfg, hw, err);
+    if (st) {
+        remat_analyzer_free(an);
+        an = NULL;
+    }
+    *out = an;
+    return st;
+}
+
+/* A released result that names its inputs and holds what binding found. */
+static void result_begin(const remat_analyzer_t *an, const remat_policy_t *policy,
+                         remat_result_t *r) {
+    remat_result_release(r);
+    r->graph = an->g;
+    r->policy = policy;
+    r->config = an->cfg;
+    r->hw = an->hw;
+    r->none_as_full = policy->none_policy && an->cfg->scan_layers;
+    r->mesh = an->mesh;
+    memcpy(r->dim_size, an->dim_size, sizeof r->dim_size);
+    r->microbatches = an->microbatches;
+    r->param_count = an->param_count;
+}
+
+remat_status_t remat_analyzer_run(remat_analyzer_t *an, const remat_policy_t *policy,
+                                  const remat_run_opts_t *opts, remat_result_t *r,
+                                  remat_error_t *err) {
+    const remat_run_opts_t full = {0};
+    opts = opts ? opts : &full;
+    result_begin(an, policy, r);
+    remat_status_t st;
+    if ((st = remat_policy_check(policy, an->g, err)) ||
+        (st = remat_i_plan_profiles(an, policy, opts->plan, r, err)) ||
+        (st = remat_i_profile_layers(an, policy, opts->lite, r, err))) {
+        remat_result_release(r);
+        return st;
+    }
+    remat_i_layer_rows(an, r);
+    if ((st = remat_i_run_stages(an, r, err)) || (st = remat_i_step_time(an, r, err)) ||
+        (st = remat_i_verdict(an, r, err))) {
+        remat_result_release(r);
+    }
+    return st;
+}
+
+remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
+                             const remat_policy_t *policy, const remat_hw_t *hw,
+                             remat_result_t *r, remat_error_t *err) {
+    remat_result_release(r);
+    /* The policy's names first: an unknown name is reported ahead of any
+       error in the config. */
+    remat_status_t st = remat_policy_check(policy, g, err);
+    if (st) {
+        return st;
+    }
+    remat_analyzer_t an;
+    memset(&an, 0, sizeof an);
+    if ((st = analyzer_init(&an, g, cfg, hw, err)) == REMAT_OK) {
+        st = remat_analyzer_run(&an, policy, NULL, r, err);
+    }
+    analyzer_release(&an);
+    return st;
+}

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sim_rooms.h: what the simulator's rooms share (not public). Every room
+ * (bind, layer, step, static, time, verdict) includes this header and no
+ * other room's; the orchestrator, analyze.c, calls them in pipeline order.
+ *
+ * Invariants the rooms rely on:
+ *  - a bound byte or FLOP count is at most BYTES_MAX (2^62), so a signed
+ *    delta of two of them, or a sum of a handful, never overflows;
+ *  - a meter's categories always sum to its live bytes;
+ *  - a buffer's bytes count once: it is allocated only while not live, and
+ *    freeing a buffer that is not live changes nothing.
+ */
+#ifndef REMAT_SIM_ROOMS_H
+#define REMAT_SIM_ROOMS_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "remat/sim.h"
+#include "sim_internal.h"
+#include "util.h"
+
+/* Byte counts stay below 2^62 so that signed deltas never overflow. */
+#define BYTES_MAX ((uint64_t)1 << 62)
+
+/* The graph's dims a run can bind; the result reports each one's size. */
+#define SIM_MAX_DIMS 64
+_Static_assert(sizeof(((remat_result_t *)0)->dim_size) == SIM_MAX_DIMS * sizeof(uint64_t),
+               "the result reports every dim the analyzer binds");
+
+/* ---- bind.c: one block bound to a config and mesh ----------------------- */
+
+typedef struct bound {
+    uint64_t (*tdim)[REMAT_MAX_RANK]; /* per tensor: per-device dim sizes */
+    uint64_t *numel;    /* per tensor, per device */
+    uint64_t *bytes;    /* per tensor: its own buffer; 0 for a view */
+    uint64_t *kbytes;   /* per tensor: bytes of the kept copy (fp8 residuals) */
+    uint64_t *gbytes;   /* per tensor: its gradient buffer; 0 if none */
+    uint64_t *gnumel;   /* per param: elements once FSDP-gathered */
+    uint64_t *fwd, *bwd; /* per op */
+    uint64_t *kv_extra; /* per op: context-parallel K/V gather live during it */
+    uint64_t *op_gather; /* per op: bytes of its params as it reads them (whole over FSDP) */
+    uint64_t *op_gather_mem; /* per op: of those, the copies FSDP or the host must make */
+    uint64_t *tbytes;   /* per tensor: its size, views included */
+    double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
+    size_t *pos;        /* per op: position in the block's order */
+} bound_t;
+
+/* ---- layer.c: one layer's plan played op by op -------------------------- */
+
+/* A layer's profile: its forward and backward peaks relative to the live
+   bytes it starts from, and what it leaves live (the deltas). */
+typedef struct tpl {
+    int64_t fwd_peak;
+    size_t fwd_op;
+    int64_t fwd_cats[REMAT_CAT_COUNT];
+    int64_t fwd_delta;
+    int64_t fwd_dcats[REMAT_CAT_COUNT];
+    int64_t bwd_peak;
+    remat_step_t bwd_step;
+    size_t bwd_op;
+    int64_t bwd_cats[REMAT_CAT_COUNT];
+    int64_t bwd_delta;
+    int64_t bwd_dcats[REMAT_CAT_COUNT];
+    uint64_t saved, offloaded, recompute_flops, fwd_flops, bwd_flops;
+    double fwd_s, bwd_s, rec_s;
+} tpl_t;
+
+/* A buffer's class: freed after its last forward reader, kept in HBM, or
+   copied to host at the end of the layer's forward. */
+enum { B_TRANS = 0, B_KEEP, B_OFF };
+
+typedef struct scratch {
+    unsigned char *cls;   /* per buffer: B_TRANS / B_KEEP / B_OFF */
+    size_t *free_fwd;     /* per buffer: forward position after which it is freed */
+    size_t *bwd_use;      /* per buffer: smallest backward position reading it */
+    size_t *rec_use;      /* per buffer: largest recompute position reading it */
+    uint64_t *cur;        /* per buffer: bytes while live */
+    unsigned char *live;  /* per buffer */
+    unsigned char *cat;   /* per buffer: remat_cat_t while live */
+    unsigned char *glive; /* per tensor: gradient live */
+} scratch_t;
+
+typedef struct meter {
+    int64_t live;
+    int64_t cats[REMAT_CAT_COUNT];
+    int64_t peak;
+    int64_t peak_cats[REMAT_CAT_COUNT];
+    bool any;
+    remat_step_t step;
+    size_t op;
+} meter_t;
+
+/* Collective buffers live for a whole layer: its FSDP-gathered weights (and
+   the next layer's, prefetched), and in backward its full-size weight
+   gradients before the reduce-scatter. */
+typedef struct collectives {
+    uint64_t gathered;    /* per layer: weights copied into HBM to run it */
+    uint64_t sharded;     /* per layer: of those, the ones gathered over FSDP (ICI) */
+    unsigned prefetch;    /* 0 or 1 */
+    uint64_t grad_buffer; /* per layer */
+} collectives_t;
+
+/* ---- static.c: params by the part of the step that uses them ------------ */
+
+/* Static bytes of the params one device holds, by which part of the step
+   uses them: the layers (times the stage's layer count), the head's pre
+   ops (stage 0) and post ops (last stage). */
+typedef struct static_part {
+    uint64_t count, bytes, adafactor;
+} static_part_t;
+
+/* One stage's static memory per device. */
+typedef struct stage_static {
+    uint64_t count;       /* params held */
+    uint64_t params, optimizer, grads, accum;
+    uint64_t host;        /* params/optimizer moved to host RAM */
+    uint64_t bytes;       /* in HBM: the sum of cats */
+    int64_t cats[REMAT_CAT_COUNT];
+} stage_static_t;
+
+/* ---- the analyzer: what binding leaves for every run -------------------- */
+
+struct remat_analyzer {
+    const remat_graph_t *g;
+    const remat_config_t *cfg;
+    const remat_hw_t *hw;
+    remat_mesh_t mesh;
+    uint64_t dim_size[SIM_MAX_DIMS]; /* bound per-device size of each graph dim */
+    uint64_t microbatches;
+    size_t nlayers, nstages;
+    bool fsdp;               /* params shard over the FSDP axes */
+    bound_t lb, hb;          /* the layer and the head, bound */
+    static_part_t layer, pre, post;
+    uint64_t param_count;    /* the whole model */
+    collectives_t col;
+    /* Per run; kept to spare the allocations. */
+    scratch_t s;             /* sized for the larger block */
+    size_t *profile_of;      /* per layer: its profile */
+    tpl_t *tpls;             /* per profile */
+    size_t tpls_cap;
+};
+
+/* ---- helpers every room uses (inline: some run once per op or layer) --- */
+
+/* *acc += a x times, an overflow error past BYTES_MAX. */
+static inline remat_status_t sum_checked(uint64_t *acc, uint64_t a, uint64_t times,
+                                                 const char *what, remat_error_t *err) {
+    uint64_t v;
+    if (!remat_i_mul(a, times, &v) || !remat_i_add(*acc, v, acc) || *acc > BYTES_MAX) {
+        return remat_error_set(err, REMAT_E_OVERFLOW, NULL, NULL,
+                               "the step's %s do not fit in 63 bits with this config", what);
+    }
+    return REMAT_OK;
+}
+
+static inline bool is_fp8(const remat_config_t *cfg) {
+    return strcmp(cfg->quantization, "fp8") == 0 || strcmp(cfg->quantization, "nanoo_fp8") == 0;
+}
+
+/* A weight einsum: an einsum with a param operand. */
+static inline bool weight_einsum(const remat_block_t *b, const remat_op_t *op) {
+    if (op->kind != REMAT_OP_EINSUM) {
+        return false;
+    }
+    for (size_t i = 0; i < op->nin; i++) {
+        if (b->tensors[op->in[i]].param) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- the meter: shared by a layer's profile and the step ---------------- */
+
+/* Whether a meter's categories sum to its live bytes (debug checks). */
+static inline bool meter_consistent(const meter_t *m) {
+    int64_t sum = 0;
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        sum += m->cats[c];
+    }
+    return sum == m->live;
+}
+
+static inline void alloc_buf(meter_t *m, scratch_t *s, size_t buf, uint64_t bytes,
+                             remat_cat_t c) {
+    assert(!s->live[buf] && "a buffer's bytes count once");
+    s->live[buf] = 1;
+    s->cat[buf] = (unsigned char)c;
+    s->cur[buf] = bytes;
+    m->live += (int64_t)bytes;
+    m->cats[c] += (int64_t)bytes;
+}
+
+static inline void free_buf(meter_t *m, scratch_t *s, size_t buf) {
+    if (!s->live[buf]) {
+        return;
+    }
+    s->live[buf] = 0;
+    m->live -= (int64_t)s->cur[buf];
+    m->cats[s->cat[buf]] -= (int64_t)s->cur[buf];
+}
+
+static inline void add_const(meter_t *m, remat_cat_t c, int64_t bytes) {
+    m->live += bytes;
+    m->cats[c] += bytes;
+}
+
+/* The buffer of the @p k-th operand of @p op, inputs then outputs. */
+static inline size_t operand_buf(const remat_block_t *b, const remat_op_t *op, size_t k) {
+    return b->tensors[k < op->nin ? op->in[k] : op->out[k - op->nin]].storage;
+}
+
+/* ---- the rooms, in pipeline order --------------------------------------- */
+
+/* bind.c */
+remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err);
+void remat_i_bound_release(bound_t *b);
+
+/* static.c */
+remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err);
+remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t stage,
+                                    stage_static_t *out, remat_error_t *err);
+
+/* layer.c */
+void remat_i_scratch_init(scratch_t *s, size_t n);
+void remat_i_scratch_release(scratch_t *s);
+void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch_t *s);
+void remat_i_backward_begin(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op);
+void remat_i_backward_end(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
+                          const remat_op_t *op, size_t p);
+remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t *policy,
+                                      bool lite, remat_result_t *r, remat_error_t *err);
+
+/* step.c */
+remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t *policy,
+                                     const remat_plan_t *given, remat_result_t *r,
+                                     remat_error_t *err);
+remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err);
+
+/* time.c */
+void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const remat_hw_t *hw,
+                      bound_t *bd);
+void remat_i_layer_rows(const remat_analyzer_t *an, remat_result_t *r);
+remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
+                                 remat_error_t *err);
+
+/* verdict.c */
+remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
+                               remat_error_t *err);
+
+#endif

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * static.c: the memory a device holds for the whole step whatever the
+ * policy: params, optimizer state, gradients, the accumulator and the
+ * reserve, per pipeline stage; and the layer's collective buffers (FSDP
+ * gathers and full-size gradients), which follow from its params alone.
+ *
+ * Invariants:
+ *  - every total is a checked sum at most BYTES_MAX (2^62), an overflow
+ *    error otherwise;
+ *  - a stage's static categories sum to its static bytes, and what moves to
+ *    host RAM is in neither;
+ *  - a head param is counted once per stage that runs it: in the pre part
+ *    when the embedding uses it, in the post part too only when the loss
+ *    runs on another stage (tied embeddings on one stage count once).
+ */
+#include <string.h>
+
+#include "sim_rooms.h"
+
+/* Optimizer state elements for one param of local shape @p dims under
+   adafactor (optax defaults, as MaxText uses them: no momentum, factored
+   second moment when the two largest dims are both >= 128): one statistic
+   per slice along each of the two largest dims, else the full moment. */
+static uint64_t adafactor_elems(const uint64_t *dims, size_t rank, uint64_t numel) {
+    size_t big = REMAT_NONE, second = REMAT_NONE;
+    for (size_t i = 0; i < rank; i++) {
+        if (big == REMAT_NONE || dims[i] >= dims[big]) {
+            second = big;
+            big = i;
+        } else if (second == REMAT_NONE || dims[i] >= dims[second]) {
+            second = i;
+        }
+    }
+    if (second == REMAT_NONE || dims[second] < 128) {
+        return numel;
+    }
+    return numel / dims[big] + numel / dims[second];
+}
+
+static void add_param(static_part_t *p, const bound_t *bd, const remat_tensor_t *t, size_t i) {
+    p->count += bd->numel[i];
+    p->bytes += bd->bytes[i];
+    p->adafactor += adafactor_elems(bd->tdim[i], t->rank, bd->numel[i]);
+}
+
+/* A param's elements over the whole model (unsharded). Bounded by its
+   bytes, which binding checked. */
+static uint64_t global_numel(const remat_analyzer_t *an, const remat_tensor_t *t) {
+    uint64_t n = 1;
+    for (size_t j = 0; j < t->rank; j++) {
+        n *= an->dim_size[t->dim[j]];
+    }
+    return n;
+}
+
+/* The layer's params, and the buffers its collectives need: under FSDP the
+   layer's weights are gathered while it runs; with parameters in host RAM
+   they are brought to HBM likewise. Returns one layer's global count. */
+static uint64_t layer_params(remat_analyzer_t *an) {
+    const remat_block_t *b = &an->g->layer;
+    const remat_config_t *cfg = an->cfg;
+    const bound_t *lb = &an->lb;
+    uint64_t global_layer = 0;
+    an->col = (collectives_t){.prefetch = cfg->fsdp_prefetch ? 1u : 0u};
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        if (!t->param) {
+            continue;
+        }
+        add_param(&an->layer, lb, t, i);
+        global_layer += global_numel(an, t);
+        bool sharded = lb->gnumel[i] != lb->numel[i]; /* over FSDP */
+        unsigned wb = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, t->dtype);
+        if (sharded || cfg->parameter_memory_host_offload) {
+            an->col.gathered += lb->gnumel[i] * wb;
+        }
+        if (sharded) {
+            an->col.sharded += lb->gnumel[i] * wb;
+            an->col.grad_buffer += lb->gnumel[i] * remat_dtype_bytes(cfg->grad_dtype);
+        }
+    }
+    return global_layer;
+}
+
+/* The head's params by the part that reads them; adds their global count
+   to *global. */
+static void head_params(remat_analyzer_t *an, uint64_t *global) {
+    const remat_graph_t *g = an->g;
+    const remat_block_t *b = &g->head;
+    for (size_t i = 0; g->has_head && i < b->ntensors; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        if (!t->param) {
+            continue;
+        }
+        *global += global_numel(an, t);
+        bool in_pre = false, in_post = false;
+        for (size_t p = 0; p < b->nops; p++) {
+            const remat_op_t *op = &b->ops[b->order[p]];
+            for (size_t k = 0; k < op->nin; k++) {
+                if (op->in[k] == i) {
+                    in_pre |= p < g->head_npre;
+                    in_post |= p >= g->head_npre;
+                }
+            }
+        }
+        if (in_pre) {
+            add_param(&an->pre, &an->hb, t, i);
+        }
+        if (in_post && (!in_pre || an->nstages > 1)) {
+            add_param(&an->post, &an->hb, t, i);
+        }
+    }
+}
+
+remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err) {
+    uint64_t global = 0;
+    remat_status_t st =
+        sum_checked(&global, layer_params(an), an->nlayers, "parameters", err);
+    if (st) {
+        return st;
+    }
+    head_params(an, &global);
+    an->param_count = global;
+    return REMAT_OK;
+}
+
+/* Params, bytes and adafactor elements of stage @p k's layers and head
+   parts. */
+static remat_status_t stage_params(const remat_analyzer_t *an, size_t k, uint64_t *count,
+                                   uint64_t *pbytes, uint64_t *afac, remat_error_t *err) {
+    const size_t Ls = an->nlayers / an->nstages;
+    remat_status_t st;
+    if ((st = sum_checked(count, an->layer.count, Ls, "parameters", err)) ||
+        (st = sum_checked(pbytes, an->layer.bytes, Ls, "parameter bytes", err)) ||
+        (st = sum_checked(afac, an->layer.adafactor, Ls, "optimizer bytes", err))) {
+        return st;
+    }
+    const static_part_t *parts[2] = {
+        an->g->has_head && k == 0 ? &an->pre : NULL,
+        an->g->has_head && k == an->nstages - 1 ? &an->post : NULL};
+    for (int i = 0; i < 2; i++) {
+        if (parts[i]) {
+            *count += parts[i]->count;
+            *pbytes += parts[i]->bytes;
+            *afac += parts[i]->adafactor;
+        }
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t k, stage_static_t *out,
+                                    remat_error_t *err) {
+    const remat_config_t *cfg = an->cfg;
+    const bool adafactor = strcmp(cfg->opt_type, "adafactor") == 0;
+    const bool adam = strcmp(cfg->opt_type, "adamw") == 0 || strcmp(cfg->opt_type, "adam_pax") == 0;
+    memset(out, 0, sizeof *out);
+    uint64_t afac = 0;
+    remat_status_t st;
+    if ((st = stage_params(an, k, &out->count, &out->params, &afac, err)) ||
+        (st = sum_checked(&out->grads, out->count, remat_dtype_bytes(cfg->grad_dtype),
+                                  "gradients", err)) ||
+        (adam && (st = sum_checked(&out->optimizer, out->count,
+                                           2u * remat_dtype_bytes(cfg->mu_dtype),
+                                           "optimizer bytes", err))) ||
+        (adafactor &&
+         (st = sum_checked(&out->optimizer, afac, 4, "optimizer bytes", err))) ||
+        (cfg->gradient_accumulation_steps > 1 &&
+         (st = sum_checked(&out->accum, out->count, 4, "accumulator bytes", err)))) {
+        return st;
+    }
+    if (cfg->parameter_memory_host_offload) {
+        out->host += out->params;
+    } else {
+        out->cats[REMAT_CAT_PARAMS] = (int64_t)out->params;
+    }
+    if (cfg->optimizer_memory_host_offload) {
+        out->host += out->optimizer;
+    } else {
+        out->cats[REMAT_CAT_OPTIMIZER] = (int64_t)out->optimizer;
+    }
+    out->cats[REMAT_CAT_GRADS] = (int64_t)out->grads;
+    out->cats[REMAT_CAT_GRAD_ACCUM] = (int64_t)out->accum;
+    out->cats[REMAT_CAT_RESERVE] = (int64_t)cfg->hbm_reserve;
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        if ((st = sum_checked(&out->bytes, (uint64_t)out->cats[c], 1, "static bytes",
+                                      err))) {
+            return st;
+        }
+    }
+    assert(out->bytes <= BYTES_MAX);
+    return REMAT_OK;
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * step.c: the step composed from layer profiles, stage by stage: static
+ * memory and the residuals of micro-batches in flight, the head's embedding,
+ * the stage's layers forward, the head's loss forward and backward (or the
+ * output leaving and its gradient arriving), the layers backward, the
+ * embedding backward.
+ *
+ * Layers with the same plan share one profile computed once; the step
+ * composes profiles, which is exact because a layer's bytes depend only on
+ * its plan and the live bytes it starts from.
+ *
+ * Invariants:
+ *  - plans come in runs of identical layers: every layer has exactly one
+ *    profile, and a profile's [first, last] spans its layers;
+ *  - the step meter's categories sum to its live bytes, which never go
+ *    below zero: what a layer or the head frees was counted before;
+ *  - a stage's peak is at least its static bytes plus its in-flight bytes
+ *    (they are live from its start to its end);
+ *  - the worst stage (the largest peak, the first on ties) is the verdict.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_rooms.h"
+#include "util.h"
+
+typedef struct step {
+    meter_t m;
+    remat_moment_t at;
+} step_t;
+
+static void step_measure(step_t *st, int64_t extra, const int64_t *extra_cats,
+                         remat_moment_t at) {
+    assert(meter_consistent(&st->m) && st->m.live >= 0);
+    int64_t v = st->m.live + extra;
+    if (!st->m.any || v > st->m.peak) {
+        st->m.any = true;
+        st->m.peak = v;
+        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+            st->m.peak_cats[c] = st->m.cats[c] + (extra_cats ? extra_cats[c] : 0);
+        }
+        st->at = at;
+    }
+}
+
+static void step_add(step_t *st, int64_t delta, const int64_t *dcats) {
+    st->m.live += delta;
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        st->m.cats[c] += dcats[c];
+    }
+}
+
+/* ---- the head ----------------------------------------------------------- */
+
+/* The head's forward over positions [from, to), on the step meter. Under
+   FSDP a head op's weights are gathered while it runs. */
+static void head_forward(const remat_graph_t *g, const bound_t *bd, scratch_t *s, step_t *st,
+                         size_t from, size_t to, bool fsdp) {
+    const remat_block_t *b = &g->head;
+    const size_t feeds = b->tensors[g->head_feeds].storage;
+    remat_where_t where = from == 0 ? REMAT_AT_HEAD_PRE : REMAT_AT_HEAD_POST;
+    int64_t gcats[REMAT_CAT_COUNT] = {0};
+    for (size_t p = from; p < to; p++) {
+        size_t j = b->order[p];
+        const remat_op_t *op = &b->ops[j];
+        for (size_t i = 0; i < op->nout; i++) {
+            size_t o = op->out[i];
+            if (b->tensors[o].storage == o) {
+                alloc_buf(&st->m, s, o, bd->bytes[o], o == feeds ? REMAT_CAT_SAVED : REMAT_CAT_HEAD);
+            }
+        }
+        uint64_t gx = fsdp ? bd->op_gather_mem[j] : 0;
+        gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
+        step_measure(st, (int64_t)gx, gcats,
+                     (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = where, .op = op->name});
+        for (size_t k = 0; k < op->nin + op->nout; k++) {
+            size_t buf = operand_buf(b, op, k);
+            if (buf != feeds && s->cls[buf] == B_TRANS && s->free_fwd[buf] == p) {
+                free_buf(&st->m, s, buf);
+            }
+        }
+    }
+}
+
+/* The head's backward over positions [from, to), in reverse. */
+static void head_backward(const remat_graph_t *g, const bound_t *bd, scratch_t *s, step_t *st,
+                          size_t from, size_t to, bool fsdp) {
+    const remat_block_t *b = &g->head;
+    remat_where_t where = from == 0 ? REMAT_AT_HEAD_PRE : REMAT_AT_HEAD_POST;
+    int64_t gcats[REMAT_CAT_COUNT] = {0};
+    for (size_t p = to; p-- > from;) {
+        size_t j = b->order[p];
+        const remat_op_t *op = &b->ops[j];
+        if (!op->has_backward) {
+            continue;
+        }
+        remat_i_backward_begin(&st->m, s, bd, op);
+        uint64_t gx = fsdp ? bd->op_gather_mem[j] : 0;
+        gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
+        step_measure(st, (int64_t)gx, gcats,
+                     (remat_moment_t){.step = REMAT_STEP_BACKWARD, .where = where, .op = op->name});
+        remat_i_backward_end(&st->m, s, b, bd, op, p);
+    }
+}
+
+/* Head buffers: residuals stay to their last backward reader, the rest are
+   freed after their last forward reader. The feed to layer 0 belongs to the
+   layers once made; the last layer's output arrives from them. */
+static void head_prepare(const remat_graph_t *g, const bound_t *bd, scratch_t *s) {
+    const remat_block_t *b = &g->head;
+    remat_i_buffer_lifetimes(b, bd, s);
+    for (size_t i = 0; i < b->ntensors; i++) {
+        if (b->tensors[i].residual) {
+            s->cls[b->tensors[i].storage] = B_KEEP;
+        }
+    }
+    s->cls[b->tensors[g->head_feeds].storage] = B_TRANS;
+    s->bwd_use[b->tensors[g->head_feeds].storage] = REMAT_NONE;
+}
+
+/* ---- plans: runs of identical layers ------------------------------------ */
+
+static void plan_copy(remat_plan_t *dst, const remat_plan_t *src) {
+    remat_plan_init(dst);
+    dst->ntensors = src->ntensors;
+    dst->nops = src->nops;
+    size_t nt = src->ntensors, no = src->nops;
+    dst->asked = remat_i_xmalloc(nt * sizeof *dst->asked);
+    dst->fate = remat_i_xmalloc(nt * sizeof *dst->fate);
+    dst->unused = remat_i_xmalloc(nt * sizeof *dst->unused);
+    dst->needed = remat_i_xmalloc((nt + no) * sizeof *dst->needed);
+    dst->recompute_op = remat_i_xmalloc(no * sizeof *dst->recompute_op);
+    memcpy(dst->asked, src->asked, nt * sizeof *dst->asked);
+    memcpy(dst->fate, src->fate, nt * sizeof *dst->fate);
+    memcpy(dst->unused, src->unused, nt * sizeof *dst->unused);
+    memcpy(dst->needed, src->needed, (nt + no) * sizeof *dst->needed);
+    memcpy(dst->recompute_op, src->recompute_op, no * sizeof *dst->recompute_op);
+}
+
+static remat_status_t check_ranges(const remat_policy_t *policy, size_t L, remat_error_t *err) {
+    if (policy->nranges > 64) {
+        return remat_error_set(err, REMAT_E_POLICY, policy->source, "$.layers",
+                               "at most 64 layer ranges");
+    }
+    for (size_t i = 0; i < policy->nranges; i++) {
+        if (policy->ranges[i].last >= L) {
+            char path[48];
+            snprintf(path, sizeof path, "$.layers[%zu].range", i);
+            return remat_error_set(err, REMAT_E_POLICY, policy->source, path,
+                                   "range %zu-%zu is beyond the model's %zu layers (0-%zu)",
+                                   policy->ranges[i].first, policy->ranges[i].last, L, L - 1);
+        }
+    }
+    return REMAT_OK;
+}
+
+/* The profile of @p plan: an equal one already in @p r, else a new one
+   starting at layer @p l that takes the plan over (left empty). */
+static size_t profile_of_plan(remat_result_t *r, remat_plan_t *plan, size_t l) {
+    size_t p = 0;
+    while (p < r->nprofiles && !remat_plan_equal(&r->profiles[p].plan, plan)) {
+        p++;
+    }
+    if (p == r->nprofiles) {
+        r->profiles = remat_i_xrealloc(r->profiles, (p + 1) * sizeof *r->profiles);
+        memset(&r->profiles[p], 0, sizeof r->profiles[p]);
+        r->profiles[p].plan = *plan;
+        r->profiles[p].first = l;
+        r->nprofiles++;
+        remat_plan_init(plan);
+    }
+    return p;
+}
+
+/* Layers covered by the same set of ranges get the same plan: plan once
+   per distinct set, then merge identical plans into one profile. */
+static remat_status_t plan_ranges(const remat_analyzer_t *an, const remat_policy_t *policy,
+                                  size_t *profile_of, remat_result_t *r, remat_error_t *err) {
+    uint64_t keys[65];
+    size_t key_profile[65], nkeys = 0;
+    remat_plan_t plan;
+    remat_plan_init(&plan);
+    remat_status_t st = REMAT_OK;
+    for (size_t l = 0; l < an->nlayers && st == REMAT_OK; l++) {
+        uint64_t key = 0;
+        for (size_t i = 0; i < policy->nranges; i++) {
+            if (l >= policy->ranges[i].first && l <= policy->ranges[i].last) {
+                key |= (uint64_t)1 << i;
+            }
+        }
+        size_t k = 0;
+        while (k < nkeys && keys[k] != key) {
+            k++;
+        }
+        if (k == nkeys) {
+            if ((st = remat_plan_layer(an->g, policy, l, an->cfg->scan_layers, &plan, err))) {
+                break;
+            }
+            keys[nkeys] = key;
+            key_profile[nkeys++] = profile_of_plan(r, &plan, l);
+        }
+        size_t p = key_profile[k];
+        profile_of[l] = p;
+        r->profiles[p].last = l;
+        r->profiles[p].nlayers++;
+    }
+    remat_plan_release(&plan);
+    return st;
+}
+
+remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t *policy,
+                                     const remat_plan_t *given, remat_result_t *r,
+                                     remat_error_t *err) {
+    const size_t L = an->nlayers;
+    if (given && policy->nranges == 0) {
+        /* A uniform policy the caller already planned (the solver). */
+        r->profiles = remat_i_xcalloc(1, sizeof *r->profiles);
+        plan_copy(&r->profiles[0].plan, given);
+        r->profiles[0].first = 0;
+        r->profiles[0].last = L - 1;
+        r->profiles[0].nlayers = L;
+        r->nprofiles = 1;
+        memset(an->profile_of, 0, L * sizeof *an->profile_of);
+        return REMAT_OK;
+    }
+    remat_status_t st = check_ranges(policy, L, err);
+    return st ? st : plan_ranges(an, policy, an->profile_of, r, err);
+}
+
+/* ---- a stage ------------------------------------------------------------ */
+
+/* The stage's start: the head's embedding forward on the first stage, the
+   input arriving from the previous stage on any other. */
+static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, bool gather,
+                        step_t *stp) {
+    const remat_graph_t *g = an->g;
+    const remat_block_t *H = &g->head;
+    if (g->has_head) {
+        head_prepare(g, &an->hb, s);
+    }
+    if (!pre) {
+        add_const(&stp->m, REMAT_CAT_SAVED, (int64_t)an->lb.kbytes[g->layer.inputs[0]]);
+        return;
+    }
+    for (size_t i = 0; i < H->ninputs; i++) {
+        size_t in = H->inputs[i];
+        if (in != g->head_takes && H->tensors[in].storage == in) {
+            alloc_buf(&stp->m, s, in, an->hb.bytes[in], REMAT_CAT_HEAD);
+        }
+    }
+    head_forward(g, &an->hb, s, stp, 0, g->head_npre, gather);
+    s->live[H->tensors[g->head_feeds].storage] = 0; /* the layers own it now */
+}
+
+/* The stage's turn from forward to backward: the head's loss forward and
+   backward on the last stage; on any other, the output leaves (for the
+   next stage) and its gradient arrives in its place. */
+static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool post,
+                       bool gather, step_t *stp) {
+    const remat_graph_t *g = an->g;
+    const remat_block_t *H = &g->head;
+    const bound_t *hb = &an->hb;
+    if (!post) {
+        const size_t y = g->layer.outputs[0];
+        add_const(&stp->m, REMAT_CAT_SAVED, -(int64_t)an->lb.bytes[y]);
+        add_const(&stp->m, REMAT_CAT_ACT_GRADS, (int64_t)an->lb.gbytes[y]);
+        return;
+    }
+    for (size_t i = 0; i < H->ninputs; i++) {
+        size_t in = H->inputs[i];
+        if (!pre && in != g->head_takes && H->tensors[in].storage == in) {
+            alloc_buf(&stp->m, s, in, hb->bytes[in], REMAT_CAT_HEAD);
+        }
+    }
+    size_t takes = H->tensors[g->head_takes].storage;
+    s->live[takes] = 1;
+    s->cat[takes] = REMAT_CAT_SAVED;
+    s->cur[takes] = hb->bytes[takes];
+    head_forward(g, hb, s, stp, g->head_npre, H->nops, gather);
+    for (size_t i = 0; i < H->noutputs; i++) {
+        size_t o = H->outputs[i];
+        if (hb->gbytes[o]) {
+            s->glive[o] = 1;
+            add_const(&stp->m, REMAT_CAT_ACT_GRADS, (int64_t)hb->gbytes[o]);
+        }
+    }
+    head_backward(g, hb, s, stp, g->head_npre, H->nops, gather);
+    s->glive[g->head_takes] = 0; /* dy of the last layer: the layers free it */
+}
+
+/* Layers [first, last] forward, then backward in reverse, as profiles.
+   The hottest loop of an analysis: it works on a local copy of the meter,
+   which the profiles it reads cannot alias, so the categories stay in
+   registers instead of being stored back after every layer. */
+static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, bool backward,
+                         step_t *stp) {
+    const remat_block_t *b = &an->g->layer;
+    const tpl_t *tpls = an->tpls;
+    const size_t *profile_of = an->profile_of;
+    step_t st = *stp;
+    if (!backward) {
+        for (size_t l = first; l <= last; l++) {
+            const tpl_t *t = &tpls[profile_of[l]];
+            step_measure(&st, t->fwd_peak, t->fwd_cats,
+                         (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = REMAT_AT_LAYER,
+                                          .layer = l, .op = b->ops[t->fwd_op].name});
+            step_add(&st, t->fwd_delta, t->fwd_dcats);
+        }
+    } else {
+        for (size_t l = last + 1; l-- > first;) {
+            const tpl_t *t = &tpls[profile_of[l]];
+            const char *op = t->bwd_op == REMAT_NONE ? NULL : b->ops[t->bwd_op].name;
+            step_measure(&st, t->bwd_peak, t->bwd_cats,
+                         (remat_moment_t){.step = t->bwd_step, .where = REMAT_AT_LAYER,
+                                          .layer = l, .op = op});
+            step_add(&st, t->bwd_delta, t->bwd_dcats);
+        }
+    }
+    *stp = st;
+}
+
+/* One stage's step for one micro-batch on top of its static bytes and the
+   residuals of the micro-batches in flight (@p base_cats). */
+static void simulate_stage(remat_analyzer_t *an, size_t first, size_t last, bool pre, bool post,
+                           const int64_t *base_cats, step_t *stp) {
+    const remat_graph_t *g = an->g;
+    scratch_t *s = &an->s;
+    const bool gather = an->fsdp || an->cfg->parameter_memory_host_offload;
+    memset(stp, 0, sizeof *stp);
+    for (int k = 0; k < REMAT_CAT_COUNT; k++) {
+        stp->m.cats[k] = base_cats[k];
+        stp->m.live += base_cats[k];
+    }
+    stage_begin(an, s, pre, gather, stp);
+    stage_layers(an, first, last, false, stp);
+    stage_turn(an, s, pre, post, gather, stp);
+    stage_layers(an, first, last, true, stp);
+    if (pre) {
+        s->glive[g->head_feeds] = 1; /* dx of the first layer, made by the layers */
+        head_backward(g, &an->hb, s, stp, 0, g->head_npre, gather);
+    }
+}
+
+/* Stage @p k's peak: its static memory, the residuals of the micro-batches
+   it holds in flight, and one micro-batch's step. */
+static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *r,
+                                stage_static_t *ss, remat_error_t *err) {
+    const size_t stages = an->nstages, Ls = an->nlayers / stages;
+    remat_stage_row_t *row = &r->stages[k];
+    row->index = k;
+    row->first_layer = k * Ls;
+    row->last_layer = (k + 1) * Ls - 1;
+    remat_status_t st = remat_i_stage_static(an, k, ss, err);
+    if (st) {
+        return st;
+    }
+    /* 1F1B: stage k holds the residuals of min(stages - k, micro-batches)
+       micro-batches; the step below is the last of them. */
+    row->in_flight = stages - k < r->microbatches ? stages - k : (size_t)r->microbatches;
+    uint64_t stage_saved = 0;
+    for (size_t l = row->first_layer; l <= row->last_layer; l++) {
+        stage_saved += r->layers[l].saved_device_bytes;
+    }
+    if ((st = sum_checked(&row->inflight_bytes, stage_saved, row->in_flight - 1,
+                                  "in-flight bytes", err))) {
+        return st;
+    }
+    ss->cats[REMAT_CAT_INFLIGHT] = (int64_t)row->inflight_bytes;
+    row->static_bytes = ss->bytes;
+    step_t stp;
+    const bool has_head = an->g->has_head;
+    simulate_stage(an, row->first_layer, row->last_layer, has_head && k == 0,
+                   has_head && k == stages - 1, ss->cats, &stp);
+    row->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
+    memcpy(row->breakdown, stp.m.peak_cats, sizeof row->breakdown);
+    row->peak_at = stp.at;
+    row->peak_at.stage = k;
+    row->peak_at.stages = stages;
+    assert(row->peak_bytes >= row->static_bytes + row->inflight_bytes);
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err) {
+    const size_t stages = an->nstages;
+    r->nstages = stages;
+    r->stages = remat_i_xcalloc(stages, sizeof *r->stages);
+    uint64_t worst = 0;
+    for (size_t k = 0; k < stages; k++) {
+        stage_static_t ss;
+        remat_status_t st = run_stage(an, k, r, &ss, err);
+        if (st) {
+            return st;
+        }
+        if (k == 0 || r->stages[k].peak_bytes > worst) {
+            worst = r->stages[k].peak_bytes;
+            r->worst_stage = k;
+            r->param_count_device = ss.count;
+            r->param_bytes = ss.params;
+            r->optimizer_bytes = ss.optimizer;
+            r->grad_bytes = ss.grads;
+            r->accum_bytes = ss.accum;
+            r->host_static_bytes = ss.host;
+        }
+    }
+    return REMAT_OK;
+}

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * time.c: the time model (docs/time-model.md): op rooflines, per-layer time
+ * rows, the step's FLOPs and time on the worst stage, the pipeline bubble,
+ * MFU and HFU.
+ *
+ * Invariants:
+ *  - transfers overlap compute: a layer's forward (backward) time is the
+ *    max of its compute (and recompute) and each transfer, never a sum, so
+ *    it is at least its compute and the exposed times are not negative;
+ *  - the step's FLOP and byte totals are checked sums at most BYTES_MAX;
+ *  - the bubble fraction is in [0, 1) and MFU is at most HFU.
+ * Asserts on times are written !(a < b) so that a NaN from hardware figures
+ * a library caller left at zero is not mistaken for a broken invariant.
+ */
+#include <string.h>
+
+#include "graph_internal.h"
+#include "sim_rooms.h"
+#include "util.h"
+
+static double max2(double a, double b) {
+    return a > b ? a : b;
+}
+
+/* The roofline of every op: its time is the larger of its FLOPs at the
+   chip's peak and the bytes it moves at HBM bandwidth. Forward moves its
+   inputs (weights as gathered) and outputs; backward moves the output
+   gradients, the input gradients, the residuals it reads, the weights again
+   and the weight gradients. Views move nothing. Weight einsums run at the
+   fp8 peak under fp8 quantization, all else at bf16. */
+void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const remat_hw_t *hw,
+                      bound_t *bd) {
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        if (remat_i_opkind_is_view(op->kind)) {
+            bd->fwd_s[j] = bd->bwd_s[j] = 0;
+            continue;
+        }
+        double fmoved = (double)bd->op_gather[j], bmoved = (double)bd->op_gather[j];
+        for (size_t i = 0; i < op->nin; i++) {
+            const remat_tensor_t *t = &b->tensors[op->in[i]];
+            if (t->param) {
+                bmoved += (double)bd->gnumel[op->in[i]] * remat_dtype_bytes(cfg->grad_dtype);
+            } else {
+                fmoved += (double)bd->tbytes[op->in[i]];
+                bmoved += (double)bd->gbytes[op->in[i]];
+            }
+        }
+        for (size_t i = 0; i < op->nout; i++) {
+            fmoved += (double)bd->tbytes[op->out[i]];
+            bmoved += (double)bd->gbytes[op->out[i]];
+        }
+        for (size_t i = 0; i < op->nsaves; i++) {
+            bmoved += (double)bd->tbytes[op->saves[i]];
+        }
+        double peak =
+            is_fp8(cfg) && weight_einsum(b, op) ? hw->flops_fp8 : hw->flops_bf16;
+        double fc = (double)bd->fwd[j] / peak, fm = fmoved / hw->hbm_bw;
+        double bc = (double)bd->bwd[j] / peak, bm = bmoved / hw->hbm_bw;
+        bd->fwd_s[j] = fc > fm ? fc : fm;
+        bd->bwd_s[j] = op->has_backward ? (bc > bm ? bc : bm) : 0;
+    }
+}
+
+/* One layer's row from its profile @p t. A ring all-gather or
+   reduce-scatter over n chips moves (n-1)/n of the full buffer through each
+   chip's ICI (@p fsdp_frac). */
+static void layer_row(const remat_analyzer_t *an, const tpl_t *t, double fsdp_frac,
+                      double host_link_bw, remat_layer_row_t *row) {
+    const remat_config_t *cfg = an->cfg;
+    row->saved_device_bytes = t->saved;
+    row->offloaded_bytes = t->offloaded;
+    row->recompute_flops = t->recompute_flops;
+    row->forward_flops = t->fwd_flops;
+    row->backward_flops = t->bwd_flops;
+    row->d2h_seconds = row->h2d_seconds = (double)t->offloaded / host_link_bw;
+    /* parameter_memory_host_offload: the layer's weights come over the
+       host link for its forward and again for its backward, on the
+       host-to-device direction. */
+    row->param_fetch_seconds =
+        cfg->parameter_memory_host_offload ? (double)an->layer.bytes / host_link_bw : 0;
+    row->forward_compute_seconds = t->fwd_s;
+    row->backward_compute_seconds = t->bwd_s;
+    row->recompute_seconds = t->rec_s;
+    row->allgather_seconds = (double)an->col.sharded * fsdp_frac / an->hw->ici_bw;
+    row->reduce_scatter_seconds = (double)an->col.grad_buffer * fsdp_frac / an->hw->ici_bw;
+    double f = t->fwd_s, b2 = t->bwd_s + t->rec_s;
+    double fc = row->allgather_seconds, bcol = row->allgather_seconds + row->reduce_scatter_seconds;
+    double d2h = row->d2h_seconds, h2d = row->h2d_seconds + row->param_fetch_seconds;
+    row->forward_seconds = max2(max2(max2(f, fc), d2h), row->param_fetch_seconds);
+    row->backward_seconds = max2(max2(b2, bcol), h2d);
+    assert(!(row->forward_seconds < f) && !(row->backward_seconds < b2));
+}
+
+/* Per-layer rows, FLOPs and offload (one micro-batch; a step runs
+   `microbatches` of them). */
+void remat_i_layer_rows(const remat_analyzer_t *an, remat_result_t *r) {
+    const remat_config_t *cfg = an->cfg;
+    const size_t L = an->nlayers;
+    r->nlayers = L;
+    r->layers = remat_i_xcalloc(L, sizeof *r->layers);
+    r->host_link_bw = cfg->host_link_bw > 0 ? cfg->host_link_bw : an->hw->host_link_bw;
+    r->host_link_assumed = cfg->host_link_bw <= 0 && remat_hw_is_assumed(an->hw, "host_link_bw");
+    const uint64_t fsdp_shards = remat_mesh_product(&an->mesh, (1u << REMAT_AXIS_FSDP) |
+                                                                   (1u << REMAT_AXIS_FSDP_TRANSPOSE));
+    const double fsdp_frac = (double)(fsdp_shards - 1) / (double)fsdp_shards;
+    for (size_t l = 0; l < L; l++) {
+        remat_layer_row_t *row = &r->layers[l];
+        row->index = l;
+        row->profile = an->profile_of[l];
+        layer_row(an, &an->tpls[an->profile_of[l]], fsdp_frac, r->host_link_bw, row);
+    }
+}
+
+/* Whether the head's op at position @p p runs on stage @p k: the embedding
+   on the first, the loss on the last. */
+static bool head_op_on(const remat_analyzer_t *an, size_t p, size_t k) {
+    return p < an->g->head_npre ? k == 0 : k == an->nstages - 1;
+}
+
+/* Compute and transfers per step on a device of the worst stage: its
+   layers (and head parts) for every micro-batch (gradient accumulation
+   and pipeline micro-batches); the layer rows are per micro-batch. */
+static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_t *r,
+                                       uint64_t steps, remat_error_t *err) {
+    const remat_stage_row_t *w = &r->stages[r->worst_stage];
+    remat_status_t st;
+    for (size_t l = w->first_layer; l <= w->last_layer; l++) {
+        const remat_layer_row_t *row = &r->layers[l];
+        if ((st = sum_checked(&r->forward_flops, row->forward_flops, steps, "FLOPs", err)) ||
+            (st = sum_checked(&r->backward_flops, row->backward_flops, steps, "FLOPs",
+                                      err)) ||
+            (st = sum_checked(&r->recompute_flops, row->recompute_flops, steps, "FLOPs",
+                                      err)) ||
+            (st = sum_checked(&r->d2h_bytes, row->offloaded_bytes, steps,
+                                      "offload bytes", err))) {
+            return st;
+        }
+        r->d2h_seconds += row->d2h_seconds * (double)steps;
+        /* What a layer's time holds beyond its compute: transfers that the
+           compute does not hide. */
+        double fc = row->forward_compute_seconds;
+        double bc = row->backward_compute_seconds + row->recompute_seconds;
+        double fcol = fc > row->allgather_seconds ? fc : row->allgather_seconds;
+        double bcolv = row->allgather_seconds + row->reduce_scatter_seconds;
+        double bcol = bc > bcolv ? bc : bcolv;
+        r->exposed_seconds += (row->forward_seconds - fcol + row->backward_seconds - bcol) *
+                              (double)steps;
+        r->exposed_collective_seconds += (fcol - fc + bcol - bc) * (double)steps;
+    }
+    const bound_t *hb = &an->hb;
+    for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
+        size_t j = an->g->head.order[p];
+        if (head_op_on(an, p, w->index) &&
+            ((st = sum_checked(&r->forward_flops, hb->fwd[j], steps, "FLOPs", err)) ||
+             (st = sum_checked(&r->backward_flops, hb->bwd[j], steps, "FLOPs", err)))) {
+            return st;
+        }
+    }
+    return REMAT_OK;
+}
+
+/* One micro-batch through stage @p k: its layers' times and its head ops'
+   rooflines. */
+static double stage_seconds(const remat_analyzer_t *an, const remat_result_t *r, size_t k) {
+    double t = 0;
+    for (size_t l = r->stages[k].first_layer; l <= r->stages[k].last_layer; l++) {
+        t += r->layers[l].forward_seconds + r->layers[l].backward_seconds;
+    }
+    for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
+        if (head_op_on(an, p, k)) {
+            t += an->hb.fwd_s[an->g->head.order[p]] + an->hb.bwd_s[an->g->head.order[p]];
+        }
+    }
+    return t;
+}
+
+/* The pipeline runs at its slowest stage: the stage with the peak is not
+   always the one with the most work (the loss head sits on the last).
+   Across stages, model and hardware FLOPs per device are averaged. */
+static void utilization(const remat_analyzer_t *an, remat_result_t *r, uint64_t steps) {
+    const size_t stages = an->nstages;
+    const double flops_peak = an->hw->flops_bf16;
+    double slowest = 0, all_model = 0, all_rec = 0;
+    for (size_t k = 0; k < stages; k++) {
+        slowest = max2(stage_seconds(an, r, k), slowest);
+    }
+    for (size_t l = 0; l < an->nlayers; l++) {
+        all_model += (double)(r->layers[l].forward_flops + r->layers[l].backward_flops);
+        all_rec += (double)r->layers[l].recompute_flops;
+    }
+    for (size_t j = 0; an->g->has_head && j < an->g->head.nops; j++) {
+        all_model += (double)(an->hb.fwd[j] + an->hb.bwd[j]);
+    }
+    all_model *= (double)steps / (double)stages;
+    all_rec *= (double)steps / (double)stages;
+    /* 1F1B: m micro-batches through p stages take m + p - 1 slots of one
+       micro-batch's stage time; gradient accumulation repeats that. */
+    r->bubble_fraction = (double)(stages - 1) / (double)(r->microbatches + stages - 1);
+    r->step_seconds = slowest * (double)an->cfg->gradient_accumulation_steps *
+                      (double)(r->microbatches + stages - 1);
+    if (r->step_seconds > 0) {
+        r->mfu = all_model / (r->step_seconds * flops_peak);
+        r->hfu = (all_model + all_rec) / (r->step_seconds * flops_peak);
+    }
+    assert(r->bubble_fraction >= 0 && r->bubble_fraction < 1 && !(r->mfu > r->hfu));
+}
+
+remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
+                                 remat_error_t *err) {
+    const uint64_t steps = an->cfg->gradient_accumulation_steps * r->microbatches;
+    remat_status_t st = worst_stage_work(an, r, steps, err);
+    if (st) {
+        return st;
+    }
+    const remat_stage_row_t *w = &r->stages[r->worst_stage];
+    r->h2d_bytes = r->d2h_bytes;
+    r->h2d_seconds = r->d2h_seconds;
+    r->model_flops = r->forward_flops + r->backward_flops;
+    r->recompute_share = r->model_flops ? (double)r->recompute_flops / (double)r->model_flops : 0;
+    r->compute_seconds = (double)(r->model_flops + r->recompute_flops) / an->hw->flops_bf16;
+    for (size_t l = w->first_layer; l <= w->last_layer; l++) {
+        r->recompute_seconds += r->layers[l].recompute_seconds * (double)steps;
+    }
+    r->added_seconds = r->recompute_seconds + r->exposed_seconds;
+    r->offload_hidden = r->exposed_seconds <= 0;
+    assert(!(r->exposed_seconds < 0) && !(r->exposed_collective_seconds < 0));
+    utilization(an, r, steps);
+    return REMAT_OK;
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verdict.c: whether the step fits: the worst stage's peak against the HBM
+ * budget with and without the safety margin, and the host's RAM against
+ * what its chips offload. remat_result_passes() is the one definition of
+ * "passes" that check, compare, the reports and the solver share.
+ *
+ * Invariants:
+ *  - the result's peak, breakdown and moment are the worst stage's;
+ *  - host bytes are a checked sum at most BYTES_MAX;
+ *  - usable <= budget (the config takes a margin in [0, 1)), so
+ *    fits_margin implies fits; checked below 2^53 bytes, where a double
+ *    holds the budget exactly and the product cannot round above it.
+ */
+#include <string.h>
+
+#include "sim_rooms.h"
+
+bool remat_result_passes(const remat_result_t *r) {
+    return r->fits_margin && r->host_fits;
+}
+
+/* Host RAM: offloaded residuals of a device's layers for every micro-batch
+   in flight, plus host-resident params/optimizer, for each chip of the
+   host. */
+static remat_status_t host_ram(const remat_analyzer_t *an, remat_result_t *r,
+                               remat_error_t *err) {
+    const remat_stage_row_t *w = &r->stages[r->worst_stage];
+    uint64_t per_chip = 0, off_stage = 0;
+    for (size_t l = w->first_layer; l <= w->last_layer; l++) {
+        off_stage += r->layers[l].offloaded_bytes;
+    }
+    remat_status_t st;
+    if ((st = sum_checked(&per_chip, off_stage, w->in_flight, "host bytes", err)) ||
+        (st = sum_checked(&per_chip, r->host_static_bytes, 1, "host bytes", err)) ||
+        (st = sum_checked(&r->host_bytes_per_host, per_chip, an->hw->chips_per_host,
+                                  "host bytes", err))) {
+        return st;
+    }
+    r->host_ram_bytes = an->hw->host_ram_bytes;
+    r->host_fits = r->host_bytes_per_host <= r->host_ram_bytes;
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
+                               remat_error_t *err) {
+    const remat_config_t *cfg = an->cfg;
+    const remat_stage_row_t *w = &r->stages[r->worst_stage];
+    r->reserve_bytes = cfg->hbm_reserve;
+    r->peak_bytes = w->peak_bytes;
+    memcpy(r->breakdown, w->breakdown, sizeof r->breakdown);
+    r->peak_at = w->peak_at;
+    remat_status_t st = host_ram(an, r, err);
+    if (st) {
+        return st;
+    }
+    r->budget_bytes = cfg->hbm_budget ? cfg->hbm_budget : an->hw->hbm_bytes;
+    r->usable_bytes = (uint64_t)((double)r->budget_bytes * (1.0 - cfg->safety_margin));
+    r->fits = r->peak_bytes <= r->budget_bytes;
+    r->fits_margin = r->peak_bytes <= r->usable_bytes;
+    assert(cfg->safety_margin < 0 || r->budget_bytes > ((uint64_t)1 << 53) ||
+           r->usable_bytes <= r->budget_bytes);
+    assert(r->host_bytes_per_host <= BYTES_MAX);
+    return REMAT_OK;
+}
