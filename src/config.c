@@ -65,6 +65,12 @@ static const key_t_ keys[] = {
     {"hbm_reserve", K_BYTES, F(hbm_reserve), "bytes held back for runtime and compiler temporaries"},
     {"safety_margin", K_F64, F(safety_margin), "fraction of the budget kept free by 'check' (0.05)"},
     {"host_link_bw", K_F64, F(host_link_bw), "host link bytes/s per direction; default: the chip's"},
+    {"matmul_efficiency", K_F64, F(matmul_efficiency),
+     "fraction of peak FLOP/s matmuls sustain (0, 1]; default: the hardware profile's"},
+    {"attention_efficiency", K_F64, F(attention_efficiency),
+     "fraction of peak FLOP/s the flash attention kernel sustains; default: the profile's"},
+    {"memory_efficiency", K_F64, F(memory_efficiency),
+     "fraction of HBM bandwidth memory-bound ops sustain; default: the profile's"},
     {"num_devices", K_U64, F(num_devices), "devices in the run (the mesh's product)"},
     {"topology", K_STR, F(topology),
      "a slice as MaxText names it (tpu7x-128: 64 chips, 128 devices): sets hardware and num_devices"},
@@ -365,16 +371,18 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
             /* Decimal only: strtod would also take hex, inf and nan. */
             bool ok = end != value && !*end && isfinite(v) &&
                       strspn(value, "0123456789.eE+-") == strlen(value);
-            if (strcmp(key, "safety_margin") == 0) {
+            const bool margin = strcmp(key, "safety_margin") == 0;
+            const bool fraction = strstr(key, "_efficiency") != NULL;
+            if (margin) {
                 ok = ok && v >= 0 && v < 1;
             } else {
-                ok = ok && v > 0;
+                ok = ok && v > 0 && (!fraction || v <= 1);
             }
             if (!ok) {
                 return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       strcmp(key, "safety_margin") == 0
-                                           ? "'%s' must be a fraction in [0, 1), not '%s'"
-                                           : "'%s' must be a positive number, not '%s'",
+                                       margin     ? "'%s' must be a fraction in [0, 1), not '%s'"
+                                       : fraction ? "'%s' must be a fraction in (0, 1], not '%s'"
+                                                  : "'%s' must be a positive number, not '%s'",
                                        key, value);
             }
             *(double *)(void *)field = v;

@@ -78,7 +78,8 @@ static remat_status_t check_keys(json_t *root, const char *source, bool v2, rema
         "format",         "name",       "description",   "hbm_bytes",      "hbm_bw",
         "flops_bf16",     "flops_fp8",  "host_link_bw",  "chips_per_host", "host_ram_bytes",
         "ici_bw",         "assumed",    "sources",       "devices_per_chip",
-        "hbm_limit_bytes", "cores_per_chip", NULL};
+        "hbm_limit_bytes", "cores_per_chip", "matmul_efficiency", "attention_efficiency",
+        "memory_efficiency", NULL};
     const size_t v1_keys = 13; /* the first 13 names are format 1's */
     const char *key;
     json_t *v;
@@ -112,6 +113,21 @@ static remat_status_t load_chip(json_t *root, const char *source, remat_hw_t *ou
         return st;
     }
     return REMAT_OK;
+}
+
+/* An efficiency: a fraction in (0, 1], 1 when a format 1 profile or the
+   file leaves it out. */
+static remat_status_t get_efficiency(json_t *root, const char *source, const char *key,
+                                     double *out, remat_error_t *err) {
+    *out = 1.0;
+    if (!json_object_get(root, key)) {
+        return REMAT_OK;
+    }
+    remat_status_t st = get_num(root, source, key, out, err);
+    if (st == REMAT_OK && *out > 1.0) {
+        return bad(source, key, "a fraction in (0, 1]", err);
+    }
+    return st;
 }
 
 /* Devices per chip and the per-device figures derived from the chip's. */
@@ -189,6 +205,10 @@ remat_status_t remat_hw_load_string(const char *text, const char *source, remat_
              json_is_string(desc) ? json_string_value(desc) : "");
     if ((st = load_chip(root, source, out, err)) ||
         (st = derive_devices(root, source, v2, out, err)) ||
+        (st = get_efficiency(root, source, "matmul_efficiency", &out->matmul_efficiency, err)) ||
+        (st = get_efficiency(root, source, "attention_efficiency", &out->attention_efficiency,
+                             err)) ||
+        (st = get_efficiency(root, source, "memory_efficiency", &out->memory_efficiency, err)) ||
         (st = load_assumed(root, source, out, err))) {
         goto out;
     }

@@ -557,10 +557,13 @@ bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64
             break;
         case REMAT_OP_FLASH_ATTENTION: {
             /* QK^T and PV: 2 x 2 x b x h x s x t x d forward; dQ, dK, dV,
-               dP: 4 contractions backward. The kernel's internal re-run of
-               QK^T in backward is not counted (model FLOPs convention).
-               b, h, s and d are q's per-device sizes; t is the whole key
-               length (context parallelism all-gathers K and V). */
+               dP: 4 contractions backward; a causal kernel computes half of
+               each (MaxText's and Megatron-LM's model-FLOPs convention: the
+               blocks above the diagonal are skipped). The kernel's internal
+               re-run of QK^T in backward is not counted here (the time
+               model adds it). b, h, s and d are q's per-device sizes; t is
+               the whole key length (context parallelism all-gathers K and
+               V). */
             const size_t q = op->in[0];
             const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
             const remat_tensor_t *k = &b->tensors[op->in[1]];
@@ -569,6 +572,10 @@ bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64
                  remat_i_mul(c, tdim[q][S], &c) && remat_i_mul(c, dimsize[k->dim[S]], &c) &&
                  remat_i_mul(c, tdim[q][3], &c) && remat_i_mul(c, 2, &f) &&
                  remat_i_mul(c, ngrad ? 4 : 0, &w);
+            if (op->causal) {
+                f /= 2;
+                w /= 2;
+            }
             break;
         }
         case REMAT_OP_EMBEDDING:

@@ -43,6 +43,10 @@ typedef struct remat_hw {
     uint64_t chips_per_host;
     uint64_t devices_per_host;  /* chips_per_host x devices_per_chip */
     uint64_t host_ram_bytes;    /* per host */
+    /* The fraction of the peak a step sustains, by kind of work (fitted to
+       published step times, docs/time-model.md): weight and activation
+       matmuls, the flash attention kernel, and HBM traffic of the rest. */
+    double matmul_efficiency, attention_efficiency, memory_efficiency;
     char assumed[256];          /* comma-separated field names that are assumptions */
 } remat_hw_t;
 

@@ -57,9 +57,9 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     if ((st = remat_mesh_build(cfg, &an->mesh, err)) || (st = remat_i_bind(an, err))) {
         return st;
     }
-    remat_i_op_times(&g->layer, cfg, hw, &an->lb);
+    remat_i_op_times(&g->layer, cfg, hw, g->layer.nops, &an->lb);
     if (g->has_head) {
-        remat_i_op_times(&g->head, cfg, hw, &an->hb);
+        remat_i_op_times(&g->head, cfg, hw, g->head_npre, &an->hb);
     }
     if ((st = remat_i_static_parts(an, err))) {
         return st;

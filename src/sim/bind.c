@@ -25,18 +25,9 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
                            "%s of '%s' does not fit in 64 bits with this config", what, name);
 }
 
-static bool has_vocab_dim(const remat_graph_t *g, const remat_tensor_t *t) {
-    for (size_t i = 0; i < t->rank; i++) {
-        const char *from = g->dims[t->dim[i]].from;
-        if (from && strcmp(from, "vocab_size") == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 void remat_i_bound_release(bound_t *b) {
     free(b->tdim);
+    free(b->ctdim);
     free(b->numel);
     free(b->bytes);
     free(b->kbytes);
@@ -47,15 +38,20 @@ void remat_i_bound_release(bound_t *b) {
     free(b->kv_extra);
     free(b->op_gather);
     free(b->op_gather_mem);
+    free(b->op_wgrad);
+    free(b->gather_next);
+    free(b->gather_prev);
     free(b->tbytes);
     free(b->fwd_s);
     free(b->bwd_s);
     free(b->pos);
+    free(b->fusable);
 }
 
 static void bound_alloc(const remat_block_t *b, bound_t *out) {
     memset(out, 0, sizeof *out);
     out->tdim = remat_i_xcalloc(b->ntensors, sizeof *out->tdim);
+    out->ctdim = remat_i_xcalloc(b->ntensors, sizeof *out->ctdim);
     out->numel = remat_i_xcalloc(b->ntensors, sizeof *out->numel);
     out->bytes = remat_i_xcalloc(b->ntensors, sizeof *out->bytes);
     out->kbytes = remat_i_xcalloc(b->ntensors, sizeof *out->kbytes);
@@ -66,42 +62,82 @@ static void bound_alloc(const remat_block_t *b, bound_t *out) {
     out->kv_extra = remat_i_xcalloc(b->nops, sizeof *out->kv_extra);
     out->op_gather = remat_i_xcalloc(b->nops, sizeof *out->op_gather);
     out->op_gather_mem = remat_i_xcalloc(b->nops, sizeof *out->op_gather_mem);
+    out->op_wgrad = remat_i_xcalloc(b->nops, sizeof *out->op_wgrad);
+    out->gather_next = remat_i_xcalloc(b->nops, sizeof *out->gather_next);
+    out->gather_prev = remat_i_xcalloc(b->nops, sizeof *out->gather_prev);
     out->tbytes = remat_i_xcalloc(b->ntensors, sizeof *out->tbytes);
     out->fwd_s = remat_i_xcalloc(b->nops, sizeof *out->fwd_s);
     out->bwd_s = remat_i_xcalloc(b->nops, sizeof *out->bwd_s);
     out->pos = remat_i_xcalloc(b->nops, sizeof *out->pos);
+    out->fusable = remat_i_xcalloc(b->ntensors, 1);
 }
 
+/* The logical axis of dim @p j of tensor @p t: its own `axes` entry when
+   the graph names one, else its dim's (the weight axis for a param). */
+static const char *dim_logical(const remat_graph_t *g, const remat_tensor_t *t, size_t j) {
+    if (t->has_axes) {
+        return t->axes[j];
+    }
+    const remat_dim_t *dim = &g->dims[t->dim[j]];
+    return t->param ? dim->weight_axis : dim->axis;
+}
+
+/* The mesh axes a param is gathered over before use: MaxText's weights are
+   sharded over the data-like axes (fsdp, fsdp_transpose, context, expert:
+   the `embed` and `mlp` rules) only to be stored; a matmul reads them whole
+   there and keeps the tensor-like shardings (tensor, tensor_sequence). */
+#define GATHER_AXES                                                                            \
+    ((1u << REMAT_AXIS_DATA) | (1u << REMAT_AXIS_FSDP) | (1u << REMAT_AXIS_FSDP_TRANSPOSE) |    \
+     (1u << REMAT_AXIS_CONTEXT) | (1u << REMAT_AXIS_CONTEXT_USP) | (1u << REMAT_AXIS_EXPERT))
+
 /* Tensor @p i's per-device dims and element counts (sharded, and once
-   FSDP-gathered) into @p out; the counts into *n and *gn. */
+   gathered for use) into @p out; the counts into *n and *gn. The mesh axes
+   of its dims come from the logical axis rules as flax resolves them for
+   the whole tensor (remat_mesh_tensor_axes). */
 static remat_status_t bind_dims_of(const remat_graph_t *g, const remat_tensor_t *t, size_t i,
                                    const remat_mesh_t *mesh, const uint64_t *dimsize,
                                    bound_t *out, uint64_t *n, uint64_t *gn, remat_error_t *err) {
-    const unsigned fsdp_axes = (1u << REMAT_AXIS_FSDP) | (1u << REMAT_AXIS_FSDP_TRANSPOSE);
+    const char *logical[REMAT_MAX_RANK];
+    unsigned axes[REMAT_MAX_RANK];
+    for (size_t j = 0; j < t->rank; j++) {
+        logical[j] = dim_logical(g, t, j);
+    }
+    remat_mesh_tensor_axes(mesh, logical, t->rank, axes);
     *n = 1;
     *gn = 1;
     for (size_t j = 0; j < t->rank; j++) {
-        const remat_dim_t *dim = &g->dims[t->dim[j]];
-        const char *logical = t->param ? dim->weight_axis : dim->axis;
-        unsigned axes = remat_mesh_axes(mesh, logical);
-        uint64_t shards = remat_mesh_product(mesh, axes);
+        uint64_t shards = remat_mesh_product(mesh, axes[j]);
         uint64_t size = dimsize[t->dim[j]];
         if (size % shards) {
             char text[128];
-            remat_mesh_axes_text(axes, text, sizeof text);
+            remat_mesh_axes_text(axes[j], text, sizeof text);
             return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
                                    "tensor '%s' dim '%s' of %llu does not divide over %llu "
                                    "shards (%s, logical axis %s)",
-                                   t->name, dim->name, (unsigned long long)size,
-                                   (unsigned long long)shards, text, logical);
+                                   t->name, g->dims[t->dim[j]].name, (unsigned long long)size,
+                                   (unsigned long long)shards, text,
+                                   logical[j] ? logical[j] : "(none)");
         }
         out->tdim[i][j] = size / shards;
-        if (!remat_i_mul(*n, size / shards, n) ||
-            !remat_i_mul(*gn, size / remat_mesh_product(mesh, axes & ~fsdp_axes), gn)) {
+        /* what an op computes on: a param as gathered for use */
+        out->ctdim[i][j] =
+            t->param ? size / remat_mesh_product(mesh, axes[j] & ~GATHER_AXES) : size / shards;
+        if (!remat_i_mul(*n, size / shards, n) || !remat_i_mul(*gn, out->ctdim[i][j], gn)) {
             return overflow(g, "the element count", t->name, err);
         }
     }
     return REMAT_OK;
+}
+
+/* num_vocab_tiling: MaxText's chunked loss (vocabulary_tiling.py) runs the
+   head after the layers over token chunks, so each of its activations is
+   one chunk's (1/T of the tokens); what the layers hand over (hL) stays
+   whole, and so do the head's inputs and the scalar loss. */
+static bool vocab_chunked(const remat_graph_t *g, const remat_block_t *b, const bound_t *out,
+                          const remat_config_t *cfg, size_t i) {
+    const remat_tensor_t *t = &b->tensors[i];
+    return cfg->num_vocab_tiling > 1 && !t->param && t->rank > 0 && t->producer != REMAT_NONE &&
+           out->pos[t->producer] >= g->head_npre && i != g->head_takes;
 }
 
 static remat_status_t bind_tensors(const remat_graph_t *g, const remat_block_t *b,
@@ -118,13 +154,12 @@ static remat_status_t bind_tensors(const remat_graph_t *g, const remat_block_t *
         if (!remat_i_mul(n, remat_config_dtype_bytes(cfg, t->dtype), &by) || by > BYTES_MAX) {
             return overflow(g, "the byte count", t->name, err);
         }
-        /* num_vocab_tiling: the loss runs over token chunks, so only one
-           chunk of every [.., vocab] activation is live at a time. */
-        if (head && !t->param && cfg->num_vocab_tiling > 1 && has_vocab_dim(g, t)) {
+        if (head && vocab_chunked(g, b, out, cfg, i)) {
             if (n % cfg->num_vocab_tiling) {
                 return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
                                        "num_vocab_tiling=%llu does not divide the %llu elements "
-                                       "of '%s'",
+                                       "of '%s' (MaxText needs per_device_batch_size x "
+                                       "max_target_length to divide)",
                                        (unsigned long long)cfg->num_vocab_tiling,
                                        (unsigned long long)n, t->name);
             }
@@ -168,20 +203,54 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out) {
     }
 }
 
-/* The bytes op @p j's params are read with: FSDP gathers a param in the
-   weight dtype (fp8 under fp8); only a param sharded over FSDP is gathered
-   into a new buffer, and one held in host RAM is always copied in. */
+/* The bytes op @p j's params are read with, and the buffers reading them
+   takes. MaxText casts a weight to the compute dtype before the matmul, so
+   XLA gathers the cast copy (fp8 under fp8 quantization), weight by weight,
+   and frees it after its op; in backward the weight's gradient exists whole
+   in the compute dtype until its reduce-scatter. Only a param sharded over
+   the gathered axes is gathered into a new buffer; one held in host RAM is
+   brought in whole, in its own dtype. */
 static void op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t j,
                       bound_t *out) {
     const remat_op_t *op = &b->ops[j];
+    const uint64_t cbytes = is_fp8(cfg) ? 1 : remat_dtype_bytes(cfg->dtype);
     for (size_t i = 0; i < op->nin; i++) {
-        if (b->tensors[op->in[i]].param) {
-            size_t w = op->in[i];
-            unsigned bytes =
-                is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, b->tensors[w].dtype);
-            out->op_gather[j] += out->gnumel[w] * bytes;
-            if (out->gnumel[w] != out->numel[w] || cfg->parameter_memory_host_offload) {
-                out->op_gather_mem[j] += out->gnumel[w] * bytes;
+        size_t w = op->in[i];
+        if (!b->tensors[w].param) {
+            continue;
+        }
+        uint64_t wbytes = remat_config_dtype_bytes(cfg, b->tensors[w].dtype);
+        bool gathered = out->gnumel[w] != out->numel[w];
+        out->op_gather[j] += gathered ? out->gnumel[w] * cbytes : out->numel[w] * wbytes;
+        if (gathered) {
+            out->op_gather_mem[j] += out->gnumel[w] * cbytes;
+            out->op_wgrad[j] += out->gnumel[w] * remat_dtype_bytes(cfg->dtype);
+        }
+        if (cfg->parameter_memory_host_offload) {
+            out->op_gather_mem[j] += out->numel[w] * wbytes;
+        }
+    }
+}
+
+/* The gather XLA overlaps with each op (fsdp_prefetch): forward, the next
+   gathering op's, wrapping to the first of the next layer; backward, the
+   previous one's. The head prefetches nothing. */
+static void gather_prefetch(const remat_block_t *b, bool wrap, bound_t *out) {
+    const size_t n = b->nops;
+    for (size_t p = 0; p < n; p++) {
+        size_t j = b->order[p];
+        for (size_t k = 1; k <= n && (wrap || p + k < n); k++) {
+            uint64_t g = out->op_gather_mem[b->order[(p + k) % n]];
+            if (g) {
+                out->gather_next[j] = g;
+                break;
+            }
+        }
+        for (size_t k = 1; k <= n && (wrap || k <= p); k++) {
+            uint64_t g = out->op_gather_mem[b->order[(p + n - k % n) % n]];
+            if (g) {
+                out->gather_prev[j] = g;
+                break;
             }
         }
     }
@@ -202,7 +271,6 @@ static remat_status_t bind_ops(const remat_graph_t *g, const remat_block_t *b,
     for (size_t p = 0; p < b->nops; p++) {
         const size_t j = b->order[p];
         const remat_op_t *op = &b->ops[j];
-        out->pos[j] = p;
         op_gather(b, cfg, j, out);
         uint64_t sin = numel_sum(out, op->in, op->nin), sout = numel_sum(out, op->out, op->nout);
         bool bad = (op->kind == REMAT_OP_RESHAPE || op->kind == REMAT_OP_SPLIT ||
@@ -221,7 +289,7 @@ static remat_status_t bind_ops(const remat_graph_t *g, const remat_block_t *b,
                           out->bytes[b->tensors[op->in[2]].storage];
             out->kv_extra[j] = kv * (context - 1);
         }
-        if (!remat_i_op_flops(b, op, out->numel, (const uint64_t(*)[REMAT_MAX_RANK])out->tdim,
+        if (!remat_i_op_flops(b, op, out->numel, (const uint64_t(*)[REMAT_MAX_RANK])out->ctdim,
                               dimsize, &out->fwd[j], &out->bwd[j]) ||
             out->fwd[j] > BYTES_MAX || out->bwd[j] > BYTES_MAX) {
             return overflow(g, "the FLOP count", op->name, err);
@@ -230,11 +298,71 @@ static remat_status_t bind_ops(const remat_graph_t *g, const remat_block_t *b,
     return REMAT_OK;
 }
 
+/* XLA fuses cheap elementwise work into the ops that read its result: an
+   op of these kinds can be computed inside its readers' fusions... */
+static bool fusable_producer(remat_opkind_t k) {
+    switch (k) {
+        case REMAT_OP_ADD:
+        case REMAT_OP_MUL:
+        case REMAT_OP_SCALE:
+        case REMAT_OP_SILU:
+        case REMAT_OP_GELU:
+        case REMAT_OP_CAST:
+        case REMAT_OP_ROPE:
+        case REMAT_OP_TRANSPOSE:
+        case REMAT_OP_SPLIT:
+            return true;
+        default:
+            return false;
+    }
+}
+
+/* ...when every reader is itself a loop or reduction fusion: elementwise
+   ops, norms, softmax, the loss, layout changes. Contractions and the
+   attention kernel read materialized operands. */
+static bool fusing_reader(remat_opkind_t k) {
+    return fusable_producer(k) || k == REMAT_OP_RMSNORM || k == REMAT_OP_LAYERNORM ||
+           k == REMAT_OP_SOFTMAX || k == REMAT_OP_CROSS_ENTROPY || k == REMAT_OP_DROPOUT;
+}
+
+/* Tensor @p i can stay unmaterialized when its producer is fusable, it owns
+   its buffer, it is not a block input or output, and every op that reads it
+   in forward, and every op whose backward reads it, fuses. */
+static bool fusable_tensor(const remat_block_t *b, size_t i) {
+    const remat_tensor_t *t = &b->tensors[i];
+    if (t->producer == REMAT_NONE || t->storage != i || t->param ||
+        !fusable_producer(b->ops[t->producer].kind)) {
+        return false;
+    }
+    for (size_t k = 0; k < b->noutputs; k++) {
+        if (b->outputs[k] == i) {
+            return false;
+        }
+    }
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        bool reads = false;
+        for (size_t k = 0; k < op->nin; k++) {
+            reads |= op->in[k] == i;
+        }
+        for (size_t k = 0; op->has_backward && k < op->nsaves; k++) {
+            reads |= op->saves[k] == i;
+        }
+        if (reads && !fusing_reader(op->kind)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
                                  const remat_config_t *cfg, const remat_mesh_t *mesh,
                                  const uint64_t *dimsize, bool head, bound_t *out,
                                  remat_error_t *err) {
     bound_alloc(b, out);
+    for (size_t p = 0; p < b->nops; p++) {
+        out->pos[b->order[p]] = p;
+    }
     remat_status_t st = bind_tensors(g, b, cfg, mesh, dimsize, head, out, err);
     if (st) {
         return st;
@@ -242,7 +370,16 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
     if (is_fp8(cfg) && !head) {
         fp8_kept_copies(b, out);
     }
-    return bind_ops(g, b, cfg, mesh, dimsize, out, err);
+    if ((st = bind_ops(g, b, cfg, mesh, dimsize, out, err))) {
+        return st;
+    }
+    if (cfg->fsdp_prefetch && !head) {
+        gather_prefetch(b, true, out);
+    }
+    for (size_t i = 0; !head && i < b->ntensors; i++) {
+        out->fusable[i] = fusable_tensor(b, i);
+    }
+    return REMAT_OK;
 }
 
 /* Every dim's size on one device's micro-batch: from the config (divided
@@ -311,15 +448,23 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     an->nlayers = (size_t)an->cfg->base_num_decoder_layers;
     an->nstages = (size_t)an->mesh.shards[REMAT_AXIS_STAGE];
     an->microbatches = remat_mesh_microbatches(&an->mesh, an->cfg);
-    an->fsdp = remat_mesh_product(&an->mesh, (1u << REMAT_AXIS_FSDP) |
-                                                 (1u << REMAT_AXIS_FSDP_TRANSPOSE)) > 1;
     remat_status_t st;
     if ((st = check_mesh(an, err)) || (st = bind_dim_sizes(an, err)) ||
         (st = bind_block(g, &g->layer, an->cfg, &an->mesh, an->dim_size, false, &an->lb, err))) {
         return st;
     }
-    if (g->has_head) {
-        return bind_block(g, &g->head, an->cfg, &an->mesh, an->dim_size, true, &an->hb, err);
+    if (g->has_head &&
+        (st = bind_block(g, &g->head, an->cfg, &an->mesh, an->dim_size, true, &an->hb, err))) {
+        return st;
+    }
+    /* FSDP in the wide sense: some param is stored sharded over an axis it
+       is gathered over before use. */
+    an->fsdp = false;
+    for (size_t i = 0; i < g->layer.ntensors; i++) {
+        an->fsdp |= g->layer.tensors[i].param && an->lb.gnumel[i] != an->lb.numel[i];
+    }
+    for (size_t i = 0; g->has_head && i < g->head.ntensors; i++) {
+        an->fsdp |= g->head.tensors[i].param && an->hb.gnumel[i] != an->hb.numel[i];
     }
     return REMAT_OK;
 }

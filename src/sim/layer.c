@@ -3,9 +3,10 @@
  * layer.c: one layer's plan played op by op, into its profile (tpl_t), and
  * the per-tensor and per-name tables of each profile.
  *
- * Buffers. A tensor owns a buffer unless a view op (reshape, transpose,
- * split) made it, in which case it uses its base's buffer; a buffer is live
- * while any tensor using it is live, and its bytes count once.
+ * Buffers. A tensor owns a buffer unless a reshape made it, in which case it
+ * uses its base's buffer (XLA's bitcast); a transpose or a slice is an array
+ * of its own, as in JAX. A buffer is live while any tensor using it is live,
+ * and its bytes count once.
  *
  * One layer, forward (positions p = 0.. in topological order):
  *  (1) an op's output buffers are allocated when it runs; the live bytes are
@@ -21,8 +22,8 @@
  *  (7) ops run backward in reverse order: gradients of their differentiable
  *      non-param inputs are allocated (once, accumulated after), the
  *      gradients of their outputs are freed, and residual buffers are freed
- *      after their last backward reader. Weight gradients go to the static
- *      gradient buffer.
+ *      after their last backward reader. Weight gradients go to the stage's
+ *      gradient buffer (live from the first layer's backward on).
  *
  * Invariants:
  *  - a profile's bytes are relative to the live bytes the layer starts from
@@ -30,8 +31,9 @@
  *    one profile: a layer's bytes depend only on its plan;
  *  - a buffer's bytes count once (alloc_buf asserts it is not live);
  *  - a meter's categories sum to its live bytes at every measure;
- *  - the layer's collective buffers are live for the whole pass and gone
- *    after it: they add to the peaks, never to the deltas.
+ *  - the collective buffers (an op's gathered weights, its weights' whole
+ *    gradients, K/V gathered over the context axis) live only while their
+ *    op runs: they add to the peaks, never to the deltas.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,7 @@ void remat_i_scratch_init(scratch_t *s, size_t n) {
     s->live = remat_i_xcalloc(n, 1);
     s->cat = remat_i_xcalloc(n, 1);
     s->glive = remat_i_xcalloc(n, 1);
+    s->virt = remat_i_xcalloc(n, 1);
 }
 
 void remat_i_scratch_release(scratch_t *s) {
@@ -60,6 +63,7 @@ void remat_i_scratch_release(scratch_t *s) {
     free(s->live);
     free(s->cat);
     free(s->glive);
+    free(s->virt);
 }
 
 static void measure(meter_t *m, remat_step_t step, size_t op) {
@@ -73,28 +77,94 @@ static void measure(meter_t *m, remat_step_t step, size_t op) {
     }
 }
 
-/* Measures with @p extra bytes live only during this op (K/V gathers). */
-static void measure_with(meter_t *m, remat_cat_t c, uint64_t extra, remat_step_t step, size_t op) {
-    add_const(m, c, (int64_t)extra);
-    measure(m, step, op);
-    add_const(m, c, -(int64_t)extra);
+/* Measures op @p j at @p step with the buffers that live only while it runs:
+   its weights gathered for it (and the next op's, prefetched), in backward
+   its weights' whole gradients before their reduce-scatter, and K/V
+   gathered over the context axis. */
+static void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_step_t step) {
+    const bool bwd = step == REMAT_STEP_BACKWARD;
+    const int64_t g = (int64_t)(bd->op_gather_mem[j] + (bwd ? bd->gather_prev[j] : bd->gather_next[j]));
+    const int64_t w = bwd ? (int64_t)bd->op_wgrad[j] : 0, kv = (int64_t)bd->kv_extra[j];
+    add_const(m, REMAT_CAT_GATHERED, g);
+    add_const(m, REMAT_CAT_GRAD_BUFFER, w);
+    add_const(m, REMAT_CAT_KV_GATHER, kv);
+    measure(m, step, j);
+    add_const(m, REMAT_CAT_GATHERED, -g);
+    add_const(m, REMAT_CAT_GRAD_BUFFER, -w);
+    add_const(m, REMAT_CAT_KV_GATHER, -kv);
 }
 
 static size_t min_pos(size_t a, size_t b) {
     return a == REMAT_NONE ? b : b == REMAT_NONE ? a : (a < b ? a : b);
 }
 
+/* Whether an op's backward is elementwise in its operands, so that XLA can
+   write an input's gradient over a same-size buffer that dies there (its
+   in-place fusion): not so for contractions, attention kernels, gathers
+   and layout changes. */
+static bool elementwise_backward(remat_opkind_t k) {
+    switch (k) {
+        case REMAT_OP_ADD:
+        case REMAT_OP_MUL:
+        case REMAT_OP_SCALE:
+        case REMAT_OP_SILU:
+        case REMAT_OP_GELU:
+        case REMAT_OP_SOFTMAX:
+        case REMAT_OP_RMSNORM:
+        case REMAT_OP_LAYERNORM:
+        case REMAT_OP_ROPE:
+        case REMAT_OP_DROPOUT:
+        case REMAT_OP_CAST:
+        case REMAT_OP_CROSS_ENTROPY:
+            return true;
+        default:
+            return false;
+    }
+}
+
+/* The gradient of input @p ti takes over a buffer of its size that dies at
+   this op (backward position @p p): first an output's gradient, else a
+   residual this op is the last backward reader of. */
+static bool take_dying(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
+                       const remat_op_t *op, size_t p, size_t ti) {
+    const uint64_t want = bd->gbytes[ti];
+    for (size_t i = 0; i < op->nout; i++) {
+        size_t o = op->out[i];
+        if (s->glive[o] && !s->virt[o] && bd->gbytes[o] == want) {
+            s->glive[o] = 0; /* backward_end finds it gone */
+            return true;
+        }
+    }
+    for (size_t i = 0; i < op->nsaves; i++) {
+        size_t buf = b->tensors[op->saves[i]].storage;
+        if (s->live[buf] && s->bwd_use[buf] == p && s->cur[buf] == want) {
+            free_buf(m, s, buf);
+            add_const(m, REMAT_CAT_ACT_GRADS, (int64_t)want);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* An op's backward, around the moment it is measured: its inputs'
-   gradients are allocated (once: later writers accumulate into them); then
-   its outputs' gradients are consumed and the residuals whose last reader
-   it is (at backward position @p p) are freed. */
-void remat_i_backward_begin(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op) {
+   gradients are allocated (once: later writers accumulate into them), over
+   a dying buffer of their size where the op is elementwise; then its
+   outputs' gradients are consumed and the residuals whose last reader it is
+   (at backward position @p p) are freed. */
+void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
+                            const remat_op_t *op, size_t p) {
+    const bool inplace = elementwise_backward(op->kind);
     for (size_t i = 0; i < op->nin; i++) {
         size_t ti = op->in[i];
-        if (bd->gbytes[ti] && !s->glive[ti]) {
-            s->glive[ti] = 1;
+        if (!bd->gbytes[ti] || s->glive[ti]) {
+            continue;
+        }
+        /* a fused tensor's gradient is fused too: computed inside the
+           backward fusion that reads it, never materialized */
+        if (!s->virt[ti] && !(inplace && take_dying(m, s, b, bd, op, p, ti))) {
             add_const(m, REMAT_CAT_ACT_GRADS, (int64_t)bd->gbytes[ti]);
         }
+        s->glive[ti] = 1;
     }
 }
 
@@ -104,11 +174,14 @@ void remat_i_backward_end(meter_t *m, scratch_t *s, const remat_block_t *b, cons
         size_t to = op->out[i];
         if (s->glive[to]) {
             s->glive[to] = 0;
-            add_const(m, REMAT_CAT_ACT_GRADS, -(int64_t)bd->gbytes[to]);
+            if (!s->virt[to]) {
+                add_const(m, REMAT_CAT_ACT_GRADS, -(int64_t)bd->gbytes[to]);
+            }
         }
     }
-    for (size_t i = 0; i < op->nsaves; i++) {
-        size_t buf = b->tensors[op->saves[i]].storage;
+    /* the residuals whose last backward reader this is, its own or those a
+       fused tensor it reads is computed from */
+    for (size_t buf = 0; buf < b->ntensors; buf++) {
         if (s->bwd_use[buf] == p) {
             free_buf(m, s, buf);
         }
@@ -127,6 +200,7 @@ void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch
         s->rec_use[i] = REMAT_NONE;
         s->live[i] = 0;
         s->glive[i] = 0;
+        s->virt[i] = 0;
     }
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
@@ -144,6 +218,48 @@ void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch
             for (size_t i = 0; i < op->nsaves; i++) {
                 size_t buf = b->tensors[op->saves[i]].storage;
                 s->bwd_use[buf] = min_pos(s->bwd_use[buf], bd->pos[j]);
+            }
+        }
+    }
+}
+
+static bool is_operand(const remat_block_t *b, const remat_op_t *op, size_t buf) {
+    for (size_t k = 0; k < op->nin + op->nout; k++) {
+        if (operand_buf(b, op, k) == buf) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static size_t max_pos(size_t a, size_t b) {
+    return a == REMAT_NONE ? b : b == REMAT_NONE ? a : (a > b ? a : b);
+}
+
+/* XLA's fusion: a fusable tensor that the plan neither keeps nor offloads
+   is never materialized; each op that reads it computes it from its
+   producer's inputs, which therefore live until its last reader, forward,
+   in the re-run and in backward. Outputs are visited last to first, so a
+   chain of fused ops hands the latest reader down to its first inputs. */
+static void fuse(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
+                 scratch_t *s) {
+    for (size_t p = b->nops; p-- > 0;) {
+        const remat_op_t *op = &b->ops[b->order[p]];
+        for (size_t o = 0; o < op->nout; o++) {
+            size_t t = op->out[o];
+            if (!bd->fusable[t] || plan->fate[t] == REMAT_FATE_DEVICE ||
+                plan->fate[t] == REMAT_FATE_OFFLOAD) {
+                continue;
+            }
+            s->virt[t] = 1;
+            for (size_t i = 0; i < op->nin; i++) {
+                size_t u = b->tensors[op->in[i]].storage;
+                if (b->tensors[op->in[i]].param) {
+                    continue;
+                }
+                s->free_fwd[u] = max_pos(s->free_fwd[u], s->free_fwd[t]);
+                s->rec_use[u] = max_pos(s->rec_use[u], s->rec_use[t]);
+                s->bwd_use[u] = min_pos(s->bwd_use[u], s->bwd_use[t]);
             }
         }
     }
@@ -174,6 +290,7 @@ static void classify(const remat_block_t *b, const bound_t *bd, const remat_plan
             }
         }
     }
+    fuse(b, bd, plan, s);
 }
 
 /* Kept and offloaded bytes, FLOPs and op times of one layer. */
@@ -202,20 +319,18 @@ static void totals(const remat_block_t *b, const bound_t *bd, const remat_plan_t
 }
 
 /* Forward (1)-(4). The layer input's buffer is in the caller's baseline. */
-static void play_forward(const remat_block_t *b, const bound_t *bd, int64_t gathered,
-                         scratch_t *s, tpl_t *t) {
+static void play_forward(const remat_block_t *b, const bound_t *bd, scratch_t *s, tpl_t *t) {
     const size_t x = b->inputs[0], ys = b->tensors[b->outputs[0]].storage;
     meter_t m = {0};
     s->live[x] = 1;
     s->cat[x] = REMAT_CAT_SAVED;
     s->cur[x] = bd->kbytes[x];
-    add_const(&m, REMAT_CAT_GATHERED, gathered);
     for (size_t p = 0; p < b->nops; p++) {
         const size_t j = b->order[p];
         const remat_op_t *op = &b->ops[j];
         for (size_t i = 0; i < op->nout; i++) {
             size_t o = op->out[i];
-            if (b->tensors[o].storage == o) {
+            if (b->tensors[o].storage == o && !s->virt[o]) {
                 /* A residual kept as a smaller copy (fp8) is a working
                    activation until its last forward reader. */
                 bool saved = (s->cls[o] == B_KEEP && bd->kbytes[o] == bd->bytes[o]) || o == ys;
@@ -223,9 +338,10 @@ static void play_forward(const remat_block_t *b, const bound_t *bd, int64_t gath
                           saved ? REMAT_CAT_SAVED : REMAT_CAT_ACTIVATIONS);
             }
         }
-        measure_with(&m, REMAT_CAT_KV_GATHER, bd->kv_extra[j], REMAT_STEP_FORWARD, j);
-        for (size_t k = 0; k < op->nin + op->nout; k++) {
-            size_t buf = operand_buf(b, op, k);
+        measure_op(&m, bd, j, REMAT_STEP_FORWARD);
+        /* Every buffer whose last forward reader this is: an operand, or
+           the input of a fused tensor this op computes inside. */
+        for (size_t buf = 0; buf < b->ntensors; buf++) {
             if (buf == ys || buf == x || s->free_fwd[buf] != p || !s->live[buf]) {
                 continue;
             }
@@ -244,7 +360,6 @@ static void play_forward(const remat_block_t *b, const bound_t *bd, int64_t gath
             free_buf(&m, s, i);
         }
     }
-    add_const(&m, REMAT_CAT_GATHERED, -gathered);
     t->fwd_peak = m.peak;
     t->fwd_op = m.op;
     memcpy(t->fwd_cats, m.peak_cats, sizeof m.cats);
@@ -285,15 +400,15 @@ static void play_recompute(const remat_block_t *b, const bound_t *bd, const rema
             /* Outputs nothing needs are dead code in the re-run (XLA drops
                them): a dropout re-run for its mask makes no data output. */
             size_t buf = b->tensors[op->out[i]].storage;
-            if (!s->live[buf] && plan->needed[op->out[i]]) {
+            if (!s->live[buf] && plan->needed[op->out[i]] && !s->virt[buf]) {
                 alloc_buf(w, s, buf, bd->bytes[buf], REMAT_CAT_RECOMPUTE);
             }
         }
-        measure_with(w, REMAT_CAT_KV_GATHER, bd->kv_extra[j], REMAT_STEP_RECOMPUTE, j);
-        for (size_t k = 0; k < op->nin + op->nout; k++) {
-            size_t buf = operand_buf(b, op, k);
+        measure_op(w, bd, j, REMAT_STEP_RECOMPUTE);
+        for (size_t buf = 0; buf < b->ntensors; buf++) {
             bool done = s->rec_use[buf] == REMAT_NONE || s->rec_use[buf] <= p;
-            if (s->live[buf] && s->bwd_use[buf] == REMAT_NONE && done) {
+            bool here = s->rec_use[buf] == p || is_operand(b, op, buf);
+            if (s->live[buf] && s->bwd_use[buf] == REMAT_NONE && done && here) {
                 free_buf(w, s, buf);
             }
         }
@@ -303,7 +418,7 @@ static void play_recompute(const remat_block_t *b, const bound_t *bd, const rema
 /* Backward (5)-(7). Baseline: kept buffers (SAVED) and the output's
    gradient. */
 static void play_backward(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                          const collectives_t *col, int64_t gathered, scratch_t *s, tpl_t *t) {
+                          scratch_t *s, tpl_t *t) {
     meter_t w = {0};
     for (size_t i = 0; i < b->ntensors; i++) {
         s->live[i] = 0;
@@ -314,8 +429,6 @@ static void play_backward(const remat_block_t *b, const bound_t *bd, const remat
         }
     }
     s->glive[b->outputs[0]] = 1;
-    add_const(&w, REMAT_CAT_GATHERED, gathered);
-    add_const(&w, REMAT_CAT_GRAD_BUFFER, (int64_t)col->grad_buffer);
     fetch(b, bd, s, &w);
     play_recompute(b, bd, plan, s, &w);
     for (size_t p = b->nops; p-- > 0;) {
@@ -324,12 +437,10 @@ static void play_backward(const remat_block_t *b, const bound_t *bd, const remat
         if (!op->has_backward) {
             continue;
         }
-        remat_i_backward_begin(&w, s, bd, op);
-        measure_with(&w, REMAT_CAT_KV_GATHER, bd->kv_extra[j], REMAT_STEP_BACKWARD, j);
+        remat_i_backward_begin(&w, s, b, bd, op, p);
+        measure_op(&w, bd, j, REMAT_STEP_BACKWARD);
         remat_i_backward_end(&w, s, b, bd, op, p);
     }
-    add_const(&w, REMAT_CAT_GATHERED, -gathered);
-    add_const(&w, REMAT_CAT_GRAD_BUFFER, -(int64_t)col->grad_buffer);
     t->bwd_peak = w.peak;
     t->bwd_step = w.step;
     t->bwd_op = w.op;
@@ -339,13 +450,12 @@ static void play_backward(const remat_block_t *b, const bound_t *bd, const remat
 }
 
 static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                          const collectives_t *col, scratch_t *s, tpl_t *t) {
+                          scratch_t *s, tpl_t *t) {
     memset(t, 0, sizeof *t);
     classify(b, bd, plan, s);
     totals(b, bd, plan, s, t);
-    const int64_t gathered = (int64_t)(col->gathered * (1 + col->prefetch));
-    play_forward(b, bd, gathered, s, t);
-    play_backward(b, bd, plan, col, gathered, s, t);
+    play_forward(b, bd, s, t);
+    play_backward(b, bd, plan, s, t);
     assert(t->fwd_dcats[REMAT_CAT_GATHERED] == 0 && t->bwd_dcats[REMAT_CAT_GATHERED] == 0 &&
            t->bwd_dcats[REMAT_CAT_GRAD_BUFFER] == 0 && t->fwd_dcats[REMAT_CAT_KV_GATHER] == 0 &&
            t->bwd_dcats[REMAT_CAT_KV_GATHER] == 0);
@@ -475,7 +585,7 @@ remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t
     for (size_t p = 0; p < r->nprofiles; p++) {
         remat_profile_t *pr = &r->profiles[p];
         tpl_t *t = &an->tpls[p];
-        profile_layer(&an->g->layer, &an->lb, &pr->plan, &an->col, &an->s, t);
+        profile_layer(&an->g->layer, &an->lb, &pr->plan, &an->s, t);
         pr->fwd_peak_rel = t->fwd_peak > 0 ? (uint64_t)t->fwd_peak : 0;
         pr->bwd_peak_rel = t->bwd_peak > 0 ? (uint64_t)t->bwd_peak : 0;
         if (lite) {

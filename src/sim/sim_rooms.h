@@ -36,6 +36,8 @@ _Static_assert(sizeof(((remat_result_t *)0)->dim_size) == SIM_MAX_DIMS * sizeof(
 
 typedef struct bound {
     uint64_t (*tdim)[REMAT_MAX_RANK]; /* per tensor: per-device dim sizes */
+    uint64_t (*ctdim)[REMAT_MAX_RANK]; /* per tensor: the dims ops compute with (a param
+                                          gathered, an activation as it is held) */
     uint64_t *numel;    /* per tensor, per device */
     uint64_t *bytes;    /* per tensor: its own buffer; 0 for a view */
     uint64_t *kbytes;   /* per tensor: bytes of the kept copy (fp8 residuals) */
@@ -45,7 +47,12 @@ typedef struct bound {
     uint64_t *kv_extra; /* per op: context-parallel K/V gather live during it */
     uint64_t *op_gather; /* per op: bytes of its params as it reads them (whole over FSDP) */
     uint64_t *op_gather_mem; /* per op: of those, the copies FSDP or the host must make */
+    uint64_t *op_wgrad;  /* per op: its FSDP-gathered params' gradients before the reduce-scatter */
+    uint64_t *gather_next, *gather_prev; /* per op: the gather prefetched during it, forward
+                                            (the next gathering op's) and backward (the previous) */
     uint64_t *tbytes;   /* per tensor: its size, views included */
+    unsigned char *fusable; /* per tensor: XLA can compute it inside each op that reads it
+                               (forward or backward) instead of materializing it */
     double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
     size_t *pos;        /* per op: position in the block's order */
 } bound_t;
@@ -83,6 +90,8 @@ typedef struct scratch {
     unsigned char *live;  /* per buffer */
     unsigned char *cat;   /* per buffer: remat_cat_t while live */
     unsigned char *glive; /* per tensor: gradient live */
+    unsigned char *virt;  /* per tensor: fused into its readers under this plan (no buffer,
+                             nor for its gradient) */
 } scratch_t;
 
 typedef struct meter {
@@ -95,14 +104,12 @@ typedef struct meter {
     size_t op;
 } meter_t;
 
-/* Collective buffers live for a whole layer: its FSDP-gathered weights (and
-   the next layer's, prefetched), and in backward its full-size weight
-   gradients before the reduce-scatter. */
+/* What a layer's FSDP collectives move (the time model): its weights
+   gathered for use, and their whole gradients reduce-scattered. The
+   buffers themselves live per op (bound_t's op_gather_mem, op_wgrad). */
 typedef struct collectives {
-    uint64_t gathered;    /* per layer: weights copied into HBM to run it */
-    uint64_t sharded;     /* per layer: of those, the ones gathered over FSDP (ICI) */
-    unsigned prefetch;    /* 0 or 1 */
-    uint64_t grad_buffer; /* per layer */
+    uint64_t sharded;     /* per layer: bytes gathered over the gathered axes (ICI) */
+    uint64_t grad_buffer; /* per layer: gradient bytes reduce-scattered */
 } collectives_t;
 
 /* ---- static.c: params by the part of the step that uses them ------------ */
@@ -138,6 +145,9 @@ struct remat_analyzer {
     static_part_t layer, pre, post;
     uint64_t param_count;    /* the whole model */
     collectives_t col;
+    /* num_vocab_tiling > 1: the loss's params gathered whole in their dtype,
+       and the accumulator of their gradients (zeros_like of them). */
+    uint64_t tiled_gather, tiled_acc;
     /* Per run; kept to spare the allocations. */
     scratch_t s;             /* sized for the larger block */
     size_t *profile_of;      /* per layer: its profile */
@@ -230,7 +240,8 @@ remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t stage,
 void remat_i_scratch_init(scratch_t *s, size_t n);
 void remat_i_scratch_release(scratch_t *s);
 void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch_t *s);
-void remat_i_backward_begin(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op);
+void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
+                            const remat_op_t *op, size_t p);
 void remat_i_backward_end(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
                           const remat_op_t *op, size_t p);
 remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t *policy,
@@ -244,7 +255,7 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
 
 /* time.c */
 void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const remat_hw_t *hw,
-                      bound_t *bd);
+                      size_t chunked_from, bound_t *bd);
 void remat_i_layer_rows(const remat_analyzer_t *an, remat_result_t *r);
 remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
                                  remat_error_t *err);

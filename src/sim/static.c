@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * static.c: the memory a device holds for the whole step whatever the
- * policy: params, optimizer state, gradients, the accumulator and the
- * reserve, per pipeline stage; and the layer's collective buffers (FSDP
- * gathers and full-size gradients), which follow from its params alone.
+ * policy: params, optimizer state, the accumulator and the reserve, per
+ * pipeline stage; the weight gradients' sizes (they exist from the
+ * backward on: step.c places them); and what the layer's collectives move.
  *
  * Invariants:
  *  - every total is a checked sum at most BYTES_MAX (2^62), an overflow
@@ -54,15 +54,14 @@ static uint64_t global_numel(const remat_analyzer_t *an, const remat_tensor_t *t
     return n;
 }
 
-/* The layer's params, and the buffers its collectives need: under FSDP the
-   layer's weights are gathered while it runs; with parameters in host RAM
-   they are brought to HBM likewise. Returns one layer's global count. */
+/* The layer's params, and the bytes its collectives move: its gathered
+   weights and their whole gradients. Returns one layer's global count. */
 static uint64_t layer_params(remat_analyzer_t *an) {
     const remat_block_t *b = &an->g->layer;
     const remat_config_t *cfg = an->cfg;
     const bound_t *lb = &an->lb;
     uint64_t global_layer = 0;
-    an->col = (collectives_t){.prefetch = cfg->fsdp_prefetch ? 1u : 0u};
+    an->col = (collectives_t){0};
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         if (!t->param) {
@@ -70,17 +69,29 @@ static uint64_t layer_params(remat_analyzer_t *an) {
         }
         add_param(&an->layer, lb, t, i);
         global_layer += global_numel(an, t);
-        bool sharded = lb->gnumel[i] != lb->numel[i]; /* over FSDP */
-        unsigned wb = is_fp8(cfg) ? 1 : remat_config_dtype_bytes(cfg, t->dtype);
-        if (sharded || cfg->parameter_memory_host_offload) {
-            an->col.gathered += lb->gnumel[i] * wb;
-        }
-        if (sharded) {
-            an->col.sharded += lb->gnumel[i] * wb;
-            an->col.grad_buffer += lb->gnumel[i] * remat_dtype_bytes(cfg->grad_dtype);
+        if (lb->gnumel[i] != lb->numel[i]) {
+            /* gathered in the compute dtype (fp8 under fp8), its gradient
+               reduce-scattered in the compute dtype */
+            uint64_t cb = is_fp8(cfg) ? 1 : remat_dtype_bytes(cfg->dtype);
+            an->col.sharded += lb->gnumel[i] * cb;
+            an->col.grad_buffer += lb->gnumel[i] * remat_dtype_bytes(cfg->dtype);
         }
     }
     return global_layer;
+}
+
+/* What the chunked loss (num_vocab_tiling > 1) gathers of head param @p i,
+   a param the loss reads: the whole param in its own dtype (when it is
+   sharded over the gathered axes), and an accumulator of its gradients, a
+   zeros_like of that gathered copy. */
+static void tiled_gathers(remat_analyzer_t *an, const remat_tensor_t *t, size_t i) {
+    const remat_config_t *cfg = an->cfg;
+    const bound_t *hb = &an->hb;
+    if (cfg->num_vocab_tiling > 1) {
+        uint64_t whole = hb->gnumel[i] * remat_config_dtype_bytes(cfg, t->dtype);
+        an->tiled_gather += hb->gnumel[i] != hb->numel[i] ? whole : 0;
+        an->tiled_acc += whole;
+    }
 }
 
 /* The head's params by the part that reads them; adds their global count
@@ -110,6 +121,9 @@ static void head_params(remat_analyzer_t *an, uint64_t *global) {
         if (in_post && (!in_pre || an->nstages > 1)) {
             add_param(&an->post, &an->hb, t, i);
         }
+        if (in_post) {
+            tiled_gathers(an, t, i);
+        }
     }
 }
 
@@ -120,6 +134,7 @@ remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err) {
     if (st) {
         return st;
     }
+    an->tiled_gather = an->tiled_acc = 0;
     head_params(an, &global);
     an->param_count = global;
     return REMAT_OK;
@@ -179,7 +194,9 @@ remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t k, stage_
     } else {
         out->cats[REMAT_CAT_OPTIMIZER] = (int64_t)out->optimizer;
     }
-    out->cats[REMAT_CAT_GRADS] = (int64_t)out->grads;
+    /* The gradients are not live the whole step: XLA allocates them (the
+       backward scan's stacked output) as the backward pass begins (step.c),
+       so they are not in the static categories. */
     out->cats[REMAT_CAT_GRAD_ACCUM] = (int64_t)out->accum;
     out->cats[REMAT_CAT_RESERVE] = (int64_t)cfg->hbm_reserve;
     for (int c = 0; c < REMAT_CAT_COUNT; c++) {

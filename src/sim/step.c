@@ -54,11 +54,20 @@ static void step_add(step_t *st, int64_t delta, const int64_t *dcats) {
 
 /* ---- the head ----------------------------------------------------------- */
 
-/* The head's forward over positions [from, to), on the step meter. Under
-   FSDP a head op's weights are gathered while it runs. */
-static void head_forward(const remat_graph_t *g, const bound_t *bd, scratch_t *s, step_t *st,
-                         size_t from, size_t to, bool fsdp) {
+/* The head's ops gather their own weights unless the chunked loss gathered
+   them for the whole head (num_vocab_tiling > 1, after the layers). */
+static bool head_gathers_per_op(const remat_analyzer_t *an, size_t p) {
+    return p < an->g->head_npre || an->cfg->num_vocab_tiling <= 1;
+}
+
+/* The head's forward over positions [from, to), on the step meter, its
+   outputs in category @p cat (the head's, or recompute for the chunked
+   loss's re-run). A head op's gathered weights live while it runs. */
+static void head_forward(const remat_analyzer_t *an, scratch_t *s, step_t *st, size_t from,
+                         size_t to, remat_cat_t cat) {
+    const remat_graph_t *g = an->g;
     const remat_block_t *b = &g->head;
+    const bound_t *bd = &an->hb;
     const size_t feeds = b->tensors[g->head_feeds].storage;
     remat_where_t where = from == 0 ? REMAT_AT_HEAD_PRE : REMAT_AT_HEAD_POST;
     int64_t gcats[REMAT_CAT_COUNT] = {0};
@@ -67,14 +76,17 @@ static void head_forward(const remat_graph_t *g, const bound_t *bd, scratch_t *s
         const remat_op_t *op = &b->ops[j];
         for (size_t i = 0; i < op->nout; i++) {
             size_t o = op->out[i];
-            if (b->tensors[o].storage == o) {
-                alloc_buf(&st->m, s, o, bd->bytes[o], o == feeds ? REMAT_CAT_SAVED : REMAT_CAT_HEAD);
+            if (b->tensors[o].storage == o && !s->live[o]) {
+                alloc_buf(&st->m, s, o, bd->bytes[o], o == feeds ? REMAT_CAT_SAVED : cat);
             }
         }
-        uint64_t gx = fsdp ? bd->op_gather_mem[j] : 0;
+        uint64_t gx = head_gathers_per_op(an, p) ? bd->op_gather_mem[j] : 0;
         gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
         step_measure(st, (int64_t)gx, gcats,
-                     (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = where, .op = op->name});
+                     (remat_moment_t){.step = cat == REMAT_CAT_RECOMPUTE ? REMAT_STEP_RECOMPUTE
+                                                                         : REMAT_STEP_FORWARD,
+                                      .where = where,
+                                      .op = op->name});
         for (size_t k = 0; k < op->nin + op->nout; k++) {
             size_t buf = operand_buf(b, op, k);
             if (buf != feeds && s->cls[buf] == B_TRANS && s->free_fwd[buf] == p) {
@@ -84,10 +96,13 @@ static void head_forward(const remat_graph_t *g, const bound_t *bd, scratch_t *s
     }
 }
 
-/* The head's backward over positions [from, to), in reverse. */
-static void head_backward(const remat_graph_t *g, const bound_t *bd, scratch_t *s, step_t *st,
-                          size_t from, size_t to, bool fsdp) {
+/* The head's backward over positions [from, to), in reverse: a head op's
+   gathered weights and their whole gradients live while it runs. */
+static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, size_t from,
+                          size_t to) {
+    const remat_graph_t *g = an->g;
     const remat_block_t *b = &g->head;
+    const bound_t *bd = &an->hb;
     remat_where_t where = from == 0 ? REMAT_AT_HEAD_PRE : REMAT_AT_HEAD_POST;
     int64_t gcats[REMAT_CAT_COUNT] = {0};
     for (size_t p = to; p-- > from;) {
@@ -96,10 +111,11 @@ static void head_backward(const remat_graph_t *g, const bound_t *bd, scratch_t *
         if (!op->has_backward) {
             continue;
         }
-        remat_i_backward_begin(&st->m, s, bd, op);
-        uint64_t gx = fsdp ? bd->op_gather_mem[j] : 0;
-        gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
-        step_measure(st, (int64_t)gx, gcats,
+        remat_i_backward_begin(&st->m, s, b, bd, op, p);
+        bool own = head_gathers_per_op(an, p);
+        gcats[REMAT_CAT_GATHERED] = own ? (int64_t)bd->op_gather_mem[j] : 0;
+        gcats[REMAT_CAT_GRAD_BUFFER] = own ? (int64_t)bd->op_wgrad[j] : 0;
+        step_measure(st, gcats[REMAT_CAT_GATHERED] + gcats[REMAT_CAT_GRAD_BUFFER], gcats,
                      (remat_moment_t){.step = REMAT_STEP_BACKWARD, .where = where, .op = op->name});
         remat_i_backward_end(&st->m, s, b, bd, op, p);
     }
@@ -233,8 +249,7 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
 
 /* The stage's start: the head's embedding forward on the first stage, the
    input arriving from the previous stage on any other. */
-static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, bool gather,
-                        step_t *stp) {
+static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, step_t *stp) {
     const remat_graph_t *g = an->g;
     const remat_block_t *H = &g->head;
     if (g->has_head) {
@@ -250,15 +265,64 @@ static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, bool
             alloc_buf(&stp->m, s, in, an->hb.bytes[in], REMAT_CAT_HEAD);
         }
     }
-    head_forward(g, &an->hb, s, stp, 0, g->head_npre, gather);
+    head_forward(an, s, stp, 0, g->head_npre, REMAT_CAT_HEAD);
     s->live[H->tensors[g->head_feeds].storage] = 0; /* the layers own it now */
+}
+
+/* The gradients of the loss: live from the head's backward on. */
+static void loss_grads(const remat_analyzer_t *an, scratch_t *s, step_t *stp) {
+    const remat_block_t *H = &an->g->head;
+    for (size_t i = 0; i < H->noutputs; i++) {
+        size_t o = H->outputs[i];
+        if (an->hb.gbytes[o] && !s->glive[o]) {
+            s->glive[o] = 1;
+            add_const(&stp->m, REMAT_CAT_ACT_GRADS, (int64_t)an->hb.gbytes[o]);
+        }
+    }
+}
+
+/* The class of every output of the head's ops from position @p from on:
+   a residual is kept to its backward when @p keep, else nothing is. */
+static void post_outputs_keep(const remat_block_t *H, size_t from, bool keep, scratch_t *s) {
+    for (size_t p = from; p < H->nops; p++) {
+        const remat_op_t *op = &H->ops[H->order[p]];
+        for (size_t i = 0; i < op->nout; i++) {
+            const remat_tensor_t *t = &H->tensors[op->out[i]];
+            s->cls[t->storage] = keep && t->residual ? B_KEEP : B_TRANS;
+        }
+    }
+}
+
+/* num_vocab_tiling > 1: MaxText's chunked loss (vocabulary_tiling.py), a
+   custom VJP over token chunks. Its residuals are the layers' output (hL)
+   and the head's params gathered whole in their own dtype, live for the
+   whole loss. Forward runs each chunk and keeps nothing of it; backward
+   holds an accumulator of the gathered params' gradients, and for each
+   chunk runs the chunk's forward again (the re-run: recompute) and its
+   backward. Chunks are alike, so one stands for all. */
+static void head_post_tiled(const remat_analyzer_t *an, scratch_t *s, uint64_t grads,
+                            step_t *stp) {
+    const remat_graph_t *g = an->g;
+    const remat_block_t *H = &g->head;
+    add_const(&stp->m, REMAT_CAT_GATHERED, (int64_t)an->tiled_gather);
+    post_outputs_keep(H, g->head_npre, false, s);
+    head_forward(an, s, stp, g->head_npre, H->nops, REMAT_CAT_HEAD);
+    add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)grads);
+    add_const(&stp->m, REMAT_CAT_GRAD_BUFFER, (int64_t)an->tiled_acc);
+    post_outputs_keep(H, g->head_npre, true, s);
+    head_forward(an, s, stp, g->head_npre, H->nops, REMAT_CAT_RECOMPUTE);
+    loss_grads(an, s, stp);
+    head_backward(an, s, stp, g->head_npre, H->nops);
+    add_const(&stp->m, REMAT_CAT_GATHERED, -(int64_t)an->tiled_gather);
+    add_const(&stp->m, REMAT_CAT_GRAD_BUFFER, -(int64_t)an->tiled_acc);
 }
 
 /* The stage's turn from forward to backward: the head's loss forward and
    backward on the last stage; on any other, the output leaves (for the
-   next stage) and its gradient arrives in its place. */
+   next stage) and its gradient arrives in its place. The head's weight
+   gradients exist from its backward on. */
 static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool post,
-                       bool gather, step_t *stp) {
+                       uint64_t grads, step_t *stp) {
     const remat_graph_t *g = an->g;
     const remat_block_t *H = &g->head;
     const bound_t *hb = &an->hb;
@@ -266,6 +330,7 @@ static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool 
         const size_t y = g->layer.outputs[0];
         add_const(&stp->m, REMAT_CAT_SAVED, -(int64_t)an->lb.bytes[y]);
         add_const(&stp->m, REMAT_CAT_ACT_GRADS, (int64_t)an->lb.gbytes[y]);
+        add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)grads);
         return;
     }
     for (size_t i = 0; i < H->ninputs; i++) {
@@ -278,15 +343,14 @@ static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool 
     s->live[takes] = 1;
     s->cat[takes] = REMAT_CAT_SAVED;
     s->cur[takes] = hb->bytes[takes];
-    head_forward(g, hb, s, stp, g->head_npre, H->nops, gather);
-    for (size_t i = 0; i < H->noutputs; i++) {
-        size_t o = H->outputs[i];
-        if (hb->gbytes[o]) {
-            s->glive[o] = 1;
-            add_const(&stp->m, REMAT_CAT_ACT_GRADS, (int64_t)hb->gbytes[o]);
-        }
+    if (an->cfg->num_vocab_tiling > 1) {
+        head_post_tiled(an, s, grads, stp);
+    } else {
+        head_forward(an, s, stp, g->head_npre, H->nops, REMAT_CAT_HEAD);
+        add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)grads);
+        loss_grads(an, s, stp);
+        head_backward(an, s, stp, g->head_npre, H->nops);
     }
-    head_backward(g, hb, s, stp, g->head_npre, H->nops, gather);
     s->glive[g->head_takes] = 0; /* dy of the last layer: the layers free it */
 }
 
@@ -322,24 +386,26 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
 }
 
 /* One stage's step for one micro-batch on top of its static bytes and the
-   residuals of the micro-batches in flight (@p base_cats). */
+   residuals of the micro-batches in flight (@p base_cats). The weight
+   gradients (@p grads bytes) exist from the backward pass on: XLA allocates
+   the backward scan's stacked gradients before the loop, as the head's
+   backward begins. */
 static void simulate_stage(remat_analyzer_t *an, size_t first, size_t last, bool pre, bool post,
-                           const int64_t *base_cats, step_t *stp) {
+                           const int64_t *base_cats, uint64_t grads, step_t *stp) {
     const remat_graph_t *g = an->g;
     scratch_t *s = &an->s;
-    const bool gather = an->fsdp || an->cfg->parameter_memory_host_offload;
     memset(stp, 0, sizeof *stp);
     for (int k = 0; k < REMAT_CAT_COUNT; k++) {
         stp->m.cats[k] = base_cats[k];
         stp->m.live += base_cats[k];
     }
-    stage_begin(an, s, pre, gather, stp);
+    stage_begin(an, s, pre, stp);
     stage_layers(an, first, last, false, stp);
-    stage_turn(an, s, pre, post, gather, stp);
+    stage_turn(an, s, pre, post, grads, stp);
     stage_layers(an, first, last, true, stp);
     if (pre) {
         s->glive[g->head_feeds] = 1; /* dx of the first layer, made by the layers */
-        head_backward(g, &an->hb, s, stp, 0, g->head_npre, gather);
+        head_backward(an, s, stp, 0, g->head_npre);
     }
 }
 
@@ -372,7 +438,7 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     step_t stp;
     const bool has_head = an->g->has_head;
     simulate_stage(an, row->first_layer, row->last_layer, has_head && k == 0,
-                   has_head && k == stages - 1, ss->cats, &stp);
+                   has_head && k == stages - 1, ss->cats, ss->grads, &stp);
     row->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
     memcpy(row->breakdown, stp.m.peak_cats, sizeof row->breakdown);
     row->peak_at = stp.at;

@@ -23,41 +23,90 @@ static double max2(double a, double b) {
     return a > b ? a : b;
 }
 
-/* The roofline of every op: its time is the larger of its FLOPs at the
-   chip's peak and the bytes it moves at HBM bandwidth. Forward moves its
-   inputs (weights as gathered) and outputs; backward moves the output
-   gradients, the input gradients, the residuals it reads, the weights again
-   and the weight gradients. Views move nothing. Weight einsums run at the
-   fp8 peak under fp8 quantization, all else at bf16. */
+/* The efficiencies a run uses: the config's, else the hardware profile's. */
+static double eff(double cfg, double hw) {
+    return cfg > 0 ? cfg : hw;
+}
+
+/* The FLOPs an op's kernels execute, forward and backward: the model's,
+   except that a flash kernel re-runs QK^T in its backward (5 contractions
+   for the model's 4). */
+static void executed_flops(const remat_op_t *op, const bound_t *bd, size_t j, double *f,
+                           double *w) {
+    *f = (double)bd->fwd[j];
+    *w = (double)bd->bwd[j];
+    if (op->kind == REMAT_OP_FLASH_ATTENTION) {
+        *w *= 5.0 / 4.0;
+    }
+}
+
+/* Bytes an op moves through HBM, forward and backward: forward its inputs
+   (weights as gathered) and outputs; backward the output gradients, the
+   input gradients, the residuals it reads, the weights again and the
+   weight gradients. */
+static void moved_bytes(const remat_block_t *b, const remat_config_t *cfg, const bound_t *bd,
+                        size_t j, double *fmoved, double *bmoved) {
+    const remat_op_t *op = &b->ops[j];
+    *fmoved = *bmoved = (double)bd->op_gather[j];
+    for (size_t i = 0; i < op->nin; i++) {
+        const remat_tensor_t *t = &b->tensors[op->in[i]];
+        if (t->param) {
+            *bmoved += (double)bd->gnumel[op->in[i]] * remat_dtype_bytes(cfg->grad_dtype);
+        } else {
+            *fmoved += (double)bd->tbytes[op->in[i]];
+            *bmoved += (double)bd->gbytes[op->in[i]];
+        }
+    }
+    for (size_t i = 0; i < op->nout; i++) {
+        *fmoved += (double)bd->tbytes[op->out[i]];
+        *bmoved += (double)bd->gbytes[op->out[i]];
+    }
+    for (size_t i = 0; i < op->nsaves; i++) {
+        *bmoved += (double)bd->tbytes[op->saves[i]];
+    }
+}
+
+/* Whether XLA fuses every output of op @p j into the ops that read it: its
+   work is then inside theirs, and it takes no time of its own. */
+static bool fused_away(const remat_op_t *op, const bound_t *bd) {
+    for (size_t i = 0; i < op->nout; i++) {
+        if (!bd->fusable[op->out[i]]) {
+            return false;
+        }
+    }
+    return op->nout > 0;
+}
+
+/* The roofline of every op (docs/time-model.md): its time is the larger of
+   the FLOPs its kernels execute at the sustained peak of its kind (matmul
+   or attention kernel; weight einsums at the fp8 peak under fp8
+   quantization, all else at bf16) and the bytes it moves at the sustained
+   HBM bandwidth. Views and fused ops take no time of their own. The ops
+   from position @p chunked_from on run once per vocabulary chunk
+   (num_vocab_tiling): their bytes are bound per chunk, so they move
+   num_vocab_tiling times as much. */
 void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const remat_hw_t *hw,
-                      bound_t *bd) {
+                      size_t chunked_from, bound_t *bd) {
+    const double mm = eff(cfg->matmul_efficiency, hw->matmul_efficiency);
+    const double at = eff(cfg->attention_efficiency, hw->attention_efficiency);
+    const double bw = hw->hbm_bw * eff(cfg->memory_efficiency, hw->memory_efficiency);
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
-        if (remat_i_opkind_is_view(op->kind)) {
+        if (remat_i_opkind_is_view(op->kind) || fused_away(op, bd)) {
             bd->fwd_s[j] = bd->bwd_s[j] = 0;
             continue;
         }
-        double fmoved = (double)bd->op_gather[j], bmoved = (double)bd->op_gather[j];
-        for (size_t i = 0; i < op->nin; i++) {
-            const remat_tensor_t *t = &b->tensors[op->in[i]];
-            if (t->param) {
-                bmoved += (double)bd->gnumel[op->in[i]] * remat_dtype_bytes(cfg->grad_dtype);
-            } else {
-                fmoved += (double)bd->tbytes[op->in[i]];
-                bmoved += (double)bd->gbytes[op->in[i]];
-            }
+        double fmoved, bmoved, f, w;
+        moved_bytes(b, cfg, bd, j, &fmoved, &bmoved);
+        if (bd->pos[j] >= chunked_from && cfg->num_vocab_tiling > 1) {
+            fmoved *= (double)cfg->num_vocab_tiling;
+            bmoved *= (double)cfg->num_vocab_tiling;
         }
-        for (size_t i = 0; i < op->nout; i++) {
-            fmoved += (double)bd->tbytes[op->out[i]];
-            bmoved += (double)bd->gbytes[op->out[i]];
-        }
-        for (size_t i = 0; i < op->nsaves; i++) {
-            bmoved += (double)bd->tbytes[op->saves[i]];
-        }
-        double peak =
-            is_fp8(cfg) && weight_einsum(b, op) ? hw->flops_fp8 : hw->flops_bf16;
-        double fc = (double)bd->fwd[j] / peak, fm = fmoved / hw->hbm_bw;
-        double bc = (double)bd->bwd[j] / peak, bm = bmoved / hw->hbm_bw;
+        executed_flops(op, bd, j, &f, &w);
+        double peak = is_fp8(cfg) && weight_einsum(b, op) ? hw->flops_fp8 : hw->flops_bf16;
+        peak *= op->kind == REMAT_OP_FLASH_ATTENTION ? at : mm;
+        double fc = f / peak, fm = fmoved / bw;
+        double bc = w / peak, bm = bmoved / bw;
         bd->fwd_s[j] = fc > fm ? fc : fm;
         bd->bwd_s[j] = op->has_backward ? (bc > bm ? bc : bm) : 0;
     }
@@ -113,10 +162,22 @@ void remat_i_layer_rows(const remat_analyzer_t *an, remat_result_t *r) {
     }
 }
 
+/* The peak MFU and HFU are measured against: that of the dtype the run's
+   matmuls compute in (fp8 under fp8 quantization, else bf16). */
+static double compute_peak(const remat_analyzer_t *an) {
+    return is_fp8(an->cfg) ? an->hw->flops_fp8 : an->hw->flops_bf16;
+}
+
 /* Whether the head's op at position @p p runs on stage @p k: the embedding
    on the first, the loss on the last. */
 static bool head_op_on(const remat_analyzer_t *an, size_t p, size_t k) {
     return p < an->g->head_npre ? k == 0 : k == an->nstages - 1;
+}
+
+/* Whether the head's op at position @p p runs forward twice: the chunked
+   loss (num_vocab_tiling > 1) re-runs each chunk's forward in its backward. */
+static bool head_reruns(const remat_analyzer_t *an, size_t p) {
+    return an->cfg->num_vocab_tiling > 1 && p >= an->g->head_npre;
 }
 
 /* Compute and transfers per step on a device of the worst stage: its
@@ -154,7 +215,9 @@ static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_
         size_t j = an->g->head.order[p];
         if (head_op_on(an, p, w->index) &&
             ((st = sum_checked(&r->forward_flops, hb->fwd[j], steps, "FLOPs", err)) ||
-             (st = sum_checked(&r->backward_flops, hb->bwd[j], steps, "FLOPs", err)))) {
+             (st = sum_checked(&r->backward_flops, hb->bwd[j], steps, "FLOPs", err)) ||
+             (head_reruns(an, p) &&
+              (st = sum_checked(&r->recompute_flops, hb->fwd[j], steps, "FLOPs", err))))) {
             return st;
         }
     }
@@ -170,7 +233,8 @@ static double stage_seconds(const remat_analyzer_t *an, const remat_result_t *r,
     }
     for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
         if (head_op_on(an, p, k)) {
-            t += an->hb.fwd_s[an->g->head.order[p]] + an->hb.bwd_s[an->g->head.order[p]];
+            size_t j = an->g->head.order[p];
+            t += an->hb.fwd_s[j] * (head_reruns(an, p) ? 2 : 1) + an->hb.bwd_s[j];
         }
     }
     return t;
@@ -181,7 +245,7 @@ static double stage_seconds(const remat_analyzer_t *an, const remat_result_t *r,
    Across stages, model and hardware FLOPs per device are averaged. */
 static void utilization(const remat_analyzer_t *an, remat_result_t *r, uint64_t steps) {
     const size_t stages = an->nstages;
-    const double flops_peak = an->hw->flops_bf16;
+    const double flops_peak = compute_peak(an);
     double slowest = 0, all_model = 0, all_rec = 0;
     for (size_t k = 0; k < stages; k++) {
         slowest = max2(stage_seconds(an, r, k), slowest);
@@ -219,7 +283,7 @@ remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
     r->h2d_seconds = r->d2h_seconds;
     r->model_flops = r->forward_flops + r->backward_flops;
     r->recompute_share = r->model_flops ? (double)r->recompute_flops / (double)r->model_flops : 0;
-    r->compute_seconds = (double)(r->model_flops + r->recompute_flops) / an->hw->flops_bf16;
+    r->compute_seconds = (double)(r->model_flops + r->recompute_flops) / compute_peak(an);
     for (size_t l = w->first_layer; l <= w->last_layer; l++) {
         r->recompute_seconds += r->layers[l].recompute_seconds * (double)steps;
     }

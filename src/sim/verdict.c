@@ -21,19 +21,19 @@ bool remat_result_passes(const remat_result_t *r) {
 }
 
 /* Host RAM: offloaded residuals of a device's layers for every micro-batch
-   in flight, plus host-resident params/optimizer, for each chip of the
-   host. */
+   in flight, plus host-resident params/optimizer, for each device of the
+   host (TPU7x: two per chip). */
 static remat_status_t host_ram(const remat_analyzer_t *an, remat_result_t *r,
                                remat_error_t *err) {
     const remat_stage_row_t *w = &r->stages[r->worst_stage];
-    uint64_t per_chip = 0, off_stage = 0;
+    uint64_t per_device = 0, off_stage = 0;
     for (size_t l = w->first_layer; l <= w->last_layer; l++) {
         off_stage += r->layers[l].offloaded_bytes;
     }
     remat_status_t st;
-    if ((st = sum_checked(&per_chip, off_stage, w->in_flight, "host bytes", err)) ||
-        (st = sum_checked(&per_chip, r->host_static_bytes, 1, "host bytes", err)) ||
-        (st = sum_checked(&r->host_bytes_per_host, per_chip, an->hw->chips_per_host,
+    if ((st = sum_checked(&per_device, off_stage, w->in_flight, "host bytes", err)) ||
+        (st = sum_checked(&per_device, r->host_static_bytes, 1, "host bytes", err)) ||
+        (st = sum_checked(&r->host_bytes_per_host, per_device, an->hw->devices_per_host,
                                   "host bytes", err))) {
         return st;
     }
@@ -54,7 +54,9 @@ remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
     if (st) {
         return st;
     }
-    r->budget_bytes = cfg->hbm_budget ? cfg->hbm_budget : an->hw->hbm_bytes;
+    /* Per device: XLA's limit (what its OOM message prints), not the
+       nominal HBM, unless the user sets a budget. */
+    r->budget_bytes = cfg->hbm_budget ? cfg->hbm_budget : an->hw->hbm_limit_bytes;
     r->usable_bytes = (uint64_t)((double)r->budget_bytes * (1.0 - cfg->safety_margin));
     r->fits = r->peak_bytes <= r->budget_bytes;
     r->fits_margin = r->peak_bytes <= r->usable_bytes;
