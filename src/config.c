@@ -69,6 +69,8 @@ static const key_t_ keys[] = {
      "fraction of peak FLOP/s matmuls sustain (0, 1]; default: the hardware profile's"},
     {"attention_efficiency", K_F64, F(attention_efficiency),
      "fraction of peak FLOP/s the flash attention kernel sustains; default: the profile's"},
+    {"reserve_fraction", K_F64, F(reserve_fraction),
+     "XLA's temporaries, as a fraction of the transient bytes (0, 1); default: the profile's"},
     {"memory_efficiency", K_F64, F(memory_efficiency),
      "fraction of HBM bandwidth memory-bound ops sustain; default: the profile's"},
     {"num_devices", K_U64, F(num_devices), "devices in the run (the mesh's product)"},
@@ -372,7 +374,8 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
             bool ok = end != value && !*end && isfinite(v) &&
                       strspn(value, "0123456789.eE+-") == strlen(value);
             const bool margin = strcmp(key, "safety_margin") == 0;
-            const bool fraction = strstr(key, "_efficiency") != NULL;
+            const bool fraction = strstr(key, "_efficiency") != NULL ||
+                                  strcmp(key, "reserve_fraction") == 0;
             if (margin) {
                 ok = ok && v >= 0 && v < 1;
             } else {

@@ -79,7 +79,7 @@ static remat_status_t check_keys(json_t *root, const char *source, bool v2, rema
         "flops_bf16",     "flops_fp8",  "host_link_bw",  "chips_per_host", "host_ram_bytes",
         "ici_bw",         "assumed",    "sources",       "devices_per_chip",
         "hbm_limit_bytes", "cores_per_chip", "matmul_efficiency", "attention_efficiency",
-        "memory_efficiency", NULL};
+        "memory_efficiency", "reserve_fraction", NULL};
     const size_t v1_keys = 13; /* the first 13 names are format 1's */
     const char *key;
     json_t *v;
@@ -128,6 +128,21 @@ static remat_status_t get_efficiency(json_t *root, const char *source, const cha
         return bad(source, key, "a fraction in (0, 1]", err);
     }
     return st;
+}
+
+/* A fraction in [0, 1), 0 when the profile leaves it out. */
+static remat_status_t get_fraction(json_t *root, const char *source, const char *key,
+                                   double *out, remat_error_t *err) {
+    json_t *v = json_object_get(root, key);
+    *out = 0;
+    if (!v) {
+        return REMAT_OK;
+    }
+    if (!json_is_number(v) || !(json_number_value(v) >= 0) || !(json_number_value(v) < 1)) {
+        return bad(source, key, "a fraction in [0, 1)", err);
+    }
+    *out = json_number_value(v);
+    return REMAT_OK;
 }
 
 /* Devices per chip and the per-device figures derived from the chip's. */
@@ -209,6 +224,7 @@ remat_status_t remat_hw_load_string(const char *text, const char *source, remat_
         (st = get_efficiency(root, source, "attention_efficiency", &out->attention_efficiency,
                              err)) ||
         (st = get_efficiency(root, source, "memory_efficiency", &out->memory_efficiency, err)) ||
+        (st = get_fraction(root, source, "reserve_fraction", &out->reserve_fraction, err)) ||
         (st = load_assumed(root, source, out, err))) {
         goto out;
     }

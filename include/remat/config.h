@@ -50,6 +50,7 @@ typedef struct remat_config {
     double safety_margin;             /* fraction of the budget (check) */
     double host_link_bw;              /* bytes/s per direction; 0 = hardware's */
     double matmul_efficiency, attention_efficiency, memory_efficiency; /* 0 = hardware's */
+    double reserve_fraction;          /* of the transient bytes; 0 = hardware's */
     size_t ncustom;                   /* custom policy keys (query_proj=device ...) */
     remat_policy_rule_t custom[32];
     char custom_source[REMAT_ERR_SOURCE_LEN]; /* where the first custom key came from */

@@ -47,6 +47,10 @@ typedef struct remat_hw {
        published step times, docs/time-model.md): weight and activation
        matmuls, the flash attention kernel, and HBM traffic of the rest. */
     double matmul_efficiency, attention_efficiency, memory_efficiency;
+    /* What XLA adds to the simulated liveness (temporaries, fragmentation),
+       as a fraction of the transient bytes at each moment: fitted to the
+       compile reports in the validation suite (docs/memory-model.md). */
+    double reserve_fraction;
     char assumed[256];          /* comma-separated field names that are assumptions */
 } remat_hw_t;
 

@@ -145,6 +145,7 @@ struct remat_analyzer {
     static_part_t layer, pre, post;
     uint64_t param_count;    /* the whole model */
     collectives_t col;
+    double reserve_fraction; /* of the transient bytes (config, else the hardware's) */
     /* num_vocab_tiling > 1: the loss's params gathered whole in their dtype,
        and the accumulator of their gradients (zeros_like of them). */
     uint64_t tiled_gather, tiled_acc;

@@ -29,18 +29,40 @@
 typedef struct step {
     meter_t m;
     remat_moment_t at;
+    double reserve_fraction; /* XLA's temporaries: a fraction of the transient bytes */
 } step_t;
 
+/* The bytes that come and go within the step at a moment: all but the
+   static state, the weight gradients and other micro-batches' residuals. */
+static int64_t transient_bytes(const int64_t *cats) {
+    int64_t t = 0;
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        bool fixed = c == REMAT_CAT_PARAMS || c == REMAT_CAT_OPTIMIZER || c == REMAT_CAT_GRADS ||
+                     c == REMAT_CAT_GRAD_ACCUM || c == REMAT_CAT_RESERVE ||
+                     c == REMAT_CAT_INFLIGHT;
+        t += fixed ? 0 : cats[c];
+    }
+    return t;
+}
+
+/* Measures the step at a moment: its live bytes plus @p extra (a layer's
+   peak above its baseline, with its categories), plus the reserve for what
+   XLA adds that liveness misses (temporaries, fragmentation), which grows
+   with the transient bytes (docs/memory-model.md). */
 static void step_measure(step_t *st, int64_t extra, const int64_t *extra_cats,
                          remat_moment_t at) {
     assert(meter_consistent(&st->m) && st->m.live >= 0);
-    int64_t v = st->m.live + extra;
+    int64_t cats[REMAT_CAT_COUNT];
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        cats[c] = st->m.cats[c] + (extra_cats ? extra_cats[c] : 0);
+    }
+    const int64_t reserve = (int64_t)(st->reserve_fraction * (double)transient_bytes(cats));
+    int64_t v = st->m.live + extra + reserve;
     if (!st->m.any || v > st->m.peak) {
         st->m.any = true;
         st->m.peak = v;
-        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
-            st->m.peak_cats[c] = st->m.cats[c] + (extra_cats ? extra_cats[c] : 0);
-        }
+        memcpy(st->m.peak_cats, cats, sizeof cats);
+        st->m.peak_cats[REMAT_CAT_RESERVE] += reserve;
         st->at = at;
     }
 }
@@ -395,6 +417,7 @@ static void simulate_stage(remat_analyzer_t *an, size_t first, size_t last, bool
     const remat_graph_t *g = an->g;
     scratch_t *s = &an->s;
     memset(stp, 0, sizeof *stp);
+    stp->reserve_fraction = an->reserve_fraction;
     for (int k = 0; k < REMAT_CAT_COUNT; k++) {
         stp->m.cats[k] = base_cats[k];
         stp->m.live += base_cats[k];
