@@ -61,6 +61,9 @@ static const key_t_ keys[] = {
     {"grad_dtype", K_DTYPE, F(grad_dtype), "gradient dtype (float32)"},
     {"mu_dtype", K_DTYPE, F(mu_dtype), "optimizer moment dtype (default: weight_dtype)"},
     {"scan_layers", K_BOOL, F(scan_layers), "layers run under a scan (MaxText default true)"},
+    {"dropout_rate", K_F64, F(dropout_rate),
+     "dropout probability (MaxText default 0): > 0 selects the graph's dropout variant"},
+    {"enable_dropout", K_BOOL, F(enable_dropout), "dropout on when dropout_rate > 0 (default true)"},
     {"hbm_budget", K_BYTES, F(hbm_budget), "HBM budget per chip in bytes (e.g. 96GiB); default: the chip's"},
     {"hbm_reserve", K_BYTES, F(hbm_reserve), "bytes held back for runtime and compiler temporaries"},
     {"safety_margin", K_F64, F(safety_margin), "fraction of the budget kept free by 'check' (0.05)"},
@@ -70,7 +73,7 @@ static const key_t_ keys[] = {
     {"attention_efficiency", K_F64, F(attention_efficiency),
      "fraction of peak FLOP/s the flash attention kernel sustains; default: the profile's"},
     {"reserve_fraction", K_F64, F(reserve_fraction),
-     "XLA's temporaries, as a fraction of the transient bytes (0, 1); default: the profile's"},
+     "XLA's temporaries, as a fraction of the transient bytes [0, 1); default: the profile's"},
     {"memory_efficiency", K_F64, F(memory_efficiency),
      "fraction of HBM bandwidth memory-bound ops sustain; default: the profile's"},
     {"num_devices", K_U64, F(num_devices), "devices in the run (the mesh's product)"},
@@ -158,6 +161,7 @@ void remat_config_defaults(remat_config_t *c) {
     c->grad_dtype = REMAT_DTYPE_F32;
     c->mu_dtype = REMAT_DTYPE_F32;
     c->scan_layers = true;
+    c->enable_dropout = true; /* MaxText base.yml; dropout_rate defaults to 0 */
     c->safety_margin = 0.05;
     for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
         c->ici[a] = 1;
@@ -373,9 +377,11 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
             /* Decimal only: strtod would also take hex, inf and nan. */
             bool ok = end != value && !*end && isfinite(v) &&
                       strspn(value, "0123456789.eE+-") == strlen(value);
-            const bool margin = strcmp(key, "safety_margin") == 0;
-            const bool fraction = strstr(key, "_efficiency") != NULL ||
-                                  strcmp(key, "reserve_fraction") == 0;
+            /* margins and the reserve may be 0 */
+            const bool margin = strcmp(key, "safety_margin") == 0 ||
+                                strcmp(key, "reserve_fraction") == 0 ||
+                                strcmp(key, "dropout_rate") == 0;
+            const bool fraction = strstr(key, "_efficiency") != NULL;
             if (margin) {
                 ok = ok && v >= 0 && v < 1;
             } else {
@@ -389,6 +395,7 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
                                        key, value);
             }
             *(double *)(void *)field = v;
+            c->reserve_fraction_set |= strcmp(key, "reserve_fraction") == 0;
             return REMAT_OK;
         }
         case K_DTYPE: {

@@ -210,12 +210,17 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "remat_policy", json_string(policy_label(r)));
     json_object_set_new(o, "layers_count", jint(r->nlayers));
     json_object_set_new(o, "num_devices", jint(r->mesh.devices));
+    json_object_set_new(o, "devices_per_chip", jint(r->hw->devices_per_chip));
     json_object_set_new(o, "mesh", mesh_json(r));
     json_object_set_new(o, "pipeline_microbatches", jint(r->microbatches));
     json_object_set_new(o, "worst_stage", jint(r->worst_stage));
     json_object_set_new(o, "stages", stages_json(r));
     json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
     json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
+    json_object_set_new(o, "budget_source",
+                        json_string(r->config->hbm_budget ? "hbm_budget" : "hbm_limit_bytes"));
+    json_object_set_new(o, "device_hbm_bytes", jint(r->hw->hbm_bytes));
+    json_object_set_new(o, "chip_hbm_bytes", jint(r->hw->chip_hbm_bytes));
     json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
     json_object_set_new(o, "safety_margin", json_real(r->config->safety_margin));
     json_object_set_new(o, "fits", json_boolean(r->fits));
@@ -401,6 +406,36 @@ static void note_count(void *ctx, const char *text) {
 
 /* ---- analyze ------------------------------------------------------------ */
 
+/* "128 devices (64 tpu7x chips, 2 per chip)", or "8 devices (tpu-v6e, one
+   per chip)". */
+static void slice_text(const remat_result_t *r, char *buf, size_t size) {
+    const uint64_t d = r->mesh.devices, per = r->hw->devices_per_chip;
+    if (per > 1 && d % per == 0) {
+        snprintf(buf, size, "%" PRIu64 " devices (%" PRIu64 " %s chips, %" PRIu64 " per chip)", d,
+                 d / per, r->hw->name, per);
+    } else if (per > 1) {
+        snprintf(buf, size, "%" PRIu64 " devices (%s, %" PRIu64 " per chip)", d, r->hw->name, per);
+    } else {
+        snprintf(buf, size, "%" PRIu64 " devices (%s, one per chip)", d, r->hw->name);
+    }
+}
+
+/* Where the budget comes from, and what a chip has: the 192 GiB users
+   quote for TPU7x is the chip's, two devices' worth. */
+static void budget_text(const remat_result_t *r, char *buf, size_t size) {
+    char dev[64], chip[64];
+    remat_format_bytes(r->hw->hbm_bytes, dev, sizeof dev);
+    remat_format_bytes(r->hw->chip_hbm_bytes, chip, sizeof chip);
+    const char *src = r->config->hbm_budget ? "hbm_budget as set"
+                                            : "XLA's usable HBM per device (its OOM limit)";
+    if (r->hw->devices_per_chip > 1) {
+        snprintf(buf, size, "%s; a %s device has %s, the chip %s for %" PRIu64 " devices", src,
+                 r->hw->name, dev, chip, r->hw->devices_per_chip);
+    } else {
+        snprintf(buf, size, "%s; a %s chip (one device) has %s", src, r->hw->name, dev);
+    }
+}
+
 static void header_text(FILE *out, const remat_result_t *r) {
     const remat_config_t *c = r->config;
     fprintf(out, "remat analyze: %s on %s, remat_policy=%s\n", c->model_name, r->hw->name,
@@ -460,7 +495,9 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
                 fprintf(out, " %s=%" PRIu64, remat_axis_name((remat_axis_t)x), r->mesh.shards[x]);
             }
         }
-        fprintf(out, " (%" PRIu64 " devices); every figure is per device\n", r->mesh.devices);
+        char slice[192];
+        slice_text(r, slice, sizeof slice);
+        fprintf(out, " over %s; every figure is per device\n", slice);
     }
     if (r->nstages > 1) {
         const remat_stage_row_t *w = &r->stages[r->worst_stage];
@@ -471,11 +508,14 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
     }
     remat_format_bytes(r->peak_bytes, a, sizeof a);
     remat_format_bytes(r->budget_bytes, b, sizeof b);
-    fprintf(out, "\npeak HBM     %s of %s budget (%.1f%%): %s\n", a, b,
+    fprintf(out, "\npeak HBM     %s of %s per device (%.1f%%): %s\n", a, b,
             100.0 * (double)r->peak_bytes / (double)r->budget_bytes,
             r->fits_margin ? "fits"
             : r->fits      ? "fits, but inside the safety margin"
                            : "DOES NOT FIT");
+    char budget[512];
+    budget_text(r, budget, sizeof budget);
+    fprintf(out, "budget       %s\n", budget);
     fprintf(out, "peak at      %s\n", m);
     fprintf(out, "\nbreakdown at the peak          bytes        GiB\n");
     for (int c = 0; c < REMAT_CAT_COUNT; c++) {
@@ -827,8 +867,12 @@ void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt) 
                           : !r->fits_margin ? "RISK"
                           : !r->host_fits   ? "HOST-OOM"
                                             : "OK";
-    fprintf(out, "%s: peak %s (%" PRIu64 " bytes) of %s budget, %.1f%%%s, at %s\n", verdict, a,
-            r->peak_bytes, b, 100.0 * (double)r->peak_bytes / (double)r->budget_bytes,
+    char slice[192];
+    slice_text(r, slice, sizeof slice);
+    fprintf(out, "%s: %s on %s, remat_policy=%s: peak %s (%" PRIu64 " bytes) of %s per device, "
+                 "%.1f%%%s, at %s\n",
+            verdict, r->config->model_name, slice, policy_label(r), a, r->peak_bytes, b,
+            100.0 * (double)r->peak_bytes / (double)r->budget_bytes,
             !r->fits_margin && r->fits ? " (inside the safety margin)"
             : !r->host_fits            ? " (offloaded bytes exceed host RAM)"
                                        : "",

@@ -53,18 +53,23 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
     if (ends_with_json(cfg->graph)) {
         st = remat_graph_load_file(cfg->graph, graph, err);
     } else {
-        char name[REMAT_STR_LEN + 40];
-        snprintf(name, sizeof name, "%s.%s", cfg->graph, cfg->attention);
+        /* The variant MaxText runs: the attention kernel, and the layer
+           with its dropout ops only when dropout is on. */
+        const bool dropout = cfg->enable_dropout && cfg->dropout_rate > 0;
+        char name[REMAT_STR_LEN + 48];
+        snprintf(name, sizeof name, "%s.%s%s", cfg->graph, cfg->attention,
+                 dropout ? ".dropout" : "");
         const char *text = remat_builtin_find(REMAT_BUILTIN_GRAPH, name);
         if (!text) {
             char list[1024];
             remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                                   "no built-in graph '%s' with attention=%s (built-in "
-                                   "graph.attention: %s; or a graph .json file)",
-                                   cfg->graph, cfg->attention, list);
+                                   "no built-in graph '%s' with attention=%s%s (built-in "
+                                   "graph.attention[.dropout]: %s; or a graph .json file)",
+                                   cfg->graph, cfg->attention,
+                                   dropout ? " and dropout (dropout_rate > 0)" : "", list);
         }
-        char source[REMAT_STR_LEN + 64];
+        char source[REMAT_STR_LEN + 128];
         snprintf(source, sizeof source, "<builtin:graphs/%s.json>", name);
         st = remat_graph_load_string(text, source, graph, err);
     }

@@ -45,12 +45,15 @@ typedef struct remat_config {
     remat_dtype_t dtype, weight_dtype, grad_dtype, mu_dtype;
     bool mu_dtype_set;                /* else mu_dtype follows weight_dtype */
     bool scan_layers;
+    bool enable_dropout;              /* MaxText's switch; dropout runs when the rate is > 0 too */
+    double dropout_rate;
     uint64_t hbm_budget;              /* bytes; 0 = the hardware's HBM */
     uint64_t hbm_reserve;             /* bytes held back for runtime/compiler */
     double safety_margin;             /* fraction of the budget (check) */
     double host_link_bw;              /* bytes/s per direction; 0 = hardware's */
     double matmul_efficiency, attention_efficiency, memory_efficiency; /* 0 = hardware's */
-    double reserve_fraction;          /* of the transient bytes; 0 = hardware's */
+    double reserve_fraction;          /* of the transient bytes */
+    bool reserve_fraction_set;        /* else the hardware profile's */
     size_t ncustom;                   /* custom policy keys (query_proj=device ...) */
     remat_policy_rule_t custom[32];
     char custom_source[REMAT_ERR_SOURCE_LEN]; /* where the first custom key came from */

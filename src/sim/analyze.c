@@ -53,7 +53,7 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     an->g = g;
     an->cfg = cfg;
     an->hw = hw;
-    an->reserve_fraction = cfg->reserve_fraction > 0 ? cfg->reserve_fraction
+    an->reserve_fraction = cfg->reserve_fraction_set ? cfg->reserve_fraction
                                                      : hw->reserve_fraction;
     remat_status_t st;
     if ((st = remat_mesh_build(cfg, &an->mesh, err)) || (st = remat_i_bind(an, err))) {
