@@ -64,7 +64,7 @@ static const key_t_ keys[] = {
     {"dropout_rate", K_F64, F(dropout_rate),
      "dropout probability (MaxText default 0): > 0 selects the graph's dropout variant"},
     {"enable_dropout", K_BOOL, F(enable_dropout), "dropout on when dropout_rate > 0 (default true)"},
-    {"hbm_budget", K_BYTES, F(hbm_budget), "HBM budget per chip in bytes (e.g. 96GiB); default: the chip's"},
+    {"hbm_budget", K_BYTES, F(hbm_budget), "HBM budget per device in bytes (e.g. 90GiB); default: XLA's limit per device"},
     {"hbm_reserve", K_BYTES, F(hbm_reserve), "bytes held back for runtime and compiler temporaries"},
     {"safety_margin", K_F64, F(safety_margin), "fraction of the budget kept free by 'check' (0.05)"},
     {"host_link_bw", K_F64, F(host_link_bw), "host link bytes/s per direction; default: the chip's"},
@@ -365,8 +365,8 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
             }
             if (v == 0 && strcmp(key, "hbm_budget") == 0) {
                 return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "'hbm_budget' must be positive (leave it unset for the "
-                                       "chip's HBM)");
+                                       "'hbm_budget' must be positive (leave it unset for XLA's "
+                                       "limit per device)");
             }
             *(uint64_t *)(void *)field = v;
             return REMAT_OK;
