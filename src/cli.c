@@ -460,7 +460,7 @@ static int cmd_validate(int argc, char **argv) {
                    p->nrules, p->nranges);
         }
         remat_policy_free(p);
-    } else if (strcmp(f, "remat-hardware/1") == 0) {
+    } else if (strcmp(f, "remat-hardware/2") == 0 || strcmp(f, "remat-hardware/1") == 0) {
         remat_hw_t hw;
         st = remat_hw_load_string(text, path, &hw, &err);
         if (st == REMAT_OK) {
@@ -469,7 +469,7 @@ static int cmd_validate(int argc, char **argv) {
     } else if (format) {
         st = remat_error_set(&err, REMAT_E_SCHEMA, path, "$.format",
                              "unknown format '%s' (remat-graph/1, remat-policy/1, "
-                             "remat-hardware/1; a config has no format key)",
+                             "remat-hardware/2, remat-hardware/1; a config has no format key)",
                              f);
     } else {
         /* A config: build it, then resolve and analyze what it names. */

@@ -200,8 +200,9 @@ static remat_status_t find_fill(const int64_t *v, const char *kind, int *fill,
         if (*fill >= 0) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                    "%s_%s_parallelism and %s_%s_parallelism are both -1: at most "
-                                   "one axis fills",
-                                   kind, axis_keys[*fill], kind, axis_keys[a]);
+                                   "one axis fills the %s",
+                                   kind, axis_keys[*fill], kind, axis_keys[a],
+                                   strcmp(kind, "ici") == 0 ? "devices" : "slices");
         }
         *fill = a;
     }

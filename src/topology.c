@@ -81,6 +81,10 @@ remat_status_t remat_topology_parse(const char *name, const char *source, const 
             fam = &families[i];
         }
     }
+    if (!dash) {
+        return bad_name(name, source, path, "needs a count or a chip grid: NAME-N or NAME-AxBxC",
+                        err);
+    }
     if (!fam) {
         return bad_name(name, source, path, "names no known chip family", err);
     }
