@@ -30,6 +30,7 @@ const char *remat_axis_key(remat_axis_t a) {
 }
 
 #define A(x) (1u << REMAT_AXIS_##x)
+#define R(name, axes_) {.logical = name, .axes = axes_}
 #define REMAT_NONE_RULE ((size_t)-1)
 #define REMAT_MAX_RANK_MESH 16
 #define CTX (A(CONTEXT) | A(CONTEXT_USP))
@@ -42,60 +43,60 @@ const char *remat_axis_key(remat_axis_t a) {
    fsdp_transpose on a weight whose `mlp` dim took fsdp_transpose. */
 static const remat_axis_rule_t default_rules[] = {
     /* vocabulary */
-    {"activation_embed_and_logits_batch",
-     A(DATA) | A(STAGE) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
-    {"activation_embed_and_logits_batch_sequence",
-     A(DATA) | A(STAGE) | A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
-    {"activation_vocab", A(TENSOR) | A(TENSOR_SEQUENCE)},
-    {"activation_vocab", A(TENSOR)},
-    {"activation_vocab", A(TENSOR_SEQUENCE)},
-    {"vocab", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
-    {"embed_vocab", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
+    R("activation_embed_and_logits_batch",
+      A(DATA) | A(STAGE) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
+    R("activation_embed_and_logits_batch_sequence",
+      A(DATA) | A(STAGE) | A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
+    R("activation_vocab", A(TENSOR) | A(TENSOR_SEQUENCE)),
+    R("activation_vocab", A(TENSOR)),
+    R("activation_vocab", A(TENSOR_SEQUENCE)),
+    R("vocab", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
+    R("embed_vocab", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
     /* attention */
-    {"activation_batch_attn", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
-    {"activation_input_length_attn", A(TENSOR_SEQUENCE) | A(CONTEXT)},
-    {"activation_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
-    {"activation_kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE)},
-    {"activation_length_attn", CTX},
-    {"activation_q_length", CTX},
-    {"activation_kv_length", 0},
-    {"activation_embed_attn", A(TENSOR)},
-    {"activation_kv", A(TENSOR) | A(TENSOR_SEQUENCE)},
-    {"activation_kv_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
-    {"activation_kv_head_dim", A(TENSOR) | A(TENSOR_SEQUENCE)},
-    {"heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
-    {"q_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
-    {"kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
-    {"qkv", 0},
-    {"kv", 0},
-    {"kv_head_dim", 0},
-    {"q_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
-    {"q_lora", A(FSDP) | CTX | A(EXPERT)},
-    {"kv_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
-    {"kv_lora", A(FSDP) | CTX | A(EXPERT)},
+    R("activation_batch_attn", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
+    R("activation_input_length_attn", A(TENSOR_SEQUENCE) | A(CONTEXT)),
+    R("activation_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
+    R("activation_kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE)),
+    R("activation_length_attn", CTX),
+    R("activation_q_length", CTX),
+    R("activation_kv_length", 0),
+    R("activation_embed_attn", A(TENSOR)),
+    R("activation_kv", A(TENSOR) | A(TENSOR_SEQUENCE)),
+    R("activation_kv_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
+    R("activation_kv_head_dim", A(TENSOR) | A(TENSOR_SEQUENCE)),
+    R("heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
+    R("q_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
+    R("kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
+    R("qkv", 0),
+    R("kv", 0),
+    R("kv_head_dim", 0),
+    R("q_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
+    R("q_lora", A(FSDP) | CTX | A(EXPERT)),
+    R("kv_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
+    R("kv_lora", A(FSDP) | CTX | A(EXPERT)),
     /* mixture of experts */
-    {"activation_batch_moe", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
-    {"activation_length_moe", CTX},
-    {"activation_norm_length_moe", A(TENSOR_SEQUENCE) | CTX},
-    {"activation_embed_moe", A(TENSOR)},
-    {"activation_mlp_moe", A(TENSOR) | A(TENSOR_SEQUENCE)},
-    {"activation_exp", A(EXPERT)},
-    {"exp", A(EXPERT)},
-    {"mlp_moe", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
-    {"embed_moe", A(FSDP) | A(FSDP_TRANSPOSE) | CTX},
-    {"embed_moe", A(FSDP) | CTX},
+    R("activation_batch_moe", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
+    R("activation_length_moe", CTX),
+    R("activation_norm_length_moe", A(TENSOR_SEQUENCE) | CTX),
+    R("activation_embed_moe", A(TENSOR)),
+    R("activation_mlp_moe", A(TENSOR) | A(TENSOR_SEQUENCE)),
+    R("activation_exp", A(EXPERT)),
+    R("exp", A(EXPERT)),
+    R("mlp_moe", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
+    R("embed_moe", A(FSDP) | A(FSDP_TRANSPOSE) | CTX),
+    R("embed_moe", A(FSDP) | CTX),
     /* dense layers and model structure */
-    {"activation_mlp", A(TENSOR) | A(TENSOR_SEQUENCE)},
-    {"activation_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)},
-    {"activation_length", CTX},
-    {"activation_norm_length", A(TENSOR_SEQUENCE) | CTX},
-    {"activation_embed", A(TENSOR)},
-    {"activation_stage", A(STAGE)},
-    {"mlp", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)},
-    {"embed", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)},
-    {"embed", A(FSDP) | CTX | A(EXPERT)},
-    {"norm", A(TENSOR)},
-    {"layers", A(STAGE)},
+    R("activation_mlp", A(TENSOR) | A(TENSOR_SEQUENCE)),
+    R("activation_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
+    R("activation_length", CTX),
+    R("activation_norm_length", A(TENSOR_SEQUENCE) | CTX),
+    R("activation_embed", A(TENSOR)),
+    R("activation_stage", A(STAGE)),
+    R("mlp", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
+    R("embed", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
+    R("embed", A(FSDP) | CTX | A(EXPERT)),
+    R("norm", A(TENSOR)),
+    R("layers", A(STAGE)),
 };
 
 static int parse_axis(const char *s, size_t n) {
@@ -135,6 +136,7 @@ static remat_status_t set_rule(remat_mesh_t *m, const char *logical, size_t n, u
     }
     memcpy(m->rules[m->nrules].logical, logical, n);
     m->rules[m->nrules].logical[n] = '\0';
+    m->rules[m->nrules].hash = remat_mesh_name_hash(m->rules[m->nrules].logical);
     m->rules[m->nrules++].axes = axes;
     return REMAT_OK;
 }
@@ -280,7 +282,8 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
         return mesh_mismatch(m, product, overflow, err);
     }
     for (size_t i = 0; i < sizeof default_rules / sizeof default_rules[0]; i++) {
-        m->rules[m->nrules++] = default_rules[i];
+        m->rules[m->nrules] = default_rules[i];
+        m->rules[m->nrules++].hash = remat_mesh_name_hash(default_rules[i].logical);
     }
     return cfg->logical_axis_rules[0] ? parse_rules(m, cfg->logical_axis_rules, err) : REMAT_OK;
 }
@@ -297,33 +300,46 @@ unsigned remat_mesh_axes(const remat_mesh_t *m, const char *logical) {
     if (!logical) {
         return 0;
     }
+    const uint32_t h = remat_mesh_name_hash(logical);
     for (size_t i = 0; i < m->nrules; i++) {
-        if (strcmp(m->rules[i].logical, logical) == 0) {
+        if (m->rules[i].hash == h && strcmp(m->rules[i].logical, logical) == 0) {
             return m->rules[i].axes;
         }
     }
     return 0;
 }
 
+uint32_t remat_mesh_name_hash(const char *name) {
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        h = (h ^ *p) * 16777619u;
+    }
+    return h;
+}
+
 void remat_mesh_tensor_axes(const remat_mesh_t *m, const char *const *logical, size_t rank,
                             unsigned *out) {
     bool assigned[REMAT_MAX_RANK_MESH] = {false};
+    uint32_t hash[REMAT_MAX_RANK_MESH];
     unsigned used = 0;
+    rank = rank < REMAT_MAX_RANK_MESH ? rank : REMAT_MAX_RANK_MESH;
     for (size_t d = 0; d < rank; d++) {
         out[d] = 0;
+        hash[d] = logical[d] ? remat_mesh_name_hash(logical[d]) : 0;
     }
     for (size_t i = 0; i < m->nrules; i++) {
         const remat_axis_rule_t *r = &m->rules[i];
-        for (size_t d = 0; d < rank && d < REMAT_MAX_RANK_MESH; d++) {
-            if (logical[d] && strcmp(logical[d], r->logical) == 0) {
-                /* flax takes the first dim with the name, assigned or not */
-                if (!assigned[d] && (r->axes & used) == 0) {
-                    assigned[d] = true;
-                    out[d] = r->axes;
-                    used |= r->axes;
-                }
-                break;
+        for (size_t d = 0; d < rank; d++) {
+            if (!logical[d] || hash[d] != r->hash || strcmp(logical[d], r->logical) != 0) {
+                continue;
             }
+            /* flax takes the first dim with the name, assigned or not */
+            if (!assigned[d] && (r->axes & used) == 0) {
+                assigned[d] = true;
+                out[d] = r->axes;
+                used |= r->axes;
+            }
+            break;
         }
     }
 }

@@ -15,7 +15,9 @@
  * output). With --check the exit code is 1 when a target is missed:
  * verdict right on at least 90% of the runs, no "fits" for a run that ran
  * out of memory, the peak within 10% of XLA's bytes, the step time within
- * 20% of the published one. Exit 2 on a bad file.
+ * 20% of the published one; the --*-floor/--*-ceiling options relax a
+ * target to the floor the suite holds today (the ctest's). Exit 2 on a bad
+ * file or argument.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -159,10 +161,21 @@ static void print_header(bool md) {
     }
 }
 
-static bool summarize(const tally_t *t, bool md) {
+/* What --check holds the suite to: the issue's targets by default, or a
+   floor the suite is known to hold (the ctest's, with the gap to the
+   targets stated in validation/README.md). */
+typedef struct floors {
+    double verdict;       /* fraction of runs with the verdict right */
+    size_t fits_for_oom;  /* at most this many "fits" for runs that ran out of memory */
+    size_t peak_misses;   /* at most this many peaks outside the tolerance */
+    size_t step_misses;   /* at most this many recipe step times outside it */
+} floors_t;
+
+static bool summarize(const tally_t *t, const floors_t *f, bool md) {
     double acc = t->runs ? (double)t->right / (double)t->runs : 0;
-    bool ok = acc >= VERDICT_TARGET && t->fits_for_oom == 0 && t->peak_ok == t->peak_cases &&
-              t->step_ok == t->step_cases;
+    bool ok = acc >= f->verdict && t->fits_for_oom <= f->fits_for_oom &&
+              t->peak_cases - t->peak_ok <= f->peak_misses &&
+              t->step_cases - t->step_ok <= f->step_misses;
     const char *p = md ? "- " : "";
     printf("\n%sverdict right on %zu of %zu runs (%.1f%%; target %.0f%%), %zu not expressible\n",
            p, t->right, t->runs, 100 * acc, 100 * VERDICT_TARGET, t->skipped);
@@ -176,18 +189,59 @@ static bool summarize(const tally_t *t, bool md) {
     return ok;
 }
 
+/* The runs remat cannot analyze yet, with what they need. */
+static void print_unexpressible(json_t *runs, bool md) {
+    printf("\n%snot expressible (not counted):\n", md ? "" : "");
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *run = json_array_get(runs, i);
+        if (!json_is_false(json_object_get(run, "expressible"))) {
+            continue;
+        }
+        json_t *why = json_object_get(run, "not_expressible");
+        printf("%s%s (%s):", md ? "- " : "  ", str(run, "id"), str(run, "expected"));
+        for (size_t k = 0; k < json_array_size(why); k++) {
+            const char *w = json_string_value(json_array_get(why, k));
+            printf("%s %s", k ? ";" : "", w ? w : "?");
+        }
+        printf("\n");
+    }
+}
+
+/* "--name=VALUE" into *out (a count or a fraction); false if not this option. */
+static bool option(const char *arg, const char *name, double *out) {
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0 || arg[n] != '=') {
+        return false;
+    }
+    char *end;
+    *out = strtod(arg + n + 1, &end);
+    return *end == '\0' && *out >= 0;
+}
+
 int main(int argc, char **argv) {
     bool md = false, check = false;
     const char *path = NULL;
+    floors_t f = {VERDICT_TARGET, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
+        double v = 0;
         if (strcmp(argv[i], "--markdown") == 0) {
             md = true;
         } else if (strcmp(argv[i], "--check") == 0) {
             check = true;
+        } else if (option(argv[i], "--verdict-floor", &v) && v <= 1) {
+            f.verdict = v;
+        } else if (option(argv[i], "--fits-for-oom-ceiling", &v)) {
+            f.fits_for_oom = (size_t)v;
+        } else if (option(argv[i], "--peak-misses-ceiling", &v)) {
+            f.peak_misses = (size_t)v;
+        } else if (option(argv[i], "--step-misses-ceiling", &v)) {
+            f.step_misses = (size_t)v;
         } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
         } else {
-            fprintf(stderr, "usage: remat_realruns [--markdown] [--check] [FILE]\n");
+            fprintf(stderr, "usage: remat_realruns [--markdown] [--check] [--verdict-floor=F] "
+                            "[--fits-for-oom-ceiling=N] [--peak-misses-ceiling=N] "
+                            "[--step-misses-ceiling=N] [FILE]\n");
             return 2;
         }
     }
@@ -217,7 +271,7 @@ int main(int argc, char **argv) {
         }
         if (json_is_false(json_object_get(run, "expressible"))) {
             t.skipped++;
-            continue;
+            continue; /* listed after the table */
         }
         row.recipe = json_is_true(json_object_get(run, "recipe")) &&
                      !json_is_false(json_object_get(run, "time_expressible"));
@@ -225,7 +279,8 @@ int main(int argc, char **argv) {
         count(&row, &t);
         print_row(&row, md);
     }
-    bool ok = summarize(&t, md);
+    bool ok = summarize(&t, &f, md);
+    print_unexpressible(runs, md);
     json_decref(root);
     return check && !ok ? 1 : 0;
 }

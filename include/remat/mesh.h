@@ -39,6 +39,7 @@ const char *remat_axis_key(remat_axis_t a);
 typedef struct remat_axis_rule {
     char logical[48];  /* "activation_batch", "embed", ... */
     unsigned axes;     /* bit set of remat_axis_t */
+    uint32_t hash;     /* of `logical` (remat_mesh_name_hash), to match without strcmp */
 } remat_axis_rule_t;
 
 typedef struct remat_mesh {
@@ -76,6 +77,9 @@ unsigned remat_mesh_axes(const remat_mesh_t *mesh, const char *logical);
  */
 void remat_mesh_tensor_axes(const remat_mesh_t *mesh, const char *const *logical, size_t rank,
                             unsigned *out);
+
+/** The hash rules carry for their logical name (FNV-1a, 32 bits). */
+uint32_t remat_mesh_name_hash(const char *name);
 
 /** Product of the shards of a bit set of axes. */
 uint64_t remat_mesh_product(const remat_mesh_t *mesh, unsigned axes);

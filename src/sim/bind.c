@@ -94,15 +94,45 @@ static const char *dim_logical(const remat_graph_t *g, const remat_tensor_t *t, 
    gathered for use) into @p out; the counts into *n and *gn. The mesh axes
    of its dims come from the logical axis rules as flax resolves them for
    the whole tensor (remat_mesh_tensor_axes). */
+/* Tensors with the same logical axes (the same strings: a graph's dims
+   and `axes` entries) shard alike; a block has a handful of such
+   signatures, so each is resolved once. */
+typedef struct axes_cache {
+    size_t n;
+    struct {
+        size_t rank;
+        const char *logical[REMAT_MAX_RANK];
+        unsigned axes[REMAT_MAX_RANK];
+    } e[32];
+} axes_cache_t;
+
+static void tensor_axes(axes_cache_t *c, const remat_mesh_t *mesh, const char *const *logical,
+                        size_t rank, unsigned *axes) {
+    for (size_t k = 0; k < c->n; k++) {
+        if (c->e[k].rank == rank &&
+            memcmp(c->e[k].logical, logical, rank * sizeof *logical) == 0) {
+            memcpy(axes, c->e[k].axes, rank * sizeof *axes);
+            return;
+        }
+    }
+    remat_mesh_tensor_axes(mesh, logical, rank, axes);
+    if (c->n < sizeof c->e / sizeof c->e[0]) {
+        c->e[c->n].rank = rank;
+        memcpy(c->e[c->n].logical, logical, rank * sizeof *logical);
+        memcpy(c->e[c->n++].axes, axes, rank * sizeof *axes);
+    }
+}
+
 static remat_status_t bind_dims_of(const remat_graph_t *g, const remat_tensor_t *t, size_t i,
                                    const remat_mesh_t *mesh, const uint64_t *dimsize,
-                                   bound_t *out, uint64_t *n, uint64_t *gn, remat_error_t *err) {
+                                   axes_cache_t *cache, bound_t *out, uint64_t *n, uint64_t *gn,
+                                   remat_error_t *err) {
     const char *logical[REMAT_MAX_RANK];
     unsigned axes[REMAT_MAX_RANK];
     for (size_t j = 0; j < t->rank; j++) {
         logical[j] = dim_logical(g, t, j);
     }
-    remat_mesh_tensor_axes(mesh, logical, t->rank, axes);
+    tensor_axes(cache, mesh, logical, t->rank, axes);
     *n = 1;
     *gn = 1;
     for (size_t j = 0; j < t->rank; j++) {
@@ -144,10 +174,11 @@ static remat_status_t bind_tensors(const remat_graph_t *g, const remat_block_t *
                                    const remat_config_t *cfg, const remat_mesh_t *mesh,
                                    const uint64_t *dimsize, bool head, bound_t *out,
                                    remat_error_t *err) {
+    axes_cache_t cache = {0};
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         uint64_t n, gn, by;
-        remat_status_t st = bind_dims_of(g, t, i, mesh, dimsize, out, &n, &gn, err);
+        remat_status_t st = bind_dims_of(g, t, i, mesh, dimsize, &cache, out, &n, &gn, err);
         if (st) {
             return st;
         }
