@@ -259,6 +259,160 @@ static remat_status_t set_custom(remat_config_t *c, const char *key, const char 
     return REMAT_OK;
 }
 
+/* One setting being applied, for the error messages of every type. */
+typedef struct setting {
+    const char *key, *value, *source, *path;
+} setting_t;
+
+static remat_status_t set_str(remat_config_t *c, const key_t_ *k, const setting_t *s,
+                              remat_error_t *err) {
+    char *field = (char *)c + k->offset;
+    const char *key = s->key, *value = s->value;
+    if (strlen(value) >= k->size ||
+        (!*value && strcmp(key, "quantization") && strcmp(key, "logical_axis_rules"))) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "'%s' must be a non-empty string under %zu bytes", key, k->size);
+    }
+    memcpy(field, value, strlen(value) + 1);
+    if (strcmp(key, "attention") == 0 && strcmp(value, "flash") != 0 &&
+        strcmp(value, "dot_product") != 0 && strcmp(value, "autoselected") != 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "attention must be flash, dot_product or autoselected, not '%s'",
+                               value);
+    }
+    if (strcmp(key, "attention") == 0 && strcmp(value, "autoselected") == 0) {
+        /* MaxText picks flash on TPU for S >= 128; so do we. */
+        strcpy(field, "flash");
+    }
+    if (strcmp(key, "opt_type") == 0 && strcmp(value, "adamw") != 0 &&
+        strcmp(value, "adam_pax") != 0 && strcmp(value, "sgd") != 0 &&
+        strcmp(value, "adafactor") != 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "opt_type must be adamw, adam_pax, sgd or adafactor, not '%s'",
+                               value);
+    }
+    if (strcmp(key, "quantization") == 0 && *value && strcmp(value, "fp8") != 0 &&
+        strcmp(value, "nanoo_fp8") != 0 && strcmp(value, "none") != 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "quantization must be fp8, nanoo_fp8 or none, not '%s' (int8 "
+                               "recipes are not modelled)",
+                               value);
+    }
+    return REMAT_OK;
+}
+
+/* The integer types: counts, mesh axes (-1 fills) and byte sizes. */
+static remat_status_t set_integer(remat_config_t *c, const key_t_ *k, const setting_t *s,
+                                  remat_error_t *err) {
+    void *field = (char *)c + k->offset;
+    uint64_t v;
+    if (k->type == K_U64) {
+        if (!parse_u64(s->value, &v) || v == 0) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "'%s' must be a positive integer, not '%s'", s->key, s->value);
+        }
+        *(uint64_t *)field = v;
+        return REMAT_OK;
+    }
+    if (k->type == K_I64) {
+        bool neg = s->value[0] == '-';
+        if (!parse_u64(neg ? s->value + 1 : s->value, &v) || v == 0 || (neg && v != 1) ||
+            v > 1000000000) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "'%s' must be a positive integer or -1, not '%s'", s->key,
+                                   s->value);
+        }
+        *(int64_t *)field = neg ? -1 : (int64_t)v;
+        return REMAT_OK;
+    }
+    if (!parse_bytes(s->value, &v)) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "'%s' must be a byte count such as 96GiB or 100000000000, not '%s'",
+                               s->key, s->value);
+    }
+    if (v == 0 && strcmp(s->key, "hbm_budget") == 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "'hbm_budget' must be positive (leave it unset for XLA's limit "
+                               "per device)");
+    }
+    *(uint64_t *)field = v;
+    return REMAT_OK;
+}
+
+/* Numbers: decimal only (strtod would also take hex, inf and nan); margins,
+   the reserve and the dropout rate are fractions in [0, 1), efficiencies in
+   (0, 1], the rest positive. */
+static remat_status_t set_f64(remat_config_t *c, const key_t_ *k, const setting_t *s,
+                              remat_error_t *err) {
+    char *end;
+    double v = strtod(s->value, &end);
+    bool ok = end != s->value && !*end && isfinite(v) &&
+              strspn(s->value, "0123456789.eE+-") == strlen(s->value);
+    const bool margin = strcmp(s->key, "safety_margin") == 0 ||
+                        strcmp(s->key, "reserve_fraction") == 0 ||
+                        strcmp(s->key, "dropout_rate") == 0;
+    const bool fraction = strstr(s->key, "_efficiency") != NULL;
+    ok = ok && (margin ? v >= 0 && v < 1 : v > 0 && (!fraction || v <= 1));
+    if (!ok) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               margin     ? "'%s' must be a fraction in [0, 1), not '%s'"
+                               : fraction ? "'%s' must be a fraction in (0, 1], not '%s'"
+                                          : "'%s' must be a positive number, not '%s'",
+                               s->key, s->value);
+    }
+    *(double *)(void *)((char *)c + k->offset) = v;
+    c->reserve_fraction_set |= strcmp(s->key, "reserve_fraction") == 0;
+    return REMAT_OK;
+}
+
+static remat_status_t set_dtype_or_bool(remat_config_t *c, const key_t_ *k, const setting_t *s,
+                                        remat_error_t *err) {
+    void *field = (char *)c + k->offset;
+    const char *value = s->value;
+    if (k->type == K_DTYPE) {
+        remat_dtype_t d;
+        if (!remat_dtype_parse(value, &d) || d == REMAT_DTYPE_ACT || d == REMAT_DTYPE_WEIGHT ||
+            d >= REMAT_DTYPE_I32) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "'%s' must be a float dtype (float32, bfloat16, float16, "
+                                   "fp8_e4m3, fp8_e5m2), not '%s'",
+                                   s->key, value);
+        }
+        *(remat_dtype_t *)field = d;
+        c->mu_dtype_set |= strcmp(s->key, "mu_dtype") == 0;
+        return REMAT_OK;
+    }
+    if (strcmp(value, "true") == 0 || strcmp(value, "True") == 0 || strcmp(value, "1") == 0) {
+        *(bool *)field = true;
+    } else if (strcmp(value, "false") == 0 || strcmp(value, "False") == 0 ||
+               strcmp(value, "0") == 0) {
+        *(bool *)field = false;
+    } else {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "'%s' must be true or false, not '%s'", s->key, value);
+    }
+    return REMAT_OK;
+}
+
+/* The typed key named @p key, or an error suggesting the nearest one. */
+static const key_t_ *find_key(const char *key, const char *source, const char *path,
+                              remat_error_t *err) {
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (strcmp(key, keys[i].name) == 0) {
+            return &keys[i];
+        }
+    }
+    const char *near = nearest_key(key);
+    if (near) {
+        remat_error_set(err, REMAT_E_CONFIG, source, path,
+                        "unknown config key '%s' (did you mean '%s'?)", key, near);
+    } else {
+        remat_error_set(err, REMAT_E_CONFIG, source, path,
+                        "unknown config key '%s' ('remat list keys' shows them all)", key);
+    }
+    return NULL;
+}
+
 remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *value,
                                 const char *source, const char *path, remat_error_t *err) {
     if (strcmp(key, "model") == 0) {
@@ -269,162 +423,33 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
             return set_custom(c, key, value, source, path, err);
         }
     }
-    const key_t_ *k = NULL;
-    for (size_t i = 0; i < NKEYS; i++) {
-        if (strcmp(key, keys[i].name) == 0) {
-            k = &keys[i];
-        }
-    }
+    const key_t_ *k = find_key(key, source, path, err);
     if (!k) {
-        const char *near = nearest_key(key);
-        if (near) {
-            return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                   "unknown config key '%s' (did you mean '%s'?)", key, near);
-        }
-        return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                               "unknown config key '%s' ('remat list keys' shows them all)", key);
+        return REMAT_E_CONFIG;
     }
-    char *field = (char *)c + k->offset;
+    const setting_t s = {key, value, source, path};
     if (strcmp(key, "topology") == 0) {
         remat_topology_t t;
         remat_status_t st = remat_topology_parse(value, source, path, &t, err);
-        if (st) {
-            return st;
+        if (st == REMAT_OK) {
+            snprintf(c->topology, sizeof c->topology, "%s", value);
+            snprintf(c->hardware, sizeof c->hardware, "%s", t.hardware);
         }
-        snprintf(c->topology, sizeof c->topology, "%s", value);
-        snprintf(c->hardware, sizeof c->hardware, "%s", t.hardware);
-        return REMAT_OK;
+        return st;
     }
-    if (strcmp(key, "num_devices") == 0) {
-        c->num_devices_set = true;
-    }
+    c->num_devices_set |= strcmp(key, "num_devices") == 0;
     switch (k->type) {
         case K_STR:
-            if (strlen(value) >= k->size ||
-                (!*value && strcmp(key, "quantization") && strcmp(key, "logical_axis_rules"))) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "'%s' must be a non-empty string under %zu bytes", key,
-                                       k->size);
-            }
-            memcpy(field, value, strlen(value) + 1);
-            if (strcmp(key, "attention") == 0 && strcmp(value, "flash") != 0 &&
-                strcmp(value, "dot_product") != 0 && strcmp(value, "autoselected") != 0) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "attention must be flash, dot_product or autoselected, "
-                                       "not '%s'",
-                                       value);
-            }
-            if (strcmp(key, "attention") == 0 && strcmp(value, "autoselected") == 0) {
-                /* MaxText picks flash on TPU for S >= 128; so do we. */
-                strcpy(field, "flash");
-            }
-            if (strcmp(key, "opt_type") == 0 && strcmp(value, "adamw") != 0 &&
-                strcmp(value, "adam_pax") != 0 && strcmp(value, "sgd") != 0 &&
-                strcmp(value, "adafactor") != 0) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "opt_type must be adamw, adam_pax, sgd or adafactor, not "
-                                       "'%s'",
-                                       value);
-            }
-            if (strcmp(key, "quantization") == 0 && *value && strcmp(value, "fp8") != 0 &&
-                strcmp(value, "nanoo_fp8") != 0 && strcmp(value, "none") != 0) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "quantization must be fp8, nanoo_fp8 or none, not '%s' (int8 "
-                                       "recipes are not modelled)",
-                                       value);
-            }
-            return REMAT_OK;
-        case K_U64: {
-            uint64_t v;
-            if (!parse_u64(value, &v) || v == 0) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "'%s' must be a positive integer, not '%s'", key, value);
-            }
-            *(uint64_t *)(void *)field = v;
-            return REMAT_OK;
-        }
-        case K_I64: {
-            uint64_t v;
-            bool neg = value[0] == '-';
-            if (!parse_u64(neg ? value + 1 : value, &v) || v == 0 || (neg && v != 1) ||
-                v > 1000000000) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "'%s' must be a positive integer or -1, not '%s'", key,
-                                       value);
-            }
-            *(int64_t *)(void *)field = neg ? -1 : (int64_t)v;
-            return REMAT_OK;
-        }
-        case K_BYTES: {
-            uint64_t v;
-            if (!parse_bytes(value, &v)) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "'%s' must be a byte count such as 96GiB or 100000000000, "
-                                       "not '%s'",
-                                       key, value);
-            }
-            if (v == 0 && strcmp(key, "hbm_budget") == 0) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "'hbm_budget' must be positive (leave it unset for XLA's "
-                                       "limit per device)");
-            }
-            *(uint64_t *)(void *)field = v;
-            return REMAT_OK;
-        }
-        case K_F64: {
-            char *end;
-            double v = strtod(value, &end);
-            /* Decimal only: strtod would also take hex, inf and nan. */
-            bool ok = end != value && !*end && isfinite(v) &&
-                      strspn(value, "0123456789.eE+-") == strlen(value);
-            /* margins and the reserve may be 0 */
-            const bool margin = strcmp(key, "safety_margin") == 0 ||
-                                strcmp(key, "reserve_fraction") == 0 ||
-                                strcmp(key, "dropout_rate") == 0;
-            const bool fraction = strstr(key, "_efficiency") != NULL;
-            if (margin) {
-                ok = ok && v >= 0 && v < 1;
-            } else {
-                ok = ok && v > 0 && (!fraction || v <= 1);
-            }
-            if (!ok) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       margin     ? "'%s' must be a fraction in [0, 1), not '%s'"
-                                       : fraction ? "'%s' must be a fraction in (0, 1], not '%s'"
-                                                  : "'%s' must be a positive number, not '%s'",
-                                       key, value);
-            }
-            *(double *)(void *)field = v;
-            c->reserve_fraction_set |= strcmp(key, "reserve_fraction") == 0;
-            return REMAT_OK;
-        }
-        case K_DTYPE: {
-            remat_dtype_t d;
-            if (!remat_dtype_parse(value, &d) || d == REMAT_DTYPE_ACT ||
-                d == REMAT_DTYPE_WEIGHT || d >= REMAT_DTYPE_I32) {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "'%s' must be a float dtype (float32, bfloat16, float16, "
-                                       "fp8_e4m3, fp8_e5m2), not '%s'",
-                                       key, value);
-            }
-            *(remat_dtype_t *)(void *)field = d;
-            if (strcmp(key, "mu_dtype") == 0) {
-                c->mu_dtype_set = true;
-            }
-            return REMAT_OK;
-        }
+            return set_str(c, k, &s, err);
+        case K_U64:
+        case K_I64:
+        case K_BYTES:
+            return set_integer(c, k, &s, err);
+        case K_F64:
+            return set_f64(c, k, &s, err);
+        case K_DTYPE:
         case K_BOOL:
-            if (strcmp(value, "true") == 0 || strcmp(value, "True") == 0 ||
-                strcmp(value, "1") == 0) {
-                *(bool *)(void *)field = true;
-            } else if (strcmp(value, "false") == 0 || strcmp(value, "False") == 0 ||
-                       strcmp(value, "0") == 0) {
-                *(bool *)(void *)field = false;
-            } else {
-                return remat_error_set(err, REMAT_E_CONFIG, source, path,
-                                       "'%s' must be true or false, not '%s'", key, value);
-            }
-            return REMAT_OK;
+            return set_dtype_or_bool(c, k, &s, err);
         case K_PLACE:
             break;
     }
@@ -549,6 +574,40 @@ static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
     return REMAT_OK;
 }
 
+/* key=value arguments appended to @p entries (*n of them so far). */
+static remat_status_t args_to_entries(size_t nargs, char *const *args, entry_t **out, size_t *pn,
+                                      remat_error_t *err) {
+    entry_t *entries = *out;
+    size_t n = *pn;
+    remat_status_t st = REMAT_OK;
+    for (size_t i = 0; i < nargs; i++) {
+        const char *eq = strchr(args[i], '=');
+        entries = remat_i_xrealloc(entries, (n + 1) * sizeof *entries);
+        entry_t *e = &entries[n];
+        memset(e, 0, sizeof *e);
+        e->source = "<command line>";
+        snprintf(e->path, sizeof e->path, "%s", args[i]);
+        if (!eq || eq == args[i]) {
+            st = remat_error_set(err, REMAT_E_USAGE, e->source, e->path,
+                                 "expected key=value (MaxText style), e.g. per_device_batch_size=4");
+            break;
+        }
+        if ((size_t)(eq - args[i]) >= sizeof e->key || strlen(eq + 1) >= sizeof e->value) {
+            st = remat_error_set(err, REMAT_E_CONFIG, e->source, NULL,
+                                 "setting '%.40s...' is too long (keys under %zu bytes, values "
+                                 "under %zu)",
+                                 args[i], sizeof e->key, sizeof e->value);
+            break;
+        }
+        memcpy(e->key, args[i], (size_t)(eq - args[i]));
+        strcpy(e->value, eq + 1);
+        n++;
+    }
+    *out = entries;
+    *pn = n;
+    return st;
+}
+
 remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
                                   remat_config_t *c, remat_error_t *err) {
     remat_config_defaults(c);
@@ -572,30 +631,9 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
             return st;
         }
     }
-    for (size_t i = 0; i < nargs; i++) {
-        const char *eq = strchr(args[i], '=');
-        entries = remat_i_xrealloc(entries, (n + 1) * sizeof *entries);
-        entry_t *e = &entries[n];
-        memset(e, 0, sizeof *e);
-        e->source = "<command line>";
-        snprintf(e->path, sizeof e->path, "%s", args[i]);
-        if (!eq || eq == args[i]) {
-            st = remat_error_set(err, REMAT_E_USAGE, e->source, e->path,
-                                 "expected key=value (MaxText style), e.g. per_device_batch_size=4");
-            free(entries);
-            return st;
-        }
-        if ((size_t)(eq - args[i]) >= sizeof e->key || strlen(eq + 1) >= sizeof e->value) {
-            st = remat_error_set(err, REMAT_E_CONFIG, e->source, NULL,
-                                 "setting '%.40s...' is too long (keys under %zu bytes, values "
-                                 "under %zu)",
-                                 args[i], sizeof e->key, sizeof e->value);
-            free(entries);
-            return st;
-        }
-        memcpy(e->key, args[i], (size_t)(eq - args[i]));
-        strcpy(e->value, eq + 1);
-        n++;
+    if ((st = args_to_entries(nargs, args, &entries, &n, err))) {
+        free(entries);
+        return st;
     }
     /* The model preset goes under everything the user set. */
     const char *model = c->model_name;

@@ -203,6 +203,41 @@ static remat_status_t load_axes(loader_t *L, json_t *t, remat_tensor_t *out) {
     return REMAT_OK;
 }
 
+/* "checkpoint": one name or 1 to 4 of them, never on a param. */
+static remat_status_t load_tags(loader_t *L, json_t *t, remat_tensor_t *out) {
+    json_t *ck = json_object_get(t, "checkpoint");
+    if (ck) {
+        remat_i_jpath_key(&L->path, "checkpoint");
+        if (json_is_string(ck)) {
+            out->ntags = 1;
+            out->tags[0] = remat_i_xstrdup(json_string_value(ck));
+        } else if (json_is_array(ck) && json_array_size(ck) >= 1 &&
+                   json_array_size(ck) <= REMAT_MAX_TAGS) {
+            for (size_t i = 0; i < json_array_size(ck); i++) {
+                json_t *s = json_array_get(ck, i);
+                if (!json_is_string(s)) {
+                    return fail(L, REMAT_E_SCHEMA, "checkpoint names must be strings");
+                }
+                out->tags[out->ntags++] = remat_i_xstrdup(json_string_value(s));
+            }
+        } else {
+            return fail(L, REMAT_E_SCHEMA,
+                        "'checkpoint' must be a name or an array of 1 to 4 names");
+        }
+        for (size_t i = 0; i < out->ntags; i++) {
+            if (!valid_name(out->tags[i])) {
+                return fail(L, REMAT_E_SCHEMA, "invalid checkpoint name '%s'", out->tags[i]);
+            }
+        }
+        if (out->param) {
+            return fail(L, REMAT_E_SCHEMA,
+                        "a param cannot carry a checkpoint name (params are always kept)");
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    return REMAT_OK;
+}
+
 static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
     static const char *const allowed[] = {"shape", "dtype", "param", "checkpoint", "axes", NULL};
     remat_status_t st;
@@ -265,37 +300,7 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
     if ((st = load_axes(L, t, out))) {
         return st;
     }
-    json_t *ck = json_object_get(t, "checkpoint");
-    if (ck) {
-        remat_i_jpath_key(&L->path, "checkpoint");
-        if (json_is_string(ck)) {
-            out->ntags = 1;
-            out->tags[0] = remat_i_xstrdup(json_string_value(ck));
-        } else if (json_is_array(ck) && json_array_size(ck) >= 1 &&
-                   json_array_size(ck) <= REMAT_MAX_TAGS) {
-            for (size_t i = 0; i < json_array_size(ck); i++) {
-                json_t *s = json_array_get(ck, i);
-                if (!json_is_string(s)) {
-                    return fail(L, REMAT_E_SCHEMA, "checkpoint names must be strings");
-                }
-                out->tags[out->ntags++] = remat_i_xstrdup(json_string_value(s));
-            }
-        } else {
-            return fail(L, REMAT_E_SCHEMA,
-                        "'checkpoint' must be a name or an array of 1 to 4 names");
-        }
-        for (size_t i = 0; i < out->ntags; i++) {
-            if (!valid_name(out->tags[i])) {
-                return fail(L, REMAT_E_SCHEMA, "invalid checkpoint name '%s'", out->tags[i]);
-            }
-        }
-        if (out->param) {
-            return fail(L, REMAT_E_SCHEMA,
-                        "a param cannot carry a checkpoint name (params are always kept)");
-        }
-        remat_i_jpath_pop(&L->path);
-    }
-    return REMAT_OK;
+    return load_tags(L, t, out);
 }
 
 static remat_status_t load_name_list(loader_t *L, remat_block_t *b, json_t *arr, const char *key,
@@ -329,6 +334,40 @@ static remat_status_t load_name_list(loader_t *L, remat_block_t *b, json_t *arr,
         remat_i_jpath_pop(&L->path);
     }
     remat_i_jpath_pop(&L->path);
+    return REMAT_OK;
+}
+
+/* The attributes some op kinds take: `causal`, `layout` and `value`. */
+static remat_status_t load_op_attrs(loader_t *L, json_t *o, remat_op_t *op) {
+    json_t *causal = json_object_get(o, "causal");
+    if (causal) {
+        if (!json_is_boolean(causal) ||
+            (op->kind != REMAT_OP_SOFTMAX && op->kind != REMAT_OP_FLASH_ATTENTION)) {
+            remat_i_jpath_key(&L->path, "causal");
+            return fail(L, REMAT_E_SCHEMA,
+                        "'causal' must be a boolean on a softmax or flash_attention op");
+        }
+        op->causal = json_is_true(causal);
+    }
+    json_t *layout = json_object_get(o, "layout");
+    if (layout) {
+        const char *lv = json_is_string(layout) ? json_string_value(layout) : "";
+        if (op->kind != REMAT_OP_FLASH_ATTENTION || (strcmp(lv, "bshd") && strcmp(lv, "bhsd"))) {
+            remat_i_jpath_key(&L->path, "layout");
+            return fail(L, REMAT_E_SCHEMA,
+                        "'layout' must be \"bshd\" or \"bhsd\" on a flash_attention op");
+        }
+        op->bhsd = strcmp(lv, "bhsd") == 0;
+    }
+    json_t *value = json_object_get(o, "value");
+    if (value) {
+        if (!json_is_number(value) ||
+            (op->kind != REMAT_OP_SCALE && op->kind != REMAT_OP_DROPOUT)) {
+            remat_i_jpath_key(&L->path, "value");
+            return fail(L, REMAT_E_SCHEMA, "'value' must be a number on a scale or dropout op");
+        }
+        op->value = json_number_value(value);
+    }
     return REMAT_OK;
 }
 
@@ -378,34 +417,8 @@ static remat_status_t load_op(loader_t *L, remat_block_t *b, json_t *o, remat_op
     } else if (op->kind == REMAT_OP_EINSUM) {
         return fail(L, REMAT_E_SCHEMA, "einsum op '%s' needs a 'spec'", name);
     }
-    json_t *causal = json_object_get(o, "causal");
-    if (causal) {
-        if (!json_is_boolean(causal) ||
-            (op->kind != REMAT_OP_SOFTMAX && op->kind != REMAT_OP_FLASH_ATTENTION)) {
-            remat_i_jpath_key(&L->path, "causal");
-            return fail(L, REMAT_E_SCHEMA,
-                        "'causal' must be a boolean on a softmax or flash_attention op");
-        }
-        op->causal = json_is_true(causal);
-    }
-    json_t *layout = json_object_get(o, "layout");
-    if (layout) {
-        const char *lv = json_is_string(layout) ? json_string_value(layout) : "";
-        if (op->kind != REMAT_OP_FLASH_ATTENTION || (strcmp(lv, "bshd") && strcmp(lv, "bhsd"))) {
-            remat_i_jpath_key(&L->path, "layout");
-            return fail(L, REMAT_E_SCHEMA,
-                        "'layout' must be \"bshd\" or \"bhsd\" on a flash_attention op");
-        }
-        op->bhsd = strcmp(lv, "bhsd") == 0;
-    }
-    json_t *value = json_object_get(o, "value");
-    if (value) {
-        if (!json_is_number(value) ||
-            (op->kind != REMAT_OP_SCALE && op->kind != REMAT_OP_DROPOUT)) {
-            remat_i_jpath_key(&L->path, "value");
-            return fail(L, REMAT_E_SCHEMA, "'value' must be a number on a scale or dropout op");
-        }
-        op->value = json_number_value(value);
+    if ((st = load_op_attrs(L, o, op))) {
+        return st;
     }
     json_t *saves = json_object_get(o, "saves");
     if (saves) {
