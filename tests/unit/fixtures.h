@@ -32,6 +32,11 @@ fx_run_t *fx_analyze(const char *graph_text, const char *const *args);
 
 /* fx_analyze that fails the test, printing the error line, unless it succeeds. */
 fx_run_t *fx_analyze_ok(const char *graph_text, const char *const *args);
+
+/* fx_analyze_ok with two NULL-terminated lists of "key=value" joined (@p extra
+   may be NULL). */
+fx_run_t *fx_analyze_with(const char *graph_text, const char *const *base,
+                          const char *const *extra);
 void fx_free(fx_run_t *f);
 
 /* Index of a layer tensor by name; fails the test if absent. */
@@ -39,5 +44,12 @@ size_t fx_tensor(const remat_graph_t *g, const char *name);
 
 /* The tiny two-matmul layer of test_sim.c, as JSON. */
 extern const char *const fx_mini_graph;
+
+/* A gated (SwiGLU-like) MLP layer whose SiLU output XLA fuses, as JSON. */
+extern const char *const fx_gated_graph;
+
+/* A one-matmul layer under a head (embedding; logits and loss), with
+   MaxText's logical axes on the head's params, as JSON. */
+extern const char *const fx_head_graph;
 
 #endif

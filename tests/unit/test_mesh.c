@@ -2,14 +2,20 @@
 /*
  * test_mesh.c: the per-device view of a sharded run: Megatron's Table 2 on
  * the gpt3 graph, a pipeline worked by hand, published parameter counts,
- * per-device shapes on an fsdp x tensor x context mesh, FP8 residuals,
- * optimizers, vocabulary tiling, and every mesh error.
+ * MaxText's logical axis rules as flax resolves them, per-device shapes on
+ * an fsdp x tensor x context mesh, FLOPs of ops on gathered params, FSDP
+ * gathers op by op, FP8 residuals, optimizers, the chunked loss
+ * (num_vocab_tiling), chips and devices of the hardware profiles, slice
+ * names, and every mesh error.
  */
 #include "fixtures.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "remat/mesh.h"
+#include "remat/topology.h"
 
 static fx_run_t *run(const char *const *args) {
     return fx_analyze_ok(NULL, args);
@@ -21,9 +27,13 @@ static fx_run_t *run(const char *const *args) {
    Tensor parallelism: 8 devices on ici_tensor_parallelism, one sequence per
    tensor group (per_device_batch_size 1/8), activation_embed replicated as in
    Megatron (MaxText's default rules shard it over tensor). Sequence
-   parallelism: activation_norm_length over tensor too. */
+   parallelism: activation_norm_length over tensor too. Megatron's layer is
+   gpt3.dot_product.dropout (test_sim.c). */
 static uint64_t megatron_row(const char *policy, bool sp) {
     const char *args[] = {"model_name=gpt3-175b",
+                          "attention=dot_product",
+                          "dropout_rate=0.1",
+                          "enable_dropout=true",
                           "num_devices=8",
                           "ici_tensor_parallelism=8",
                           "per_device_batch_size=0.125",
@@ -64,20 +74,23 @@ static void test_megatron_table2(void **state) {
    micro-batches. per_device_batch_size=2 on 2 devices: 4 sequences a step,
    2 a micro-batch, all on each stage (no batch sharding).
    Stage 0 holds micro-batches 1 and 2 (1F1B: stages - 0), stage 1 one.
-   Static per stage: 2 layers x 64 params: params 512, grads 512, adamw 1024.
+   Static per stage: 2 layers x 64 params: params 512, adamw 1024 (the
+   gradients, 512, come at the stage's turn to backward). Reserve 0.
    full keeps x (16 B) a layer: in flight 1 x 2 x 16 = 32 on stage 0.
-   Stage 0: 2048 + 32 + x0 16; layer 0: 2096 + 64, then 2112; layer 1:
-   2176, then 2128; the output leaves for stage 1, its gradient comes back;
-   layer 1 backward peaks at 2128 + 112 = 2240 (test_sim.c's profile).
-   Stage 1: 2048 + x 16 = 2064; after forward x2, x3 and y3: 2096; the
-   output leaves and its gradient arrives; backward 2096 + 112 = 2208. */
+   Stage 0: 1536 + 32 + x0 16; layer 0: 1584 + 64, then 1600; layer 1:
+   1664, then 1616; the output leaves for stage 1, its gradient comes back
+   and the gradients arrive: 2128; layer 1 backward peaks at 2128 + 112 =
+   2240 (test_sim.c's profile).
+   Stage 1: 1536 + x 16 = 1552; after forward x2, x3 and y3: 1584; the
+   output leaves, its gradient and the gradients arrive: 2096; backward
+   2096 + 112 = 2208. */
 static void test_pipeline_by_hand(void **state) {
     (void)state;
     const char *args[] = {"model_name=default",        "per_device_batch_size=2",
                           "base_emb_dim=4",            "base_mlp_dim=8",
                           "base_num_decoder_layers=4", "num_devices=2",
                           "ici_pipeline_parallelism=2", "remat_policy=full",
-                          NULL};
+                          "reserve_fraction=0",        NULL};
     fx_run_t *f = fx_analyze_ok(fx_mini_graph, args);
     assert_int_equal(f->r.nstages, 2);
     assert_int_equal(f->r.microbatches, 2);
@@ -86,7 +99,7 @@ static void test_pipeline_by_hand(void **state) {
     assert_int_equal(s1->in_flight, 1);
     /* stage 0 holds L = 4 layers' worth: 2 micro-batches x 2 layers x 16 B */
     assert_int_equal(s0->inflight_bytes + 2 * f->r.layers[0].saved_device_bytes, 4 * 16);
-    assert_int_equal(s0->static_bytes, 2048);
+    assert_int_equal(s0->static_bytes, 1536);
     assert_int_equal(s0->peak_bytes, 2240);
     assert_int_equal(s1->peak_bytes, 2208);
     assert_int_equal(f->r.worst_stage, 0);
@@ -125,7 +138,8 @@ static void test_param_counts(void **state) {
             fail_msg("%s: %llu params, %.2f%% from %.4g", models[i].model,
                      (unsigned long long)f->r.param_count, 100 * err, models[i].published);
         }
-        /* adamw: mu and nu in fp32, 8 bytes a param; grads fp32. */
+        /* adamw (adam_pax for gpt3-175b): mu and nu in fp32, 8 bytes a
+           param; grads fp32. */
         assert_int_equal(f->r.optimizer_bytes, 8 * f->r.param_count);
         assert_int_equal(f->r.grad_bytes, 4 * f->r.param_count);
         fx_free(f);
@@ -140,11 +154,114 @@ static const remat_tensor_row_t *row(const fx_run_t *f, const char *name) {
     return &f->r.profiles[0].tensors[fx_tensor(f->graph, name)];
 }
 
+#define AX(x) (1u << REMAT_AXIS_##x)
+
+/* MaxText's logical axis rules (base.yml at e591f30) with flax's
+   resolution per tensor: rules in order; a rule applies to the first dim
+   with its logical name if that dim is unassigned and none of the rule's
+   mesh axes is used by another dim. Mesh: fsdp 2, fsdp_transpose 2,
+   tensor 2 (8 devices). */
+static void test_logical_axis_rules(void **state) {
+    (void)state;
+    const char *args[] = {"num_devices=8", "ici_fsdp_parallelism=2",
+                          "ici_fsdp_transpose_parallelism=2", "ici_tensor_parallelism=2", NULL};
+    remat_config_t cfg;
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_config_build(NULL, 4, (char *const *)args, &cfg, &err), REMAT_OK);
+    remat_mesh_t m;
+    assert_int_equal(remat_mesh_build(&cfg, &m, &err), REMAT_OK);
+    const unsigned embed1 = AX(FSDP) | AX(FSDP_TRANSPOSE) | AX(CONTEXT) | AX(CONTEXT_USP) |
+                            AX(EXPERT),
+                   embed2 = AX(FSDP) | AX(CONTEXT) | AX(CONTEXT_USP) | AX(EXPERT),
+                   mlp = AX(FSDP_TRANSPOSE) | AX(TENSOR) | AX(TENSOR_SEQUENCE) |
+                         AX(AUTOREGRESSIVE),
+                   tp = AX(TENSOR) | AX(TENSOR_SEQUENCE) | AX(AUTOREGRESSIVE);
+    unsigned out[3];
+    /* [embed, mlp]: the mlp rule comes first in base.yml and takes
+       fsdp_transpose (with tensor...); embed's first rule (fsdp +
+       fsdp_transpose + context + expert) clashes, so its second applies:
+       fsdp + context + expert. 2 and 4 shards. */
+    remat_mesh_tensor_axes(&m, (const char *[]){"embed", "mlp"}, 2, out);
+    assert_int_equal(out[0], embed2);
+    assert_int_equal(out[1], mlp);
+    assert_int_equal(remat_mesh_product(&m, out[0]), 2);
+    assert_int_equal(remat_mesh_product(&m, out[1]), 4);
+    /* the dims' order does not matter, the rules' does */
+    remat_mesh_tensor_axes(&m, (const char *[]){"mlp", "embed"}, 2, out);
+    assert_int_equal(out[0], mlp);
+    assert_int_equal(out[1], embed2);
+    /* [embed, heads, kv]: no clash, embed keeps fsdp x fsdp_transpose (4);
+       heads takes tensor...; "kv" maps to nothing */
+    remat_mesh_tensor_axes(&m, (const char *[]){"embed", "heads", "kv"}, 3, out);
+    assert_int_equal(out[0], embed1);
+    assert_int_equal(out[1], tp);
+    assert_int_equal(out[2], 0);
+    assert_int_equal(remat_mesh_product(&m, out[0]), 4);
+    /* a square [embed, embed] weight: each rule applies to the first dim
+       with the name only, so the second dim stays whole */
+    remat_mesh_tensor_axes(&m, (const char *[]){"embed", "embed"}, 2, out);
+    assert_int_equal(out[0], embed1);
+    assert_int_equal(out[1], 0);
+    /* the logits as the head names them: batch over data + stage + fsdp +
+       fsdp_transpose + expert, vocab over tensor + tensor_sequence (its
+       first rule), length over context + context_usp_ulysses */
+    remat_mesh_tensor_axes(&m,
+                           (const char *[]){"activation_embed_and_logits_batch",
+                                            "activation_length", "activation_vocab"},
+                           3, out);
+    assert_int_equal(out[0], AX(DATA) | AX(STAGE) | AX(FSDP) | AX(FSDP_TRANSPOSE) | AX(EXPERT));
+    assert_int_equal(out[1], AX(CONTEXT) | AX(CONTEXT_USP));
+    assert_int_equal(out[2], AX(TENSOR) | AX(TENSOR_SEQUENCE));
+    /* a rule given in the config replaces the name's default rules */
+    const char *over[] = {"num_devices=8", "ici_fsdp_parallelism=8",
+                          "logical_axis_rules=embed:tensor", NULL};
+    assert_int_equal(remat_config_build(NULL, 3, (char *const *)over, &cfg, &err), REMAT_OK);
+    assert_int_equal(remat_mesh_build(&cfg, &m, &err), REMAT_OK);
+    remat_mesh_tensor_axes(&m, (const char *[]){"embed", "kv"}, 2, out);
+    assert_int_equal(out[0], AX(TENSOR));
+    assert_int_equal(out[1], 0);
+    /* and keeps the first one's place in the order: mlp's rule comes
+       before it and takes tensor, so embed gets nothing */
+    remat_mesh_tensor_axes(&m, (const char *[]){"embed", "mlp"}, 2, out);
+    assert_int_equal(out[0], 0);
+    assert_int_equal(out[1], mlp);
+}
+
+/* The same rules on the built-in llama graph, tiny (batch 1, seq 4, embed 8,
+   heads 2, kv heads 2, head_dim 4, mlp 16) on fsdp 2 x fsdp_transpose 2 x
+   tensor 2:
+     wi_0 [embed, mlp]: mlp / (fsdp_transpose x tensor) = 4, embed / fsdp = 4
+     wq [embed, heads, head_dim]: embed / (fsdp x fsdp_transpose) = 2,
+       heads / tensor = 1
+     ln1_scale: its `axes` name it "norm" (over tensor), not its dim's
+       weight axis "embed": 8 / 2 = 4
+     x [batch, seq, embed]: global batch 8 / (fsdp x fsdp_transpose) = 2,
+       embed (activation_embed) / tensor = 4. */
+static void test_axis_rules_on_llama(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=default",      "per_device_batch_size=1",
+                          "max_target_length=4",     "base_emb_dim=8",
+                          "base_num_query_heads=2",  "base_num_kv_heads=2",
+                          "head_dim=4",              "base_mlp_dim=16",
+                          "vocab_size=16",           "base_num_decoder_layers=2",
+                          "num_devices=8",           "ici_fsdp_parallelism=2",
+                          "ici_fsdp_transpose_parallelism=2", "ici_tensor_parallelism=2",
+                          NULL};
+    fx_run_t *f = run(args);
+    const uint64_t wi0[] = {4, 4}, wq[] = {2, 1, 4}, scale[] = {4}, x[] = {2, 4, 4};
+    assert_memory_equal(row(f, "wi_0")->shape, wi0, sizeof wi0);
+    assert_memory_equal(row(f, "wq")->shape, wq, sizeof wq);
+    assert_memory_equal(row(f, "ln1_scale")->shape, scale, sizeof scale);
+    assert_memory_equal(row(f, "x")->shape, x, sizeof x);
+    fx_free(f);
+}
+
 /* llama3-8b, 16 devices: fsdp=4 x tensor=2 x context=2, per_device_batch 1.
    Global batch 16 over activation_batch (fsdp): 4; seq 2048 over context:
    1024; heads 32/2 = 16, kv heads 8/2 = 4, mlp 14336/2 = 7168, embed over
-   activation_embed (tensor): 2048. Weights: embed over fsdp 4096/4 = 1024,
-   heads over tensor. */
+   activation_embed (tensor): 2048. Weights: embed over fsdp x context
+   (MaxText's embed rule has context) 4096/8 = 512, heads over tensor. */
 static void test_shapes_fsdp_tensor_context(void **state) {
     (void)state;
     const char *args[] = {"model_name=llama3-8b",
@@ -157,62 +274,191 @@ static void test_shapes_fsdp_tensor_context(void **state) {
                           NULL};
     fx_run_t *f = run(args);
     const uint64_t q[] = {4, 1024, 16, 128}, k[] = {4, 1024, 4, 128}, x[] = {4, 1024, 2048},
-                   wq[] = {1024, 16, 128}, gate[] = {4, 1024, 7168}, lse[] = {4, 16, 1024};
+                   wq[] = {512, 16, 128}, gate[] = {4, 1024, 7168}, lse[] = {4, 16, 1024},
+                   q_t[] = {4, 16, 1024, 128};
     assert_memory_equal(row(f, "q")->shape, q, sizeof q);
+    assert_memory_equal(row(f, "q_t")->shape, q_t, sizeof q_t);
     assert_memory_equal(row(f, "k")->shape, k, sizeof k);
     assert_memory_equal(row(f, "x")->shape, x, sizeof x);
     assert_memory_equal(row(f, "wq")->shape, wq, sizeof wq);
     assert_memory_equal(row(f, "gate")->shape, gate, sizeof gate);
     assert_memory_equal(row(f, "attn_lse")->shape, lse, sizeof lse);
     assert_int_equal(row(f, "q")->bytes, 4ull * 1024 * 16 * 128 * 2);
-    assert_int_equal(row(f, "wq")->bytes, 1024ull * 16 * 128 * 4);
+    assert_int_equal(row(f, "wq")->bytes, 512ull * 16 * 128 * 4);
     /* minimal keeps x, q, k, v, out_proj, gate, up per device. */
     uint64_t kept = 4ull * 1024 * (2048 + 16 * 128 + 2 * 4 * 128 + 2048 + 2 * 7168) * 2;
     assert_int_equal(f->r.layers[0].saved_device_bytes, kept);
-    /* Flash FLOPs per device: 4 b h s t d with the whole key length t (K
-       and V are all-gathered over context): forward of the layer includes
-       4 * 4 * 16 * 1024 * 2048 * 128. The re-run kernel is all of minimal's
-       attention recompute. */
-    uint64_t flash = 4ull * 4 * 16 * 1024 * 2048 * 128;
+    /* Flash FLOPs per device: 2 x 2 b h s t d with the whole key length t
+       (K and V are all-gathered over context), halved for the causal
+       kernel: 2 * 4 * 16 * 1024 * 2048 * 128. The re-run kernel is in
+       minimal's attention recompute. */
+    uint64_t flash = 2ull * 4 * 16 * 1024 * 2048 * 128;
     assert_true(f->r.layers[0].recompute_flops > flash);
-    /* Static: 1/(fsdp x tensor) of the matrices. The device holds
-       param_count_device params; 16 devices hold the model once over
-       (norm scales replicate over tensor). */
-    assert_true(f->r.param_count_device * 8 > f->r.param_count);
-    assert_true(f->r.param_count_device * 8 < f->r.param_count + f->r.param_count / 100);
+    /* Static: every matrix is 1/16 per device (embed / (fsdp x context),
+       heads, kv heads, mlp, vocab / tensor; wi's embed falls back to fsdp x
+       context as its mlp dim took the fsdp_transpose rule); the norm scales
+       ("norm") only / tensor. 65 norms of 4096 (2 a layer, the final one):
+       266240 elements. (8030261248 - 266240) / 16 + 266240 / 2. */
+    assert_int_equal(f->r.param_count, 8030261248ull);
+    assert_int_equal(f->r.param_count_device, (8030261248ull - 266240) / 16 + 266240 / 2);
     fx_free(f);
 }
 
-/* The collective buffers have their own rows: with fsdp on, the gathered
-   weights of the layer (and the next, prefetched) and, in backward, the
-   full-size weight gradients; with context on, the K/V gather. */
-static void test_collective_rows(void **state) {
+/* Ops compute on params as gathered: the gathered axes (data, fsdp,
+   fsdp_transpose, context, expert) undone, tensor kept. gpt3-175b on 512
+   devices (fsdp 64 x tensor 8), per_device_batch_size 4, seq 2048:
+   per device b = 2048 / 64 = 32, s = 2048, activation embed 12288 / 8 =
+   1536, heads 96 / 8 = 12, d = 128, mlp 49152 / 8 = 6144, vocab (logits'
+   activation_vocab over tensor) 50304 / 8 = 6288; n = b s 1536.
+   Weight einsums contract the whole embed E = 12288 (the weight's embed dim
+   is gathered over fsdp; the activation's 1536 is smaller):
+     qkv 2 b s E 3 12 128; out_proj 2 b s 12 128 E; fc1, fc2 2 b s E 6144,
+     each 2x in backward (activation and weight gradients).
+   flash (causal, halved): c = 2 b 12 s s 128 forward, 2c backward.
+   Per layer forward: layernorms 8n x 2, qkv, bias add b s 3 12 128, flash
+   c, out_proj, bias add n, residual n, fc1, bias add b s 6144, gelu
+   8 b s 6144, fc2, bias add n, residual n; backward: layernorms 12n x 2,
+   2 qkv, bias b s 3 12 128, 2c, 2 out_proj, bias n, 2 fc1, bias b s 6144,
+   gelu 12 b s 6144, 2 fc2, bias n.
+   Head: embedding 0 / n, position add n / n, final layernorm 8n / 12n,
+   logits 2 b s E 6288 / 2x, loss 4 b s 6288 / 2 b s 6288.
+   96 layers + head = 8,700,289,974,534,144 FLOPs a device and step.
+   attention=dot_product instead materializes QK^T and PV (2c forward, 4c
+   backward, not halved: a softmax is not a kernel that skips blocks), a
+   scale (n_s / n_s) and a softmax (5 n_s / 4 n_s) on n_s = b 12 s s
+   scores: 96 x (3c + 11 n_s) more, 8,820,738,037,383,168: the 8.8207e15
+   of the docs' example (recipe log: 397.246 TFLOP/s x 22.197 s =
+   8.818e15). */
+static void test_gathered_param_flops(void **state) {
     (void)state;
-    const char *args[] = {"model_name=llama3-8b",     "num_devices=8",
-                          "ici_fsdp_parallelism=4",   "ici_context_parallelism=2",
-                          "per_device_batch_size=1",  "fsdp_prefetch=false",
-                          NULL};
+    const uint64_t b = 32, s = 2048, E = 12288, e = 1536, H = 12, d = 128, m = 6144, v = 6288;
+    const uint64_t n = b * s * e, qkv = 2 * b * s * E * 3 * H * d, proj = 2 * b * s * H * d * E,
+                   fc = 2 * b * s * E * m, c = 2 * b * H * s * s * d, ns = b * H * s * s;
+    const uint64_t fwd = 8 * n + qkv + b * s * 3 * H * d + c + proj + n + n + 8 * n + fc +
+                         b * s * m + 8 * b * s * m + fc + n + n;
+    const uint64_t bwd = 12 * n + 2 * qkv + b * s * 3 * H * d + 2 * c + 2 * proj + n + 12 * n +
+                         2 * fc + b * s * m + 12 * b * s * m + 2 * fc + n;
+    const uint64_t head = (n + 8 * n + 2 * b * s * E * v + 4 * b * s * v) +
+                          (n + n + 12 * n + 4 * b * s * E * v + 2 * b * s * v);
+    const uint64_t flash_model = 96 * (fwd + bwd) + head;
+    assert_int_equal(flash_model, 8700289974534144ull);
+    const char *args[] = {"model_name=gpt3-175b", "num_devices=512", "ici_fsdp_parallelism=64",
+                          "ici_tensor_parallelism=8", "per_device_batch_size=4", NULL, NULL};
     fx_run_t *f = run(args);
-    /* The peak is the logits' backward, with the [4096, 128256] fp32 logits
-       weight gathered over fsdp (no prefetch in the head). */
-    assert_int_equal(f->r.peak_at.where, REMAT_AT_HEAD_POST);
-    assert_string_equal(f->r.peak_at.op, "logits");
-    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 4096ull * 128256 * 4);
+    assert_int_equal(f->r.model_flops, flash_model);
     fx_free(f);
-    /* One layer's weights, fsdp removed (no tensor axis): 218,112,000
-       params in fp32 (the layer of llama3-8b). */
-    uint64_t layer_params = 4096ull * 4096 * 2 + 4096ull * 1024 * 2 + 3 * 4096ull * 14336 + 2 * 4096;
-    assert_int_equal(layer_params, 218112000ull);
-    /* At a layer moment in backward, the weight-gradient buffer is there. */
-    const char *bwd[] = {"model_name=llama3-8b",     "num_devices=8",
-                         "ici_fsdp_parallelism=8",   "per_device_batch_size=1",
-                         "num_vocab_tiling=16",      "remat_policy=minimal",
-                         NULL};
-    f = run(bwd);
-    assert_int_equal(f->r.peak_at.where, REMAT_AT_LAYER);
+    args[5] = "attention=dot_product";
+    f = run(args);
+    assert_int_equal(f->r.model_flops, flash_model + 96 * (3 * c + 11 * ns));
+    assert_int_equal(f->r.model_flops, 8820738037383168ull);
+    fx_free(f);
+}
+
+/* FSDP, op by op. The mini layer with MaxText's axes: batch over
+   activation_batch, w1 [embed, mlp] and w2 [mlp, embed] (embed falls back
+   to fsdp as mlp took fsdp_transpose). 2 devices, fsdp 2,
+   per_device_batch_size 2 (4 sequences, 2 a device), 3 layers, full,
+   reserve 0. Activations as test_sim.c's mini; each weight is stored
+   [2,8] (16 params, 64 B fp32), gathered to 32 elements in the compute
+   dtype (bf16) for its op, 64 B, and its gradient whole in bf16, 64 B.
+   Static: params 3 x 32 x 4 = 384, adamw 768; grads 384 at the turn.
+   While an op runs: its gather, and the next gathering op's (prefetch;
+   fc2's next is the next layer's fc1), in backward the previous one's and
+   its weight gradients:
+     forward  fc1 64 + 64 | silu 0 + 64 | fc2 64 + 64 | add 0 + 64
+     backward add 0 + 64 | fc2 64 + 64 + 64 | silu 0 + 64 | fc1 64+64+64
+   forward (test_sim.c's 32, 64, 48, 32 working set): 160, 128, 176, 96:
+     peak 176 at fc2.
+   backward: re-run fc1 32 + 128, silu 64 + 64; add 80 + 64; fc2 112 +
+     192 = 304; silu 64 + 64; fc1 32 + 192: peak 304 at fc2.
+   step: 1152 + x 16 = 1168; forward ends at 1216; the turn: 1216 - 16 +
+   16 + 384 = 1600; layer 2 backward 1600 + 304 = 1904. */
+static const char *const sharded_mini =
+    "{\"format\":\"remat-graph/1\",\"name\":\"mini_fsdp\","
+    "\"dims\":{\"b\":{\"from\":\"per_device_batch_size\",\"axis\":\"activation_batch\"},"
+    "\"e\":{\"from\":\"base_emb_dim\",\"weight_axis\":\"embed\"},"
+    "\"m\":{\"from\":\"base_mlp_dim\",\"weight_axis\":\"mlp\"}},"
+    "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
+    "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+    "\"w1\":{\"shape\":[\"e\",\"m\"],\"dtype\":\"weight\",\"param\":true},"
+    "\"h\":{\"shape\":[\"b\",\"m\"],\"dtype\":\"act\",\"checkpoint\":\"mlpwi\"},"
+    "\"a\":{\"shape\":[\"b\",\"m\"],\"dtype\":\"act\"},"
+    "\"w2\":{\"shape\":[\"m\",\"e\"],\"dtype\":\"weight\",\"param\":true},"
+    "\"o\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\",\"checkpoint\":\"mlpwo\"},"
+    "\"y\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}},"
+    "\"ops\":["
+    "{\"name\":\"fc1\",\"op\":\"einsum\",\"spec\":\"be,em->bm\",\"in\":[\"x\",\"w1\"],\"out\":[\"h\"]},"
+    "{\"name\":\"act\",\"op\":\"silu\",\"in\":[\"h\"],\"out\":[\"a\"]},"
+    "{\"name\":\"fc2\",\"op\":\"einsum\",\"spec\":\"bm,me->be\",\"in\":[\"a\",\"w2\"],\"out\":[\"o\"]},"
+    "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]}}";
+
+static const char *const fsdp_base[] = {"model_name=default",        "per_device_batch_size=2",
+                                        "base_emb_dim=4",            "base_mlp_dim=8",
+                                        "base_num_decoder_layers=3", "num_devices=2",
+                                        "reserve_fraction=0",        NULL};
+
+static void test_fsdp_gathers_by_hand(void **state) {
+    (void)state;
+    fx_run_t *f = fx_analyze_with(sharded_mini, fsdp_base, NULL);
+    const uint64_t w1[] = {2, 8};
+    assert_memory_equal(row(f, "w1")->shape, w1, sizeof w1);
+    assert_int_equal(f->r.param_bytes, 384);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 176);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 304);
+    assert_int_equal(f->r.peak_bytes, 1904);
+    assert_int_equal(f->r.peak_at.layer, 2);
     assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
-    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 2 * layer_params * 4); /* + prefetch */
-    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], layer_params * 4);
+    assert_string_equal(f->r.peak_at.op, "fc2");
+    /* fc2's gather and fc1's (prefetched for backward), fc2's weight
+       gradients whole before their reduce-scatter */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 64 + 64);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 64);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRADS], 384);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_PARAMS], 384);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_OPTIMIZER], 768);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_SAVED], 48);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_RECOMPUTE], 64);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 64);
+    /* An op computes on the whole w1: 2 b e m = 2*2*4*8 = 128, as unsharded. */
+    assert_int_equal(f->r.layers[0].forward_flops, 328);
+    fx_free(f);
+    /* Without prefetch only the op's own gather: backward fc2 112 + 64 +
+       64 = 240: 1600 + 240. */
+    const char *noprefetch[] = {"fsdp_prefetch=false", NULL};
+    f = fx_analyze_with(sharded_mini, fsdp_base, noprefetch);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 240);
+    assert_int_equal(f->r.peak_bytes, 1840);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 64);
+    fx_free(f);
+    /* Parameters in host RAM: each op also brings its params' own shard in
+       their own dtype (16 x 4 = 64 B): fc1's and fc2's transfers are 128.
+       forward fc1 32 + 128 + 128 | silu 64 + 128 | fc2 48 + 256 = 304 |
+       add 32 + 128; backward re-run 288, 192; add 80 + 128; fc2 112 + 256
+       + 64 = 432; silu 64 + 128; fc1 32 + 256 + 64. Static: adamw 768
+       only; x 16: 784; forward ends at 832; the turn + 384: 1216; layer 2
+       backward 1216 + 432 = 1648. */
+    /* fp8 quantization gathers the weights cast to 1 byte: 32 B an op; the
+       whole gradients stay in the compute dtype (bf16), 64 B. forward fc1
+       32 + 32 + 32 | silu 64 + 32 | fc2 48 + 64 = 112 | add 32 + 32;
+       backward fc2 112 + 32 + 32 + 64 = 240 (the profile's peaks do not
+       involve x, which fp8 keeps as a 1-byte copy). */
+    const char *fp8[] = {"quantization=fp8", NULL};
+    f = fx_analyze_with(sharded_mini, fsdp_base, fp8);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 112);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 240);
+    assert_string_equal(f->r.peak_at.op, "fc2");
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 32 + 32);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 64);
+    fx_free(f);
+    const char *host[] = {"parameter_memory_host_offload=true", NULL};
+    f = fx_analyze_with(sharded_mini, fsdp_base, host);
+    assert_int_equal(f->r.host_static_bytes, 384);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 304);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 432);
+    assert_int_equal(f->r.peak_bytes, 1648);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_PARAMS], 0);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 256);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 64);
     fx_free(f);
 }
 
@@ -258,8 +504,10 @@ static void test_context_kv_gather(void **state) {
 /* FP8: the residuals that only weight einsums read are kept in 1 byte an
    element plus a 4-byte scale; nothing else changes. Tiny llama under
    none (scan_layers=false): xn (read by the q/k/v projections), hn (wi_0,
-   wi_1) and mix (wo) go from 2 to 1 byte an element; x, q, k, v, attn_out
-   (also read by flash), gate, up, gate_act (read by silu/mul) stay. */
+   wi_1), mix (wo) and attn_out (out_proj: the kernel reads its own output
+   ctx, and attn_out is ctx transposed back) go from 2 to 1 byte an
+   element; x, q_t, k_t, v_t, ctx, lse (read by flash), h1, gate, up,
+   gate_act (norm, silu, mul) stay. Kept bf16 (test_policy.c): 1088. */
 static void test_fp8_residuals(void **state) {
     (void)state;
     const char *base[] = {"model_name=default",     "per_device_batch_size=1",
@@ -272,10 +520,11 @@ static void test_fp8_residuals(void **state) {
     fx_run_t *bf = run(base);
     base[12] = "quantization=fp8";
     fx_run_t *f8 = run(base);
-    /* xn: 32 elements, 64 -> 36; hn: 64 -> 36; mix: 64 elements, 128 -> 68 */
+    /* xn, hn, attn_out: 32 elements, 64 -> 36; mix: 64 elements, 128 -> 68 */
+    assert_int_equal(bf->r.layers[0].saved_device_bytes, 1088);
     assert_int_equal(bf->r.layers[0].saved_device_bytes - f8->r.layers[0].saved_device_bytes,
-                     (64 - 36) + (64 - 36) + (128 - 68));
-    assert_int_equal(f8->r.layers[0].saved_device_bytes, 1024 - 116);
+                     3 * (64 - 36) + (128 - 68));
+    assert_int_equal(f8->r.layers[0].saved_device_bytes, 1088 - 144);
     /* activations in flight and FLOPs are unchanged */
     assert_int_equal(bf->r.model_flops, f8->r.model_flops);
     fx_free(bf);
@@ -314,24 +563,179 @@ static void test_optimizers_and_host_offload(void **state) {
     assert_int_equal(f->r.breakdown[REMAT_CAT_OPTIMIZER], 0);
     assert_int_equal(f->r.breakdown[REMAT_CAT_PARAMS], 0);
     assert_int_equal(f->r.host_static_bytes, 8 * f->r.param_count + 4 * f->r.param_count);
-    assert_int_equal(f->r.host_bytes_per_host, 4 * f->r.host_static_bytes); /* 4 chips */
+    /* tpu7x: 4 chips of 2 devices a host, each device's share on it */
+    assert_int_equal(f->r.host_bytes_per_host, 8 * f->r.host_static_bytes);
     fx_free(f);
 }
 
-/* num_vocab_tiling divides the live logits (and their gradient). */
+/* The chunked loss (num_vocab_tiling, MaxText's vocabulary_tiling.py) on
+   the headed graph (fixtures.c): b 2 a device, e 4, v 64, one layer, full,
+   reserve 0, on 2 devices (fsdp 2):
+     x, o, y, h0, hL [2,4] 16 B; logits [2,64] bf16 256 B; lse [2] fp32 8;
+     loss 4; tokens, targets [2] int32 8 each.
+     params per device: w [4,4] -> [2,4] 8; table [64,4] -> [64,2] 128
+     (embed_vocab over fsdp); wl [4,64] -> [2,64] 128: 264 x 4 = 1056 B,
+     adamw 2112, grads 1056.
+     gathers for an op, bf16: w 16 el 32 B; table, wl 256 el 512 B; their
+     gradients whole in bf16 the same.
+   The layer (prefetch: fc's next and previous gathering op is fc): forward
+   fc 16 + 32 + 32 = 80, res 32 + 32; backward res 16 + 32, fc 16 + 32 + 32
+   + 32 = 112.
+   T = 1: 3168 static; tokens, targets 3184; emb: h0 3200, measured with
+   table's 512: 3712; layer 0 3200 + 80, leaves y (hL): 3216; lg +logits
+   3472 (+512 gather: 3984); ce +loss +lse 3484, -loss 3480; gradients
+   +1056 4536; dloss +4 4540; ce backward: dlogits takes the logits'
+   buffer, 4540; -dloss, -targets, -lse 4520; lg: +dhL 4536, measured with
+   wl's gather and its whole gradient: 4536 + 1024 = 5560 (the peak); then
+   -dlogits -hL 4264; layer backward 4264 + 112; emb backward 4248 + 1024.
+   T = 2: every head tensor made after the layers but the loss is one
+   chunk's: logits 128, lse 4. The loss's params are gathered whole in
+   their dtype for the whole loss (wl: 256 x 4 = 1024) and its ops gather
+   nothing themselves: 3216 + 1024 = 4240; forward keeping nothing: lg
+   4368, ce 4376, all freed: 4240; gradients 5296; accumulator of wl's
+   gradient (zeros_like of the gathered copy) +1024: 6320; the chunk's
+   forward again (recompute): lg 6448, ce 6456 (the peak), -loss 6452;
+   dloss 6456; ce backward 6456; lg backward 6456; -dlogits -hL, and the
+   gather and accumulator go: 4264, as with T = 1. */
+static const char *const headed_base[] = {"model_name=default",      "per_device_batch_size=2",
+                                          "base_emb_dim=4",          "vocab_size=64",
+                                          "base_num_decoder_layers=1", "num_devices=2",
+                                          "reserve_fraction=0",      NULL};
+
 static void test_vocab_tiling(void **state) {
     (void)state;
-    const char *one[] = {"model_name=llama3-8b", "per_device_batch_size=2", NULL};
-    const char *four[] = {"model_name=llama3-8b", "per_device_batch_size=2",
-                          "num_vocab_tiling=4", NULL};
-    fx_run_t *a = run(one), *b = run(four);
-    /* the peak is the loss backward: dlogits fp32 [2,2048,128256] + 4 B */
-    uint64_t logits32 = 2ull * 2048 * 128256 * 4;
-    assert_int_equal(a->r.breakdown[REMAT_CAT_ACT_GRADS], logits32 + 4);
-    assert_true(b->r.peak_bytes < a->r.peak_bytes);
-    assert_int_equal(a->r.peak_bytes - b->r.peak_bytes >= logits32 * 3 / 4, 1);
-    fx_free(a);
-    fx_free(b);
+    fx_run_t *f = fx_analyze_with(fx_head_graph, headed_base, NULL);
+    assert_int_equal(f->r.param_bytes, 1056);
+    assert_int_equal(f->r.peak_bytes, 5560);
+    assert_int_equal(f->r.peak_at.where, REMAT_AT_HEAD_POST);
+    assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
+    assert_string_equal(f->r.peak_at.op, "lg");
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 512);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 512);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 256 + 16); /* dlogits, dhL */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_HEAD], 8);             /* tokens */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_SAVED], 32);           /* x0 (h0), hL */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRADS], 1056);
+    assert_int_equal(f->r.recompute_flops, 0);
+    fx_free(f);
+    const char *two[] = {"num_vocab_tiling=2", NULL};
+    f = fx_analyze_with(fx_head_graph, headed_base, two);
+    assert_int_equal(f->r.peak_bytes, 6456);
+    assert_int_equal(f->r.peak_at.where, REMAT_AT_HEAD_POST);
+    assert_int_equal(f->r.peak_at.step, REMAT_STEP_RECOMPUTE);
+    assert_string_equal(f->r.peak_at.op, "ce");
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 1024);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 1024);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_RECOMPUTE], 128 + 4 + 4); /* logits, loss, lse */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_HEAD], 16);                /* tokens, targets */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 0);
+    /* The re-run is recompute: lg 2 b e v = 2*2*4*64 = 1024 (whole e, as
+       gathered), ce 4 x 128 logits = 512. */
+    assert_int_equal(f->r.recompute_flops, 1024 + 512);
+    fx_free(f);
+    /* One device: nothing to gather, but the accumulator (wl's whole
+       gradient, 1024 B fp32) still comes. Params 528 x 4 = 2112, adamw
+       4224: 6336; + tokens, targets, h0 6368; layer 6384; forward chunk
+       and free; grads 2112: 8496; accumulator 9520; re-run lg +128, ce +8:
+       9656 (the peak). */
+    const char *one[] = {"num_vocab_tiling=2", "num_devices=1", NULL};
+    f = fx_analyze_with(fx_head_graph, headed_base, one);
+    assert_int_equal(f->r.peak_bytes, 9656);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 0);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 1024);
+    fx_free(f);
+}
+
+/* A profile states a chip; remat works per JAX device: each per-chip
+   figure over devices_per_chip (TPU7x: 2). The default budget is XLA's
+   per-device limit, hbm_limit_bytes: TPUs as XLA prints them (GiB x 2^30,
+   floored), GPUs 0.9 of the memory (floored). */
+static void test_chips_and_devices(void **state) {
+    (void)state;
+    remat_hw_t hw;
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_hw_resolve("tpu7x", &hw, &err), REMAT_OK);
+    assert_int_equal(hw.devices_per_chip, 2);
+    assert_int_equal(hw.chip_hbm_bytes, 192ull << 30);
+    assert_int_equal(hw.hbm_bytes, 96ull << 30);
+    assert_int_equal(hw.hbm_limit_bytes, 101737037824ull); /* 94.75 GiB */
+    assert_float_equal(hw.hbm_bw, 7.38e12 / 2, 1);
+    assert_float_equal(hw.flops_bf16, 2.307e15 / 2, 1);
+    assert_float_equal(hw.flops_fp8, 4.614e15 / 2, 1);
+    assert_float_equal(hw.host_link_bw, 3.2e10 / 2, 1e-3);
+    assert_float_equal(hw.ici_bw, 1.2e12 / 2, 1e-3);
+    assert_int_equal(hw.devices_per_host, 4 * 2); /* 4 chips a host */
+    static const struct {
+        const char *name;
+        uint64_t devices_per_chip, limit;
+    } limits[] = {
+        {"tpu-v5p", 1, 102800042229ull}, /* 95.74 GiB: 102800042229.76 */
+        {"tpu-v6e", 1, 33554432000ull},  /* 31.25 GiB */
+        {"tpu-v5e", 1, 16911433728ull},  /* 15.75 GiB */
+        {"tpu-v4", 1, 33017561088ull},   /* 30.75 GiB */
+        {"h100", 1, 76968728985ull},     /* 0.9 x 85520809984 */
+        {"h200", 1, 135679338086ull},    /* 0.9 x 150754820096 */
+        {"b200", 1, 173039262105ull},    /* 0.9 x 192265846784 */
+    };
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        assert_int_equal(remat_hw_resolve(limits[i].name, &hw, &err), REMAT_OK);
+        assert_int_equal(hw.devices_per_chip, limits[i].devices_per_chip);
+        assert_int_equal(hw.hbm_bytes, hw.chip_hbm_bytes);
+        if (hw.hbm_limit_bytes != limits[i].limit) {
+            fail_msg("%s: hbm_limit_bytes %llu, expected %llu", limits[i].name,
+                     (unsigned long long)hw.hbm_limit_bytes,
+                     (unsigned long long)limits[i].limit);
+        }
+    }
+    /* A run's default budget is that limit; hbm_budget overrides it. */
+    const char *args[] = {"model_name=default", "per_device_batch_size=2", "base_emb_dim=4",
+                          "base_mlp_dim=8", "base_num_decoder_layers=1", "hardware=tpu-v6e",
+                          NULL, NULL};
+    fx_run_t *f = fx_analyze_ok(fx_mini_graph, args);
+    assert_int_equal(f->r.budget_bytes, 33554432000ull);
+    fx_free(f);
+    args[6] = "hbm_budget=1000000";
+    f = fx_analyze_ok(fx_mini_graph, args);
+    assert_int_equal(f->r.budget_bytes, 1000000);
+    assert_int_equal(f->r.usable_bytes, 950000);
+    fx_free(f);
+}
+
+/* Slice names as MaxText spells them: NAME-N counts TensorCores (v5p and v4
+   chips have 2 in one megacore device; a TPU7x chip is 2 devices of one
+   core each), NAME-AxBxC the chip grid. */
+static void test_topology_names(void **state) {
+    (void)state;
+    static const struct {
+        const char *name, *hardware;
+        uint64_t chips, devices;
+    } names[] = {
+        {"v5p-256", "tpu-v5p", 128, 128},  {"tpu7x-128", "tpu7x", 64, 128},
+        {"tpu7x-4x4x4", "tpu7x", 64, 128}, {"v6e-8", "tpu-v6e", 8, 8},
+        {"v4-8", "tpu-v4", 4, 4},          {"v5litepod-256", "tpu-v5e", 256, 256},
+        {"h100-16", "h100", 16, 16},
+    };
+    remat_error_t err;
+    remat_error_init(&err);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        remat_topology_t t;
+        assert_int_equal(remat_topology_parse(names[i].name, NULL, NULL, &t, &err), REMAT_OK);
+        assert_string_equal(t.hardware, names[i].hardware);
+        if (t.chips != names[i].chips || t.devices != names[i].devices) {
+            fail_msg("%s: %llu chips %llu devices, expected %llu %llu", names[i].name,
+                     (unsigned long long)t.chips, (unsigned long long)t.devices,
+                     (unsigned long long)names[i].chips, (unsigned long long)names[i].devices);
+        }
+    }
+    remat_topology_t t;
+    assert_int_equal(remat_topology_parse("v5p-3", NULL, NULL, &t, &err), REMAT_E_CONFIG);
+    /* topology sets the hardware and the device count of a run */
+    const char *args[] = {"topology=tpu7x-128", "per_device_batch_size=1", NULL};
+    remat_config_t cfg;
+    assert_int_equal(remat_config_build(NULL, 2, (char *const *)args, &cfg, &err), REMAT_OK);
+    assert_int_equal(cfg.num_devices, 128);
+    assert_string_equal(cfg.hardware, "tpu7x");
 }
 
 static void expect_error(const char *const *args, const char *needle) {
@@ -351,10 +755,12 @@ static void test_mesh_errors(void **state) {
     const char *fill[] = {"num_devices=12", "ici_tensor_parallelism=8", "per_device_batch_size=1",
                           NULL};
     expect_error(fill, "does not divide num_devices=12");
+    /* heads shard over MaxText's heads rule: tensor + tensor_sequence +
+       autoregressive, 64 x 1 x 1 */
     const char *uneven[] = {"num_devices=64", "ici_fsdp_parallelism=1", "ici_tensor_parallelism=64",
                             "per_device_batch_size=1", NULL};
-    expect_error(uneven, "tensor 'wq' dim 'heads' of 32 does not divide over 64 shards (tensor, "
-                         "logical axis heads)");
+    expect_error(uneven, "tensor 'wq' dim 'heads' of 32 does not divide over 64 shards (tensor+"
+                         "tensor_sequence+autoregressive, logical axis heads)");
     const char *axis[] = {"logical_axis_rules=activation_embed:tensr", "per_device_batch_size=1",
                           NULL};
     expect_error(axis, "unknown mesh axis 'tensr'");
@@ -366,6 +772,12 @@ static void test_mesh_errors(void **state) {
     const char *cp[] = {"attention=dot_product", "num_devices=2", "ici_context_parallelism=2",
                         "per_device_batch_size=1", NULL};
     expect_error(cp, "context parallelism is modelled for flash attention");
+    /* MaxText's mesh has no sequence axis any more */
+    const char *seq[] = {"num_devices=2", "ici_sequence_parallelism=2", "per_device_batch_size=1",
+                         NULL};
+    expect_error(seq, "MaxText's mesh has no 'sequence' axis");
+    const char *dseq[] = {"dcn_sequence_parallelism=2", "per_device_batch_size=1", NULL};
+    expect_error(dseq, "no 'sequence' axis");
 }
 
 int main(void) {
@@ -373,12 +785,17 @@ int main(void) {
         cmocka_unit_test(test_megatron_table2),
         cmocka_unit_test(test_pipeline_by_hand),
         cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_logical_axis_rules),
+        cmocka_unit_test(test_axis_rules_on_llama),
         cmocka_unit_test(test_shapes_fsdp_tensor_context),
-        cmocka_unit_test(test_collective_rows),
+        cmocka_unit_test(test_gathered_param_flops),
+        cmocka_unit_test(test_fsdp_gathers_by_hand),
         cmocka_unit_test(test_context_kv_gather),
         cmocka_unit_test(test_fp8_residuals),
         cmocka_unit_test(test_optimizers_and_host_offload),
         cmocka_unit_test(test_vocab_tiling),
+        cmocka_unit_test(test_chips_and_devices),
+        cmocka_unit_test(test_topology_names),
         cmocka_unit_test(test_mesh_errors),
     };
     return cmocka_run_group_tests_name("mesh", tests, NULL, NULL);

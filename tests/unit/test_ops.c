@@ -134,10 +134,11 @@ static void test_flops_every_kind(void **state) {
     check(L, "kp", 2 * 2 * 3 * 4 * 1 * 5, 2 * 240);
     check(L, "rope", 3 * 60, 3 * 60);        /* rope 3n / 3n */
     /* flash: QK^T and PV, 2*2*b*h*s*t*d forward, 4 contractions backward;
-       causal masking does not halve the count. */
-    check(L, "fa", 4 * 2 * 2 * 3 * 3 * 5, 8 * 2 * 2 * 3 * 3 * 5);
+       a causal kernel skips the blocks above the diagonal: half of each
+       (2*2*2*3*3*5 = 360 forward, 720 backward). */
+    check(L, "fa", 4 * 2 * 2 * 3 * 3 * 5 / 2, 8 * 2 * 2 * 3 * 3 * 5 / 2);
     check(L, "sc", 60, 60);                  /* scale n / n */
-    check(L, "tr", 0, 0);                    /* views move nothing */
+    check(L, "tr", 0, 0);                    /* layout changes do no arithmetic */
     check(L, "rs", 0, 0);
     check(L, "op", 480, 960);
     check(L, "dr", 2 * 24, 24);              /* dropout 2n / n */
@@ -200,17 +201,25 @@ static void test_saves_every_kind(void **state) {
     expect_saves(H, "ce", (const char *[]){"logits", "targets", "llse", NULL});
 }
 
-static void test_views_share_buffers(void **state) {
+/* Only a reshape is a view (XLA's bitcast): it shares its input's buffer.
+   A transpose or a split (a slice) is an array of its own, as in JAX. */
+static void test_only_reshape_shares_buffers(void **state) {
     (void)state;
     const remat_block_t *L = &g->layer;
     size_t os = remat_block_find_tensor(L, "os");
-    assert_int_equal(L->tensors[remat_block_find_tensor(L, "ot")].storage, os);
     assert_int_equal(L->tensors[remat_block_find_tensor(L, "orr")].storage, os);
-    size_t c32 = remat_block_find_tensor(L, "c32");
-    assert_int_equal(L->tensors[remat_block_find_tensor(L, "ga")].storage, c32);
+    size_t ot = remat_block_find_tensor(L, "ot");
+    assert_int_equal(L->tensors[ot].storage, ot);
+    size_t ga = remat_block_find_tensor(L, "ga"), gb = remat_block_find_tensor(L, "gb");
+    assert_int_equal(L->tensors[ga].storage, ga);
+    assert_int_equal(L->tensors[gb].storage, gb);
     /* concat copies: its output has a buffer of its own */
     size_t cc = remat_block_find_tensor(L, "cc");
     assert_int_equal(L->tensors[cc].storage, cc);
+    /* a transpose's output is read by the out projection's backward: a
+       residual of its own; its input os is read by no backward */
+    assert_true(L->tensors[ot].residual);
+    assert_false(L->tensors[os].residual);
 }
 
 static void test_gradients_and_batch_dims(void **state) {
@@ -235,7 +244,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flops_every_kind),
         cmocka_unit_test(test_saves_every_kind),
-        cmocka_unit_test(test_views_share_buffers),
+        cmocka_unit_test(test_only_reshape_shares_buffers),
         cmocka_unit_test(test_gradients_and_batch_dims),
     };
     return cmocka_run_group_tests_name("ops", tests, setup, teardown);

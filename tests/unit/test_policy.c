@@ -6,15 +6,21 @@
  * scale with batch, names are checked against the graph).
  *
  * Tiny llama: batch 1, seq 4, embed 8, 2 query heads, 1 kv head, head_dim 4,
- * mlp 16, vocab 16, 2 layers. bf16 bytes per layer tensor:
- *   x, xn, h1, hn, q_raw, q, attn_out, attn (out_proj), mlp_out: 64
- *   k_raw, k, v: 32   gate, up, gate_act, mix: 128
+ * mlp 16, vocab 16, 2 layers. The flash graph transposes q, k, v to
+ * [b,h,s,d] for the kernel (q_t, k_t, v_t: arrays of their own, which the
+ * kernel's backward reads; q, k, v are read by no backward) and its output
+ * ctx back to attn_out. bf16 bytes per layer tensor:
+ *   x, xn, h1, hn, q_raw, q, q_t, ctx, attn_out, attn (out_proj), mlp_out: 64
+ *   k_raw, k, k_t, v, v_t: 32   gate, up, gate_act, mix: 128
  *   fp32: ln1_rstd, ln2_rstd [1,4]: 16   attn_lse [1,2,4]: 32
  */
 #include "fixtures.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "remat/report.h"
 
 static fx_run_t *tiny(const char *policy, const char *extra) {
     const char *args[] = {"model_name=default",      "per_device_batch_size=1",
@@ -35,41 +41,43 @@ typedef struct expect {
 
 /* Recompute FLOPs per layer, by op: q_proj 2*4*8*2*4 = 512, k_proj and
    v_proj 256, rope 3n: 96 (q) and 48 (k), pre-norms 4n = 128 each, flash
-   4*1*2*4*4*4 = 512, out_proj 512, residual add 32, wi_0 and wi_1 1024 each,
-   silu 4*64 = 256, gated mul 64.
-   full re-runs all but wo and the last add: 4848.
-   minimal keeps q, k, v, out_proj, gate, up: norms 256 + flash 512 + add 32
-   + silu 256 + mul 64 = 1120.
-   save_qkv_proj: 1120 + out_proj 512 + wi_0/wi_1 2048 = 3680. */
+   (causal: half of 2*2*1*2*4*4*4) 256, transposes 0, out_proj 512,
+   residual add 32, wi_0 and wi_1 1024 each, silu 4*64 = 256, gated mul 64.
+   full re-runs all but wo and the last add: 4592.
+   minimal keeps q, k, v, out_proj, gate, up; the kernel reads q_t, k_t,
+   v_t, so the transposes re-run from the kept q, k, v: norms 256 + flash
+   256 + add 32 + silu 256 + mul 64 = 864.
+   save_qkv_proj: 864 + out_proj 512 + wi_0/wi_1 2048 = 3424. */
 static const expect_t presets[] = {
-    {"remat_policy=full", NULL, 64, 0, 4848},
-    {"remat_policy=minimal", NULL, 64 + 64 + 32 + 32 + 64 + 128 + 128, 0, 1120},
-    /* + context: the kernel output (64) and logsumexp (32): no flash re-run */
-    {"remat_policy=minimal_with_context", NULL, 512 + 96, 0, 1120 - 512},
-    {"remat_policy=minimal_flash", NULL, 512 + 96, 0, 1120 - 512},
+    {"remat_policy=full", NULL, 64, 0, 4592},
+    {"remat_policy=minimal", NULL, 64 + 64 + 32 + 32 + 64 + 128 + 128, 0, 864},
+    /* + context: the kernel output ctx (64) and logsumexp (32): no flash
+       re-run; context_transpose re-runs from the kept ctx */
+    {"remat_policy=minimal_with_context", NULL, 512 + 96, 0, 864 - 256},
+    {"remat_policy=minimal_flash", NULL, 512 + 96, 0, 864 - 256},
     /* x, q, k, v, context, out_proj; the MLP is rebuilt from h1 */
     {"remat_policy=save_dot_with_context_except_mlp", NULL, 64 + 128 + 96 + 64, 0,
      128 + 32 + 128 + 2048 + 256 + 64},
     /* mlpwo is unused: same bytes as save_dot_except_mlp */
-    {"remat_policy=save_dot_except_mlpwi", NULL, 64 + 128 + 64, 0, 1120 + 2048},
-    {"remat_policy=save_dot_except_mlp", NULL, 64 + 128 + 64, 0, 1120 + 2048},
-    {"remat_policy=save_qkv_proj", NULL, 64 + 128, 0, 3680},
-    /* out_proj kept; q, k, v rebuilt: 4848 - out_proj 512 */
-    {"remat_policy=save_out_proj", NULL, 64 + 64, 0, 4848 - 512},
-    {"remat_policy=qkv_proj_offloaded", NULL, 64, 128, 3680},
-    {"remat_policy=minimal_offloaded", NULL, 64, 448, 1120},
-    {"remat_policy=none", NULL, 64, 0, 4848}, /* scanned: as full */
-    /* unscanned none keeps every residual: x, ln1_rstd, xn, q, k, v,
-       attn_out, lse, h1, ln2_rstd, hn, gate, up, gate_act, mix */
+    {"remat_policy=save_dot_except_mlpwi", NULL, 64 + 128 + 64, 0, 864 + 2048},
+    {"remat_policy=save_dot_except_mlp", NULL, 64 + 128 + 64, 0, 864 + 2048},
+    {"remat_policy=save_qkv_proj", NULL, 64 + 128, 0, 3424},
+    /* out_proj kept; q, k, v rebuilt: 4592 - out_proj 512 */
+    {"remat_policy=save_out_proj", NULL, 64 + 64, 0, 4592 - 512},
+    {"remat_policy=qkv_proj_offloaded", NULL, 64, 128, 3424},
+    {"remat_policy=minimal_offloaded", NULL, 64, 448, 864},
+    {"remat_policy=none", NULL, 64, 0, 4592}, /* scanned: as full */
+    /* unscanned none keeps every residual: x, ln1_rstd, xn, q_t, k_t, v_t,
+       ctx, attn_lse, attn_out, h1, ln2_rstd, hn, gate, up, gate_act, mix */
     {"remat_policy=none", "scan_layers=false",
-     64 + 16 + 64 + 128 + 64 + 32 + 64 + 16 + 64 + 128 + 128 + 128 + 128, 0, 0},
-    /* predicate: q_raw and k_raw (einsum outputs) instead of q and k, so the
-       two ropes are re-run: 1120 + 96 + 48 */
-    {"remat_policy=dots_with_no_batch_dims_saveable", NULL, 512, 0, 1120 + 144},
-    {"remat_policy=offload_dot_with_no_batch_dims", NULL, 64, 448, 1120 + 144},
+     64 + 16 + 64 + 64 + 32 + 32 + 64 + 32 + 64 + 64 + 16 + 64 + 128 + 128 + 128 + 128, 0, 0},
+    /* predicate: q_raw, k_raw, v (einsum outputs) instead of q and k, so
+       the two ropes are re-run too: 864 + 96 + 48 */
+    {"remat_policy=dots_with_no_batch_dims_saveable", NULL, 512, 0, 864 + 144},
+    {"remat_policy=offload_dot_with_no_batch_dims", NULL, 64, 448, 864 + 144},
     /* custom defaults to full */
-    {"remat_policy=custom", NULL, 64, 0, 4848},
-    {"remat_policy=custom", "out_proj=device", 128, 0, 4848 - 512},
+    {"remat_policy=custom", NULL, 64, 0, 4592},
+    {"remat_policy=custom", "out_proj=device", 128, 0, 4592 - 512},
 };
 
 static void test_every_preset_by_hand(void **state) {
@@ -134,30 +142,80 @@ static void test_unused_reported(void **state) {
 
 static void test_unknown_names_rejected(void **state) {
     (void)state;
-    /* A custom key the graph lacks (MoE names on a dense graph). */
-    const char *args[] = {"remat_policy=custom", "moe_mlpwo=device", "per_device_batch_size=1",
+    /* Custom keys are MaxText's names: another key is not a config key. */
+    const char *args[] = {"remat_policy=custom", "mlp_gate=device", "per_device_batch_size=1",
                           NULL};
     fx_run_t *f = fx_analyze(NULL, args);
-    assert_int_equal(f->st, REMAT_E_POLICY);
-    assert_non_null(strstr(f->err.text, "no checkpoint named 'moe_mlpwo'"));
-    assert_non_null(strstr(f->err.text, "query_proj"));
+    assert_int_equal(f->st, REMAT_E_CONFIG);
+    assert_non_null(strstr(f->err.text, "unknown config key 'mlp_gate'"));
+    fx_free(f);
+    /* A MaxText name the graph lacks (MoE names on a dense graph) is
+       accepted, as MaxText ignores it: custom moe_mlpwo=device is custom's
+       default, full. */
+    const char *moe[] = {"remat_policy=custom", "moe_mlpwo=device", "per_device_batch_size=1",
+                         "base_num_decoder_layers=2", NULL};
+    const char *full[] = {"remat_policy=full", "per_device_batch_size=1",
+                          "base_num_decoder_layers=2", NULL};
+    f = fx_analyze_ok(NULL, moe);
+    fx_run_t *ff = fx_analyze_ok(NULL, full);
+    assert_int_equal(f->r.peak_bytes, ff->r.peak_bytes);
+    assert_int_equal(f->r.recompute_flops, ff->r.recompute_flops);
+    fx_free(ff);
     fx_free(f);
     /* Presets may list names a graph lacks (minimal names kv_proj). */
     const char *ok[] = {"remat_policy=minimal", "per_device_batch_size=1", NULL};
     f = fx_analyze_ok(NULL, ok);
     fx_free(f);
-    /* A user's policy file is checked like custom keys. */
+    /* A user's policy file is checked: a name neither the graph nor MaxText
+       has is an error, from the file. */
     remat_policy_t *p = NULL;
     remat_error_t err;
     remat_error_init(&err);
     assert_int_equal(remat_policy_load_string("{\"format\":\"remat-policy/1\",\"name\":\"u\","
-                                              "\"names\":{\"qkv_proj\":\"device\"}}",
+                                              "\"names\":{\"qkv_projection\":\"device\"}}",
                                               "user.json", false, &p, &err),
                      REMAT_OK);
     f = fx_analyze(NULL, ok);
     remat_status_t st = remat_analyze(f->graph, &f->cfg, p, &f->hw, &f->r, &err);
     assert_int_equal(st, REMAT_E_POLICY);
     assert_string_equal(err.source, "user.json");
+    assert_non_null(strstr(err.text, "no checkpoint named 'qkv_projection'"));
+    assert_non_null(strstr(err.text, "query_proj"));
+    remat_policy_free(p);
+    fx_free(f);
+    /* A MaxText name the graph does not tag (qkv_proj, on Llama: MaxText's
+       Ironwood recipes set it) is accepted and, like MaxText, changes
+       nothing: the run equals full. */
+    assert_int_equal(remat_policy_load_string("{\"format\":\"remat-policy/1\",\"name\":\"u\","
+                                              "\"names\":{\"qkv_proj\":\"device\"}}",
+                                              "user.json", false, &p, &err),
+                     REMAT_OK);
+    const char *tiny_full[] = {"model_name=default",     "per_device_batch_size=1",
+                               "max_target_length=4",    "base_emb_dim=8",
+                               "base_num_query_heads=2", "base_num_kv_heads=1",
+                               "head_dim=4",             "base_mlp_dim=16",
+                               "vocab_size=16",          "base_num_decoder_layers=2",
+                               NULL};
+    f = fx_analyze_ok(NULL, tiny_full);
+    assert_false(remat_policy_graph_knows(f->graph, "qkv_proj"));
+    assert_true(remat_policy_is_maxtext_name("qkv_proj"));
+    remat_result_t r;
+    remat_result_init(&r);
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, p, &f->hw, &r, &err), REMAT_OK);
+    assert_int_equal(r.peak_bytes, f->r.peak_bytes);
+    assert_int_equal(r.layers[1].saved_device_bytes, 64);
+    assert_int_equal(r.layers[1].recompute_flops, 4592);
+    /* and the report notes it */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    remat_report_analyze(out, &r, REMAT_FMT_TEXT);
+    fclose(out);
+    assert_non_null(strstr(text, "'qkv_proj' is a MaxText checkpoint name that graph 'llama' "
+                                 "does not tag"));
+    free(text);
+    remat_result_release(&r);
     remat_policy_free(p);
     fx_free(f);
 }

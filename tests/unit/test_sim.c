@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_sim.c: the step simulation on a layer small enough to follow by hand,
- * then Megatron's published per-layer formula on the gpt3 graph.
+ * test_sim.c: the step simulation on layers small enough to follow by hand
+ * (XLA's fusion, in-place backward, gradients from the backward on, the
+ * reserve), then Megatron's published per-layer formula on the gpt3 graph.
  *
  * The mini layer (fixtures.c), with per_device_batch_size=2, base_emb_dim=4,
- * base_mlp_dim=8, 3 layers, bf16 activations, fp32 weights/grads, adamw:
+ * base_mlp_dim=8, 3 layers, bf16 activations, fp32 weights/grads, adamw, on
+ * one tpu7x device, reserve_fraction=0 (so that bytes are exact):
  *   x [2,4] 16 B   h [2,8] 32 B   a [2,8] 32 B   o [2,4] 16 B   y [2,4] 16 B
  *   w1 [4,8], w2 [8,4]: 64 params a layer, 192 in all
- *   static: params 192*4 = 768, grads 192*4 = 768, adamw 2*192*4 = 1536 -> 3072
+ *   static: params 192*4 = 768, adamw 2*192*4 = 1536 -> 2304; the weight
+ *   gradients (192*4 = 768) exist from the backward on.
  *   backward reads: x (fc1), h (silu), a (fc2); nothing reads o (add).
+ *   Nothing fuses: a (silu's output) is read by an einsum, y is the output.
  */
 #include "fixtures.h"
 
@@ -20,23 +24,16 @@
 
 static const char *const mini_base[] = {"model_name=default",      "per_device_batch_size=2",
                                         "base_emb_dim=4",          "base_mlp_dim=8",
-                                        "base_num_decoder_layers=3", NULL};
+                                        "base_num_decoder_layers=3", "reserve_fraction=0",
+                                        NULL};
 
 static fx_run_t *mini(const char *policy, const char *extra1, const char *extra2) {
-    const char *args[12];
-    size_t n = 0;
-    for (; mini_base[n]; n++) {
-        args[n] = mini_base[n];
+    const char *extra[] = {policy, extra1, extra2, NULL};
+    if (!extra1) {
+        extra[1] = extra2;
+        extra[2] = NULL;
     }
-    args[n++] = policy;
-    if (extra1) {
-        args[n++] = extra1;
-    }
-    if (extra2) {
-        args[n++] = extra2;
-    }
-    args[n] = NULL;
-    return fx_analyze_ok(fx_mini_graph, args);
+    return fx_analyze_with(fx_mini_graph, mini_base, extra);
 }
 
 static void test_static_memory(void **state) {
@@ -47,6 +44,9 @@ static void test_static_memory(void **state) {
     assert_int_equal(f->r.grad_bytes, 768);
     assert_int_equal(f->r.optimizer_bytes, 1536);
     assert_int_equal(f->r.accum_bytes, 0);
+    /* The weight gradients are not static: the stage's static bytes are
+       params + optimizer only, 768 + 1536. */
+    assert_int_equal(f->r.stages[0].static_bytes, 2304);
     fx_free(f);
 }
 
@@ -75,41 +75,49 @@ static void test_flops(void **state) {
      peak 64 at silu; the layer leaves y (16).
    backward (x and dy in the baseline):
      recompute fc1 +h 32 | recompute silu +a 64
-     add: +dx +do 96, -dy 80 | fc2: +da 112, -do 96, -a 64
-     silu: +dh 96, -da 64, -h 32 | fc1: 32, -dh 0, -x -16
+     add (elementwise): dx takes over dy's buffer (16 B, dying here), +do 80
+     fc2: +da 112, -do 96, -a 64
+     silu (elementwise): dh takes over da's buffer (32 B) 64, -h 32
+     fc1: 32, -dh 0, -x -16
      peak 112 at fc2's backward.
-   step: 3072 static + x0 16 = 3088; forward layers end at 3136; the last
-   output's gradient replaces it; layer 2 backward peaks at 3136 + 112. */
+   step: 2304 static + x0 16 = 2320; forward layers end at 2368; the last
+   output's gradient replaces it and the weight gradients (768) arrive:
+   3136; layer 2 backward peaks at 3136 + 112. */
 static void test_full_by_hand(void **state) {
     (void)state;
     fx_run_t *f = mini("remat_policy=full", NULL, NULL);
     assert_int_equal(f->r.profiles[0].fwd_peak_rel, 64);
     assert_int_equal(f->r.profiles[0].bwd_peak_rel, 112);
     assert_int_equal(f->r.peak_bytes, 3248);
-    /* tpu7x: 192 GiB; check keeps 5% free */
-    assert_int_equal(f->r.budget_bytes, 192ull << 30);
-    assert_int_equal(f->r.usable_bytes, 195850508697ull); /* 206158430208 x 0.95, floored */
+    /* tpu7x: the budget is XLA's per-device limit, 94.75 GiB
+       (101,737,037,824 B; the device has half the chip's 192 GiB); check
+       keeps 5% free: 101737037824 x 0.95 = 96650185932.8, floored. */
+    assert_int_equal(f->r.budget_bytes, 101737037824ull);
+    assert_int_equal(f->r.usable_bytes, 96650185932ull);
     assert_true(f->r.fits && f->r.fits_margin);
     assert_int_equal(f->r.peak_at.where, REMAT_AT_LAYER);
     assert_int_equal(f->r.peak_at.layer, 2);
     assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
     assert_string_equal(f->r.peak_at.op, "fc2");
     /* breakdown: x0..x2 saved (48); h and a rebuilt (64); gradients dy2 of
-       the baseline plus dx, do, da, less dy (consumed): 16+16+16+32-16. */
+       the baseline (now dx) plus do and da: 16+16+32. */
     assert_int_equal(f->r.breakdown[REMAT_CAT_SAVED], 48);
     assert_int_equal(f->r.breakdown[REMAT_CAT_RECOMPUTE], 64);
     assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 64);
     assert_int_equal(f->r.breakdown[REMAT_CAT_PARAMS], 768);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_OPTIMIZER], 1536);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRADS], 768);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_RESERVE], 0);
     assert_int_equal(f->r.layers[1].saved_device_bytes, 16);
     fx_free(f);
 }
 
 /* minimal keeps x and h (mlpwi); mlpwo is named but nothing reads it.
    forward: +h 32 (kept) | +a 64 | +o 80, -a 48 | +y 64, -o 48: peak 80.
-   backward (x, h, dy): recompute silu +a 32 | add +dx +do 64, -dy 48 |
-   fc2 +da 80, -do 64, -a 32 | silu +dh 64, -da 32, -h 0 | fc1 -dh, -x.
-   step: 3088 -> 3136 -> 3184 -> 3232 after forward; layer 2 backward
-   peaks at 3232 + 80 = 3312. */
+   backward (x, h, dy): recompute silu +a 32 | add: dx takes dy, +do 48 |
+   fc2 +da 80, -do 64, -a 32 | silu: dh takes da 32, -h 0 | fc1 -dh, -x.
+   step: 2320 -> 2368 -> 2416 -> 2464 after forward; + 768 gradients at
+   the turn: 3232; layer 2 backward peaks at 3232 + 80 = 3312. */
 static void test_minimal_by_hand(void **state) {
     (void)state;
     fx_run_t *f = mini("remat_policy=minimal", NULL, NULL);
@@ -129,8 +137,10 @@ static void test_minimal_by_hand(void **state) {
 }
 
 /* none without scan keeps x, h, a. forward peaks at the add: h+a+o+y = 96.
-   backward: add +dx +do 32, -dy 16 | fc2 +da 48 ... peak 48.
-   step: 3088 + 80 a layer -> 3328; layer 2 backward 3328 + 48 = 3376. */
+   backward: add: dx takes dy, +do 16 | fc2 +da 48, -do -a 0 | silu: dh
+   takes da, -h ... peak 48.
+   step: 2320 + 80 a layer -> 2560; + 768 at the turn: 3328; layer 2
+   backward 3328 + 48 = 3376. */
 static void test_none_by_hand(void **state) {
     (void)state;
     fx_run_t *f = mini("remat_policy=none", "scan_layers=false", NULL);
@@ -162,13 +172,15 @@ static void test_offload_by_hand(void **state) {
     assert_int_equal(f->r.layers[0].saved_device_bytes, 16);
     assert_int_equal(f->r.d2h_bytes, 96);
     assert_int_equal(f->r.h2d_bytes, 96);
-    /* tpu7x: 4 chips per host hold 4 x 96 bytes. */
-    assert_int_equal(f->r.host_bytes_per_host, 384);
-    /* 32 B at the assumed 3.2e10 B/s each way, per layer. */
+    /* tpu7x: a host has 4 chips of 2 devices: 8 devices hold 8 x 96 bytes. */
+    assert_int_equal(f->r.host_bytes_per_host, 768);
+    /* 32 B a layer each way at the assumed host link, per device: the
+       chip's 3.2e10 B/s over its 2 devices, 1.6e10. */
     assert_true(f->r.host_link_assumed);
-    assert_float_equal(f->r.d2h_seconds, 3 * 32 / 3.2e10, 1e-18);
+    assert_float_equal(f->r.d2h_seconds, 3 * 32 / 1.6e10, 1e-18);
     fx_free(f);
-    /* Overriding the link bandwidth clears the assumption. */
+    /* Overriding the link bandwidth clears the assumption (the config's
+       figure is per device already). */
     f = mini("remat_policy=custom", "mlpwi=offload", "host_link_bw=1e9");
     assert_false(f->r.host_link_assumed);
     assert_float_equal(f->r.d2h_seconds, 96 / 1e9, 1e-15);
@@ -195,6 +207,8 @@ static void test_grad_accumulation(void **state) {
        step's FLOPs are those of test_flops */
     assert_int_equal(f->r.model_flops, 3 * (328 + 608));
     assert_int_equal(f->r.layers[0].forward_flops, 328 / 2); /* every op is linear in batch */
+    /* the accumulator is static: params 768 + adamw 1536 + accum 768 */
+    assert_int_equal(f->r.stages[0].static_bytes, 768 + 1536 + 768);
     fx_free(f);
 }
 
@@ -231,15 +245,186 @@ static void test_layer_ranges(void **state) {
     fx_free(f);
 }
 
+/* The gated layer (fixtures.c) with b=2, e=4, m=8, one layer, reserve 0:
+     x, o, y [2,4] 16 B; g, u, s, p [2,8] 32 B; w0, w1, w2 32 params each:
+     params 96*4 = 384, adamw 768, grads 384.
+   s = silu(g) is fusable: silu makes it, the mul reads it forward and the
+   mul's backward reads it, and both fuse; it owns its buffer and is not the
+   output. g (einsum), p (read by an einsum) and y (the output) are not.
+
+   full keeps x: s is rebuilt, so it is never materialized, and g, the
+   input silu computes it from, lives until s's last reader (the mul),
+   forward, in the re-run and in backward; its gradient is fused too.
+   forward: gp +g 32 | up +u 64 | act: nothing 64 | gate +p 96, -g -u 32 |
+     down +o 48, -p 16 | res +y 32, -o 16: peak 96 at gate.
+   backward (x, dy): re-run gp +g 32 | up +u 64 | act 64 | gate +p 96 |
+     res: dx takes dy, +do 112 | down +dp 144, -do -p 96 |
+     gate: ds fused (no buffer), du takes dp's buffer 96, -u 64 |
+     act: dg takes g's buffer (its last backward reader) 64 |
+     up: 64, -du 32 | gp: 32, -dg 0, -x -16: peak 144 at down.
+   Materialized, s would add 32 to the re-run and to the backward peak
+   (176).
+   step: 1152 static + x 16 = 1168; forward 1168 + 96, leaves y: 1184;
+   the turn: -y +dy +grads 384 = 1568; backward 1568 + 144 = 1712. */
+static const char *const gated_base[] = {"model_name=default",        "per_device_batch_size=2",
+                                         "base_emb_dim=4",            "base_mlp_dim=8",
+                                         "base_num_decoder_layers=1", "reserve_fraction=0",
+                                         NULL};
+
+static void test_fusion_by_hand(void **state) {
+    (void)state;
+    const char *full[] = {"remat_policy=full", NULL};
+    fx_run_t *f = fx_analyze_with(fx_gated_graph, gated_base, full);
+    const remat_profile_t *p = &f->r.profiles[0];
+    assert_int_equal(p->tensors[fx_tensor(f->graph, "s")].fate, REMAT_FATE_RECOMPUTE);
+    assert_int_equal(p->fwd_peak_rel, 96);
+    assert_int_equal(p->bwd_peak_rel, 144);
+    assert_int_equal(f->r.peak_bytes, 1712);
+    assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
+    assert_string_equal(f->r.peak_at.op, "down");
+    /* at the peak: re-run g, u, p (96); dx (was dy) 16, do 16, dp 32 */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_RECOMPUTE], 96);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 64);
+    /* FLOPs are unchanged by fusion: gp, up 2*2*4*8 = 128 each, silu 4*16,
+       mul 16, down 128, add 8 forward; full re-runs gp, up, act, gate. */
+    assert_int_equal(f->r.layers[0].forward_flops, 128 + 128 + 64 + 16 + 128 + 8);
+    assert_int_equal(f->r.layers[0].recompute_flops, 128 + 128 + 64 + 16);
+    fx_free(f);
+    /* Kept, a fusable tensor is materialized: none without scan keeps g, u,
+       s, p, so forward holds g u s p o y = 160 at the add. */
+    const char *none[] = {"remat_policy=none", "scan_layers=false", NULL};
+    f = fx_analyze_with(fx_gated_graph, gated_base, none);
+    assert_int_equal(f->r.profiles[0].tensors[fx_tensor(f->graph, "s")].fate, REMAT_FATE_DEVICE);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 160);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 16 + 4 * 32);
+    fx_free(f);
+}
+
+/* In-place backward on the gated layer under none (scan_layers=false): x,
+   g, u, s, p kept (144 B), nothing re-run. An elementwise op's input
+   gradient takes over a buffer of its size that dies at that op.
+   backward (kept buffers and dy in the baseline):
+     res: dx takes dy's buffer, +do 16
+     down: +dp 48, -do -p 0 (peak 48)
+     gate: ds takes dp's buffer (its output's gradient); du takes s's
+       buffer (a residual whose last backward reader is the mul): 0; -u -32
+     act: dg takes ds's buffer -32, -g -64
+     up: -du -96 | gp: -dg -128, -x -144.
+   Without the in-place rule the mul would hold dp, ds, du and its
+   residuals s, u: 64 above the baseline.
+   step: 1168 + 144 = 1312 after forward; the turn 1696; backward peak
+   1696 + 48 = 1744 at down. */
+static void test_inplace_backward_by_hand(void **state) {
+    (void)state;
+    const char *none[] = {"remat_policy=none", "scan_layers=false", NULL};
+    fx_run_t *f = fx_analyze_with(fx_gated_graph, gated_base, none);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 48);
+    assert_int_equal(f->r.peak_bytes, 1744);
+    assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
+    assert_string_equal(f->r.peak_at.op, "down");
+    /* saved: x 16 + the layer's 128 kept + y 16 - y 16 (left at the turn);
+       act_grads: dx 16 (in dy's buffer), do 16, dp 32 */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_SAVED], 144);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 64);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRADS], 384);
+    fx_free(f);
+}
+
+/* The weight gradients are allocated when the backward begins, not before.
+   A layer with a forward-only working set: fc: o = x @ w, res: y = x + o,
+   and outer: z = x (x) o [b,e,e], which nothing reads (a statistic nobody
+   differentiates): it runs forward, has no backward (so o and x are not
+   its residuals), and is freed right after it is made. b=8, e=4, one layer, full, reserve 0:
+     x, o, y 64 B; z 8*4*4*2 = 256 B; w 16 params: params 64, adamw 128,
+     grads 64.
+   forward: fc +o 64 | outer +z 320, -z 64 | res +y 128, -o 64: peak 320.
+   backward: res: dx takes dy, +do 64 | fc: -do, -x: peak 64.
+   step: 192 + x 64 = 256; forward 256 + 320 = 576 at outer; leaves y:
+   320; the turn: -y +dy +grads 64 = 384; backward 384 + 64 = 448.
+   The peak is the forward's 576, without gradients; were they static, it
+   would be 640. */
+static void test_grads_from_backward(void **state) {
+    (void)state;
+    static const char *const graph =
+        "{\"format\":\"remat-graph/1\",\"name\":\"outer\","
+        "\"dims\":{\"b\":{\"from\":\"per_device_batch_size\"},\"e\":{\"from\":\"base_emb_dim\"}},"
+        "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
+        "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"w\":{\"shape\":[\"e\",\"e\"],\"dtype\":\"weight\",\"param\":true},"
+        "\"o\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"z\":{\"shape\":[\"b\",\"e\",\"e\"],\"dtype\":\"act\"},"
+        "\"y\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}},\"ops\":["
+        "{\"name\":\"fc\",\"op\":\"einsum\",\"spec\":\"be,ef->bf\",\"in\":[\"x\",\"w\"],\"out\":[\"o\"]},"
+        "{\"name\":\"outer\",\"op\":\"einsum\",\"spec\":\"be,bf->bef\",\"in\":[\"x\",\"o\"],"
+        "\"out\":[\"z\"]},"
+        "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]}}";
+    const char *args[] = {"model_name=default", "per_device_batch_size=8", "base_emb_dim=4",
+                          "base_num_decoder_layers=1", "reserve_fraction=0", NULL};
+    fx_run_t *f = fx_analyze_ok(graph, args);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 320);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 64);
+    assert_int_equal(f->r.stages[0].static_bytes, 192);
+    assert_int_equal(f->r.peak_bytes, 576);
+    assert_int_equal(f->r.peak_at.step, REMAT_STEP_FORWARD);
+    assert_string_equal(f->r.peak_at.op, "outer");
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRADS], 0);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_ACTIVATIONS], 320);
+    assert_int_equal(f->r.grad_bytes, 64);
+    fx_free(f);
+}
+
+/* The reserve: at every measurement of the step, floor(reserve_fraction x
+   the transient bytes: all but params, optimizer, grads, grad_accum,
+   reserve and in-flight residuals) is added. The mini layer under full
+   (test_full_by_hand), the step's six measurements:
+     forward l0: 2320 + 64, transient x0 16 + 64 = 80
+     forward l1: 2336 + 64, transient 96;  forward l2: 2352 + 64, 112
+     backward l2: 3136 + 112, transient saved 48 + dy 16 + 112 = 176
+     backward l1: 3120 + 112, transient 32 + 16 + 112 = 160
+     backward l0: 3104 + 112, transient 16 + 16 + 112 = 144
+   tpu7x's profile: 0.06. Backward l2: 3248 + floor(10.56) = 3258; l1:
+   3232 + floor(9.6) = 3241; l0: 3216 + 8; forward l2: 2416 + 6. */
+static void test_reserve_fraction(void **state) {
+    (void)state;
+    const char *profile[] = {"model_name=default", "per_device_batch_size=2", "base_emb_dim=4",
+                             "base_mlp_dim=8", "base_num_decoder_layers=3", "remat_policy=full",
+                             NULL};
+    fx_run_t *f = fx_analyze_ok(fx_mini_graph, profile);
+    assert_float_equal(f->hw.reserve_fraction, 0.06, 0);
+    assert_int_equal(f->r.peak_bytes, 3258);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_RESERVE], 10);
+    assert_int_equal(f->r.peak_at.layer, 2);
+    assert_string_equal(f->r.peak_at.op, "fc2");
+    fx_free(f);
+    /* reserve_fraction=0.5: backward l2 3248 + 88 = 3336 (l1 3312, l0
+       3288, forward l2 2416 + 56). */
+    f = mini("remat_policy=full", "reserve_fraction=0.5", NULL);
+    assert_int_equal(f->r.peak_bytes, 3336);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_RESERVE], 88);
+    fx_free(f);
+    /* hbm_reserve is static and not transient: 1000 more bytes at every
+       moment, the fraction's 88 unchanged, both in the reserve row. */
+    f = mini("remat_policy=full", "reserve_fraction=0.5", "hbm_reserve=1000");
+    assert_int_equal(f->r.peak_bytes, 4336);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_RESERVE], 1088);
+    fx_free(f);
+}
+
 /* Megatron (Korthikanti et al. 2022): a GPT layer with no checkpointing keeps
    sbh(34 + 5as/h) bytes; remat adds the two LayerNorms' fp32 mean and rstd,
    4 bytes x s x b each: 16sb. s=2048, b=1, h=12288, a=96:
-   34sbh = 855,638,016; 5as^2b = 2,013,265,920; 16sb = 32,768. */
+   34sbh = 855,638,016; 5as^2b = 2,013,265,920; 16sb = 32,768.
+   Megatron's layer is gpt3.dot_product.dropout (attention=dot_product with
+   dropout on; the gpt3-175b preset turns dropout off). q, k and v are
+   slices of the fused qkv, arrays of their own: 2sbh each, as the paper
+   counts them; qkv itself is fused into the split (read by no backward). */
 static void test_megatron_formula(void **state) {
     (void)state;
     const uint64_t s = 2048, b = 1, h = 12288, a = 96;
     const char *none[] = {"model_name=gpt3-175b", "per_device_batch_size=1",
-                          "remat_policy=none", "scan_layers=false", NULL};
+                          "remat_policy=none",    "scan_layers=false",
+                          "attention=dot_product", "dropout_rate=0.1",
+                          "enable_dropout=true",  NULL};
     fx_run_t *f = fx_analyze_ok(NULL, none);
     assert_int_equal(f->r.layers[0].saved_device_bytes,
                      s * b * h * 34 + 5 * a * s * s * b + 16 * s * b);
@@ -360,7 +545,10 @@ int main(void) {
         cmocka_unit_test(test_full_by_hand),      cmocka_unit_test(test_minimal_by_hand),
         cmocka_unit_test(test_none_by_hand),      cmocka_unit_test(test_offload_by_hand),
         cmocka_unit_test(test_offload_layer_input), cmocka_unit_test(test_grad_accumulation),
-        cmocka_unit_test(test_layer_ranges),      cmocka_unit_test(test_megatron_formula),
+        cmocka_unit_test(test_layer_ranges),      cmocka_unit_test(test_fusion_by_hand),
+        cmocka_unit_test(test_inplace_backward_by_hand),
+        cmocka_unit_test(test_grads_from_backward), cmocka_unit_test(test_reserve_fraction),
+        cmocka_unit_test(test_megatron_formula),
         cmocka_unit_test(test_analyzer_reuse),    cmocka_unit_test(test_analyzer_lite_plan),
         cmocka_unit_test(test_analyzer_failed_run),
     };

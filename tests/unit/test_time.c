@@ -1,16 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_time.c: the time model (docs/time-model.md) by hand: one einsum in
- * both roofline regimes, a host transfer that hides behind compute and one
- * that does not, and how steps, MFU and the pipeline bubble follow.
- * tpu7x: 2.307e15 FLOP/s (bf16), 7.38e12 B/s HBM.
+ * both roofline regimes, the efficiencies that scale the rooflines, a
+ * causal flash kernel, fused ops, a host transfer that hides behind compute
+ * and one that does not, FSDP collectives, the chunked loss, and how steps,
+ * MFU (against the run's dtype's peak) and the pipeline bubble follow.
+ * tpu7x, per JAX device (half the chip's figures): 1.1535e15 FLOP/s bf16,
+ * 2.307e15 fp8, 3.69e12 B/s HBM, 6e11 B/s ICI, 1.6e10 B/s host link.
+ * Efficiencies are 1 unless a test says otherwise, for exact rooflines.
  */
 #include "fixtures.h"
 
 #include <stdio.h>
 
-#define PEAK 2.307e15
-#define HBM 7.38e12
+#define PEAK 1.1535e15
+#define PEAK8 2.307e15
+#define HBM 3.69e12
+#define ICI 6e11
+
+#define EXACT "matmul_efficiency=1", "attention_efficiency=1", "memory_efficiency=1"
 
 /* y = x + x @ w with x [b,e] bf16, w [e,e] fp32. */
 static const char *const mm_graph =
@@ -25,27 +33,38 @@ static const char *const mm_graph =
     "{\"name\":\"mm\",\"op\":\"einsum\",\"spec\":\"be,ef->bf\",\"in\":[\"x\",\"w\"],\"out\":[\"h\"]},"
     "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"h\"],\"out\":[\"y\"]}]}}";
 
-static fx_run_t *mm(const char *batch) {
-    const char *args[] = {"model_name=default", batch, "base_emb_dim=4096",
-                          "base_num_decoder_layers=1", NULL};
-    return fx_analyze_ok(mm_graph, args);
+static const char *const mm_base[] = {"model_name=default", "base_emb_dim=4096",
+                                      "base_num_decoder_layers=1", NULL};
+
+static fx_run_t *mm(const char *batch, const char *const *extra) {
+    const char *args[16];
+    size_t n = 0;
+    args[n++] = batch;
+    for (size_t i = 0; extra && extra[i]; i++) {
+        args[n++] = extra[i];
+    }
+    args[n] = NULL;
+    return fx_analyze_with(mm_graph, mm_base, args);
 }
+
+static const char *const exact[] = {EXACT, NULL};
 
 static void test_einsum_rooflines(void **state) {
     (void)state;
-    /* batch 1: 2*1*4096*4096 FLOPs, 15 ns at peak; it moves x (8 KiB), the
-       fp32 weight (64 MiB) and h (8 KiB): 9.1 us at HBM bandwidth.
-       Memory-bound. The add moves x, h, y: 3 x 8192 B. */
-    fx_run_t *f = mm("per_device_batch_size=1");
+    /* batch 1: 2*1*4096*4096 FLOPs, 29 ns at peak; it moves x (8 KiB), the
+       fp32 weight (64 MiB, not sharded: read in its own dtype) and h
+       (8 KiB): 9.1 us at HBM bandwidth. Memory-bound. The add moves x, h,
+       y: 3 x 8192 B. */
+    fx_run_t *f = mm("per_device_batch_size=1", exact);
     double e = 4096, mm_bytes = 8192 + e * e * 4 + 8192;
     double expect = mm_bytes / HBM + 3 * 8192 / HBM;
     assert_true(2 * e * e / PEAK < mm_bytes / HBM);
     assert_float_equal(f->r.layers[0].forward_compute_seconds, expect, expect * 1e-12);
     fx_free(f);
-    /* batch 8192: 2*8192*4096*4096 = 2.75e11 FLOPs, 119 us; it moves
-       64 MiB of x, 64 MiB of weight, 64 MiB of h: 27 us. Compute-bound.
-       The add: 8192*4096 FLOPs (15 ns) against 3 x 64 MiB (27 us). */
-    f = mm("per_device_batch_size=8192");
+    /* batch 8192: 2*8192*4096*4096 = 2.75e11 FLOPs, 238 us; it moves
+       64 MiB of x, 64 MiB of weight, 64 MiB of h: 55 us. Compute-bound.
+       The add: 8192*4096 FLOPs (29 ns) against 3 x 64 MiB (55 us). */
+    f = mm("per_device_batch_size=8192", exact);
     double flops = 2 * 8192 * e * e, act = 8192 * e * 2;
     assert_true(flops / PEAK > (2 * act + e * e * 4) / HBM);
     expect = flops / PEAK + 3 * act / HBM;
@@ -55,40 +74,150 @@ static void test_einsum_rooflines(void **state) {
     fx_free(f);
 }
 
-/* FSDP over 2 chips (tpu7x ICI 1.2e12 B/s): each chip holds half of the
-   64 MiB fp32 weight (its first dim is "embed", sharded over fsdp) and half
-   of the batch. The weight is all-gathered for forward and backward, (2-1)/2 of it through each
-   chip's ICI: 33,554,432 B, 27.96 us; the fp32 weight gradient is
-   reduce-scattered likewise. One sequence per chip: the forward compute
-   (x 8 KiB + gathered w 64 MiB + h 8 KiB, memory-bound, plus the add) is
+/* An op's roofline is max(FLOPs / (peak x efficiency), bytes / (HBM
+   bandwidth x memory_efficiency)), the efficiency being
+   attention_efficiency for flash kernels and matmul_efficiency for every
+   other op. */
+static void test_efficiencies(void **state) {
+    (void)state;
+    const double e = 4096, act = 8192 * e * 2, flops = 2 * 8192 * e * e;
+    /* The profile's: tpu7x sustains 0.4 of its HBM bandwidth. Batch 1 is
+       memory-bound: (mm 8192 + 64 MiB + 8192, add 3 x 8192) / (HBM x 0.4). */
+    fx_run_t *f = mm("per_device_batch_size=1", NULL);
+    double expect = (8192 + e * e * 4 + 8192 + 3 * 8192) / (HBM * 0.4);
+    assert_float_equal(f->r.layers[0].forward_compute_seconds, expect, expect * 1e-12);
+    fx_free(f);
+    /* matmul_efficiency=0.5 halves the einsum's FLOP rate (still
+       compute-bound: 477 us against 55 us of traffic); the attention
+       efficiency, 0.1 here, is not an einsum's; the add stays memory-bound. */
+    const char *half[] = {"matmul_efficiency=0.5", "attention_efficiency=0.1",
+                          "memory_efficiency=1", NULL};
+    f = mm("per_device_batch_size=8192", half);
+    expect = flops / (PEAK * 0.5) + 3 * act / HBM;
+    assert_float_equal(f->r.layers[0].forward_compute_seconds, expect, expect * 1e-12);
+    fx_free(f);
+    /* memory_efficiency=0.5 doubles the add's time, not the einsum's. */
+    const char *mem[] = {"matmul_efficiency=1", "attention_efficiency=1", "memory_efficiency=0.5",
+                         NULL};
+    f = mm("per_device_batch_size=8192", mem);
+    expect = flops / PEAK + 3 * act / (HBM * 0.5);
+    assert_float_equal(f->r.layers[0].forward_compute_seconds, expect, expect * 1e-12);
+    fx_free(f);
+}
+
+/* A causal flash kernel: x [b,s,h,d] -> k = 2x, v = 2x (scales) -> flash
+   (causal) -> o, lse -> y = x + o. b=1, s=t=4096, h=1, d=128: x, k, v, o, y
+   1 MiB each (524288 bf16 elements), lse 4096 fp32 16 KiB.
+   Model FLOPs: c = 2 b h s t d = 4,294,967,296; the kernel's 2 x 2 b h s t
+   d forward and 4 contractions backward, halved for causal: c forward, 2c
+   backward. Its backward executes 5/4 of them (QK^T again): 2.5c.
+   attention_efficiency 0.5: forward c / (PEAK x 0.5) = 7.4 us, above its
+   4,210,688 B (x, k, v, o, lse) at HBM (1.1 us); backward 2.5c / (PEAK x
+   0.5) = 18.6 us, above 8 MiB + 16 KiB (dx, dk, dv, do; x, k, v, o, lse
+   read) = 2.3 us. The scales move 2 MiB forward (x, k) and backward (dx,
+   dk); the add 3 MiB each way. */
+static void test_flash_causal(void **state) {
+    (void)state;
+    static const char *const graph =
+        "{\"format\":\"remat-graph/1\",\"name\":\"attn\",\"dims\":{"
+        "\"b\":{\"from\":\"per_device_batch_size\"},\"s\":{\"from\":\"max_target_length\"},"
+        "\"h\":{\"from\":\"base_num_query_heads\"},\"d\":{\"from\":\"head_dim\"}},"
+        "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
+        "\"x\":{\"shape\":[\"b\",\"s\",\"h\",\"d\"],\"dtype\":\"act\"},"
+        "\"k\":{\"shape\":[\"b\",\"s\",\"h\",\"d\"],\"dtype\":\"act\"},"
+        "\"v\":{\"shape\":[\"b\",\"s\",\"h\",\"d\"],\"dtype\":\"act\"},"
+        "\"o\":{\"shape\":[\"b\",\"s\",\"h\",\"d\"],\"dtype\":\"act\"},"
+        "\"lse\":{\"shape\":[\"b\",\"h\",\"s\"],\"dtype\":\"fp32\"},"
+        "\"y\":{\"shape\":[\"b\",\"s\",\"h\",\"d\"],\"dtype\":\"act\"}},\"ops\":["
+        "{\"name\":\"kk\",\"op\":\"scale\",\"value\":2,\"in\":[\"x\"],\"out\":[\"k\"]},"
+        "{\"name\":\"vv\",\"op\":\"scale\",\"value\":2,\"in\":[\"x\"],\"out\":[\"v\"]},"
+        "{\"name\":\"fa\",\"op\":\"flash_attention\",\"causal\":true,\"in\":[\"x\",\"k\",\"v\"],"
+        "\"out\":[\"o\",\"lse\"]},"
+        "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]}}";
+    const char *args[] = {"model_name=default",        "per_device_batch_size=1",
+                          "max_target_length=4096",    "base_num_query_heads=1",
+                          "head_dim=128",              "base_num_decoder_layers=1",
+                          "attention_efficiency=0.5",  "matmul_efficiency=1",
+                          "memory_efficiency=1",       NULL};
+    fx_run_t *f = fx_analyze_ok(graph, args);
+    const remat_layer_row_t *row = &f->r.layers[0];
+    const double c = 2.0 * 4096 * 4096 * 128, n = 524288, mib = 1048576;
+    assert_int_equal(row->forward_flops, (uint64_t)(c + 3 * n));
+    assert_int_equal(row->backward_flops, (uint64_t)(2 * c + 2 * n));
+    const double fa_fwd = c / (PEAK * 0.5), fa_bwd = 2.5 * c / (PEAK * 0.5);
+    assert_true(fa_fwd > (4 * mib + 16384) / HBM && fa_bwd > (8 * mib + 16384) / HBM);
+    double fwd = 2 * (2 * mib) / HBM + fa_fwd + 3 * mib / HBM;
+    double bwd = 3 * mib / HBM + fa_bwd + 2 * (2 * mib) / HBM;
+    assert_float_equal(row->forward_compute_seconds, fwd, fwd * 1e-12);
+    assert_float_equal(row->backward_compute_seconds, bwd, bwd * 1e-12);
+    /* full keeps x: k, v, o and lse are rebuilt by re-running kk, vv, fa */
+    double rec = 2 * (2 * mib) / HBM + fa_fwd;
+    assert_float_equal(row->recompute_seconds, rec, rec * 1e-12);
+    fx_free(f);
+}
+
+/* An op whose outputs XLA fuses into their readers takes no time of its
+   own. The gated layer (fixtures.c), b=2, e=4, m=8: s = silu(g) is fused
+   into the mul. Forward bytes: gp x 16 + w0 128 + g 32 = 176; up 176;
+   act nothing; gate s 32 + u 32 + p 32 = 96; down p 32 + w2 128 + o 16 =
+   176; res 48: 672, all memory-bound. Backward: gp w0 128 + dw0 (fp32) 128
+   + dx 16 + dg 32 + x 16 = 320; up 320; act nothing; gate ds, du, dp, s, u
+   160; down 128 + 128 + dp 32 + do 16 + p 32 = 336; res 48: 1184. full
+   re-runs gp, up, act, gate: 448. */
+static void test_fused_ops_take_no_time(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=default", "per_device_batch_size=2", "base_emb_dim=4",
+                          "base_mlp_dim=8", "base_num_decoder_layers=1", EXACT, NULL};
+    fx_run_t *f = fx_analyze_ok(fx_gated_graph, args);
+    const remat_layer_row_t *row = &f->r.layers[0];
+    assert_float_equal(row->forward_compute_seconds, 672 / HBM, 672 / HBM * 1e-12);
+    assert_float_equal(row->backward_compute_seconds, 1184 / HBM, 1184 / HBM * 1e-12);
+    assert_float_equal(row->recompute_seconds, 448 / HBM, 448 / HBM * 1e-12);
+    /* its FLOPs still count: silu 4 x 16 of the layer's forward */
+    assert_int_equal(row->forward_flops, 128 + 128 + 64 + 16 + 128 + 8);
+    fx_free(f);
+}
+
+/* FSDP over 2 devices (ICI 6e11 B/s a device): each holds half of the
+   4096 x 4096 weight (its first dim is "embed", sharded over fsdp) and half
+   of the batch. The weight is gathered in the compute dtype (bf16,
+   32 MiB) for forward and backward, (2-1)/2 of it through each device's
+   ICI: 16,777,216 B, 27.96 us; its bf16 gradient (32 MiB) is
+   reduce-scattered likewise. One sequence per device: the forward compute
+   (x 8 KiB + gathered w 32 MiB + h 8 KiB, memory-bound, plus the add) is
    9.1 us, so the gather sets the forward and the gather plus the scatter
-   the backward; what they add beyond compute is exposed collective time. */
+   the backward (its compute: w 32 MiB + dw fp32 64 MiB + dx, dh, x 24 KiB,
+   27.3 us; the add 24 KiB); what they add beyond compute is exposed
+   collective time. */
 static void test_fsdp_collectives(void **state) {
     (void)state;
     const char *args[] = {"model_name=default",  "per_device_batch_size=1", "base_emb_dim=4096",
-                          "base_num_decoder_layers=1", "num_devices=2", NULL};
+                          "base_num_decoder_layers=1", "num_devices=2", EXACT, NULL};
     fx_run_t *f = fx_analyze_ok(mm_graph, args);
     const remat_layer_row_t *row = &f->r.layers[0];
-    const double half = 4096.0 * 4096 * 4 / 2, ici = 1.2e12;
-    assert_float_equal(row->allgather_seconds, half / ici, 1e-18);
-    assert_float_equal(row->reduce_scatter_seconds, half / ici, 1e-18);
-    double fc = (8192 + 4096.0 * 4096 * 4 + 8192) / HBM + 3 * 8192 / HBM;
+    const double half = 4096.0 * 4096 * 2 / 2, ag = half / ICI;
+    assert_float_equal(row->allgather_seconds, ag, ag * 1e-12);
+    assert_float_equal(row->reduce_scatter_seconds, ag, ag * 1e-12);
+    double fc = (8192 + 4096.0 * 4096 * 2 + 8192) / HBM + 3 * 8192 / HBM;
     assert_float_equal(row->forward_compute_seconds, fc, fc * 1e-12);
-    assert_float_equal(row->forward_seconds, half / ici, 1e-18);
-    assert_float_equal(row->backward_seconds, 2 * half / ici, 1e-18);
+    double bc_expect = (4096.0 * 4096 * 2 + 4096.0 * 4096 * 4 + 3 * 8192) / HBM + 3 * 8192 / HBM;
+    assert_float_equal(row->backward_compute_seconds, bc_expect, bc_expect * 1e-12);
+    assert_float_equal(row->forward_seconds, ag, ag * 1e-12);
+    assert_float_equal(row->backward_seconds, 2 * ag, ag * 1e-12);
     double bc = row->backward_compute_seconds + row->recompute_seconds;
-    assert_true(bc < 2 * half / ici);
-    double exposed = (half / ici - fc) + (2 * half / ici - bc);
+    assert_true(bc < 2 * ag);
+    double exposed = (ag - fc) + (2 * ag - bc);
     assert_float_equal(f->r.exposed_collective_seconds, exposed, exposed * 1e-12);
     /* no head: the step is the layer's forward and backward */
-    assert_float_equal(f->r.step_seconds, 3 * half / ici, 1e-18);
+    assert_float_equal(f->r.step_seconds, 3 * ag, ag * 1e-12);
     fx_free(f);
 }
 
 /* Parameters in host RAM come over the host link for each pass: 64 MiB at
    1e9 B/s is 67.1 ms, which sets both passes of this layer. HFU is the
-   step's FLOPs at peak over the step: compute_seconds / step_seconds, with
-   forward 2*1*4096*4096 + 4096 (the add) and backward twice the matmul. */
+   step's FLOPs at the per-device bf16 peak over the step: compute_seconds
+   / step_seconds, with forward 2*1*4096*4096 + 4096 (the add) and backward
+   twice the matmul. */
 static void test_param_fetch_and_hfu(void **state) {
     (void)state;
     const char *args[] = {"model_name=default",    "per_device_batch_size=1",
@@ -109,14 +238,37 @@ static void test_param_fetch_and_hfu(void **state) {
     fx_free(f);
 }
 
+/* Under fp8 quantization weight einsums run at the fp8 peak (2.307e15 a
+   device), and MFU, HFU and compute_seconds are measured against it. The mm
+   layer at batch 8192 (F = 2*8192*4096*4096): mm forward F / PEAK8 = 119
+   us (its 192 MiB at HBM: 55 us), backward 2F / PEAK8 = 238 us (320 MiB:
+   91 us); the add 3 x 64 MiB each way. Nothing is re-run (full keeps x, the
+   einsum's only residual). */
+static void test_fp8_peak(void **state) {
+    (void)state;
+    const char *fp8[] = {"quantization=fp8", EXACT, NULL};
+    fx_run_t *f = mm("per_device_batch_size=8192", fp8);
+    const double e = 4096, F = 2 * 8192 * e * e, act = 8192 * e * 2;
+    assert_true(F / PEAK8 > 3 * act / HBM && 2 * F / PEAK8 > 5 * act / HBM);
+    double step = 3 * F / PEAK8 + 6 * act / HBM;
+    assert_float_equal(f->r.step_seconds, step, step * 1e-12);
+    double model = 3 * F + 8192 * e;
+    assert_int_equal(f->r.model_flops, (uint64_t)model);
+    assert_int_equal(f->r.recompute_flops, 0);
+    assert_float_equal(f->r.compute_seconds, model / PEAK8, model / PEAK8 * 1e-12);
+    assert_float_equal(f->r.mfu, model / (step * PEAK8), 1e-12);
+    assert_float_equal(f->r.hfu, f->r.mfu, 1e-15);
+    fx_free(f);
+}
+
 /* The mini layer of test_sim.c under custom mlpwi=offload: 32 bytes of h go
    to host and back each layer. Its forward moves, by op: fc1 x 16 + w1 128 +
    h 32; silu h 32 + a 32; fc2 a 32 + w2 128 + o 16; add x 16 + o 16 + y 16:
-   464 bytes, all memory-bound: 464 / 7.38e12 = 62.9 ps. */
+   464 bytes, all memory-bound: 464 / 3.69e12 = 125.7 ps. */
 static fx_run_t *offload(const char *bw) {
     const char *args[] = {"model_name=default", "per_device_batch_size=2", "base_emb_dim=4",
                           "base_mlp_dim=8", "base_num_decoder_layers=3", "remat_policy=custom",
-                          "mlpwi=offload", bw, NULL};
+                          "mlpwi=offload", bw, EXACT, NULL};
     fx_run_t *f = fx_analyze_ok(fx_mini_graph, args);
     return f;
 }
@@ -124,7 +276,7 @@ static fx_run_t *offload(const char *bw) {
 static void test_transfers_hide_or_not(void **state) {
     (void)state;
     const double fwd = 464 / HBM;
-    /* 1e12 B/s: 32 B in 32 ps, inside the 62.9 ps of forward: hidden. */
+    /* 1e12 B/s: 32 B in 32 ps, inside the 125.7 ps of forward: hidden. */
     fx_run_t *f = offload("host_link_bw=1e12");
     const remat_layer_row_t *row = &f->r.layers[0];
     assert_float_equal(row->forward_compute_seconds, fwd, fwd * 1e-12);
@@ -150,6 +302,41 @@ static void test_transfers_hide_or_not(void **state) {
     fx_free(f);
 }
 
+/* The chunked loss's time: the head ops after the layers run once per
+   chunk, so their bytes (bound per chunk) move num_vocab_tiling times, and
+   the chunk's forward runs twice (forward, then again in backward).
+   The headed graph (fixtures.c) on one device, b=2, e=4, v=64, all
+   memory-bound (bytes moved, forward / backward):
+     layer: fc 96 / 176 (w 64, dw 64, dx, do, x), res 48 / 48
+     emb: table 1024 + tokens 8 + h0 16 = 1048 / table 1024 + dtable 1024 +
+       dh0 16 + tokens 8 = 2072
+     T=1: lg wl 1024 + hL 16 + logits 256 = 1296 / 1024 + 1024 + dhL 16 +
+            dlogits 256 + hL 16 = 2336
+          ce logits 256 + targets 8 + loss 4 + lse 8 = 276 / dlogits 256 +
+            dloss 4 + logits 256 + targets 8 + lse 8 = 532
+          step 368 + 1048 + 2072 + 1296 + 2336 + 276 + 532 = 7928 B
+     T=2 (logits 128, lse 4 a chunk): lg 2 x 1168 forward, twice, and
+          2 x 2208; ce 2 x 144 twice and 2 x 272:
+          step 368 + 3120 + 4672 + 4416 + 576 + 544 = 13696 B. */
+static void test_vocab_tiling_time(void **state) {
+    (void)state;
+    const char *base[] = {"model_name=default",        "per_device_batch_size=2",
+                          "base_emb_dim=4",            "vocab_size=64",
+                          "base_num_decoder_layers=1", EXACT,
+                          NULL};
+    fx_run_t *f = fx_analyze_ok(fx_head_graph, base);
+    assert_float_equal(f->r.step_seconds, 7928 / HBM, 7928 / HBM * 1e-12);
+    fx_free(f);
+    const char *two[] = {"num_vocab_tiling=2", NULL};
+    f = fx_analyze_with(fx_head_graph, base, two);
+    assert_float_equal(f->r.step_seconds, 13696 / HBM, 13696 / HBM * 1e-12);
+    /* the re-run's FLOPs are recompute: lg 2*2*4*64 = 1024, ce 4*128 */
+    assert_int_equal(f->r.recompute_flops, 1024 + 512);
+    double hw = (double)(f->r.model_flops + 1536);
+    assert_float_equal(f->r.compute_seconds, hw / PEAK, hw / PEAK * 1e-12);
+    fx_free(f);
+}
+
 /* Pipeline: m micro-batches over p stages take m + p - 1 slots. */
 static void test_pipeline_bubble(void **state) {
     (void)state;
@@ -169,9 +356,14 @@ static void test_pipeline_bubble(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_einsum_rooflines),
+        cmocka_unit_test(test_efficiencies),
+        cmocka_unit_test(test_flash_causal),
+        cmocka_unit_test(test_fused_ops_take_no_time),
         cmocka_unit_test(test_transfers_hide_or_not),
         cmocka_unit_test(test_fsdp_collectives),
         cmocka_unit_test(test_param_fetch_and_hfu),
+        cmocka_unit_test(test_fp8_peak),
+        cmocka_unit_test(test_vocab_tiling_time),
         cmocka_unit_test(test_pipeline_bubble),
     };
     return cmocka_run_group_tests_name("time", tests, NULL, NULL);
