@@ -9,7 +9,8 @@
  *    max of its compute (and recompute) and each transfer, never a sum, so
  *    it is at least its compute and the exposed times are not negative;
  *  - the step's FLOP and byte totals are checked sums at most BYTES_MAX;
- *  - the bubble fraction is in [0, 1) and MFU is at most HFU.
+ *  - the bubble fraction is in [0, 1) and MFU <= HFU <= 1 (MFU against the
+ *    peak of the run's dtype).
  * Asserts on times are written !(a < b) so that a NaN from hardware figures
  * a library caller left at zero is not mistaken for a broken invariant.
  */
@@ -66,8 +67,9 @@ static void moved_bytes(const remat_block_t *b, const remat_config_t *cfg, const
     }
 }
 
-/* Whether XLA fuses every output of op @p j into the ops that read it: its
-   work is then inside theirs, and it takes no time of its own. */
+/* Whether XLA fuses every output of op @p j into the ops that read it: it
+   then moves no bytes of its own (its readers read its inputs), and only its
+   FLOPs take time, so that no op runs faster than its FLOPs at peak. */
 static bool fused_away(const remat_op_t *op, const bound_t *bd) {
     for (size_t i = 0; i < op->nout; i++) {
         if (!bd->fusable[op->out[i]]) {
@@ -81,7 +83,7 @@ static bool fused_away(const remat_op_t *op, const bound_t *bd) {
    the FLOPs its kernels execute at the sustained peak of its kind (matmul
    or attention kernel; weight einsums at the fp8 peak under fp8
    quantization, all else at bf16) and the bytes it moves at the sustained
-   HBM bandwidth. Views and fused ops take no time of their own. The ops
+   HBM bandwidth. Views take no time; fused ops move no bytes. The ops
    from position @p chunked_from on run once per vocabulary chunk
    (num_vocab_tiling): their bytes are bound per chunk, so they move
    num_vocab_tiling times as much. */
@@ -92,12 +94,14 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
     const double bw = hw->hbm_bw * eff(cfg->memory_efficiency, hw->memory_efficiency);
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
-        if (remat_i_opkind_is_view(op->kind) || fused_away(op, bd)) {
+        if (remat_i_opkind_is_view(op->kind)) {
             bd->fwd_s[j] = bd->bwd_s[j] = 0;
             continue;
         }
-        double fmoved, bmoved, f, w;
-        moved_bytes(b, cfg, bd, j, &fmoved, &bmoved);
+        double fmoved = 0, bmoved = 0, f, w;
+        if (!fused_away(op, bd)) {
+            moved_bytes(b, cfg, bd, j, &fmoved, &bmoved);
+        }
         if (bd->pos[j] >= chunked_from && cfg->num_vocab_tiling > 1) {
             fmoved *= (double)cfg->num_vocab_tiling;
             bmoved *= (double)cfg->num_vocab_tiling;
@@ -268,7 +272,10 @@ static void utilization(const remat_analyzer_t *an, remat_result_t *r, uint64_t 
         r->mfu = all_model / (r->step_seconds * flops_peak);
         r->hfu = (all_model + all_rec) / (r->step_seconds * flops_peak);
     }
-    assert(r->bubble_fraction >= 0 && r->bubble_fraction < 1 && !(r->mfu > r->hfu));
+    /* every op runs no faster than its executed FLOPs at the dtype's peak,
+       and executed FLOPs are at least the counted ones: HFU <= 1 */
+    assert(r->bubble_fraction >= 0 && r->bubble_fraction < 1 && !(r->mfu > r->hfu) &&
+           !(r->hfu > 1.0 + 1e-9));
 }
 
 remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
