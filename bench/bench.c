@@ -4,7 +4,8 @@
  *
  *   remat_bench [--quick]
  *
- * Part 1, per model and built-in policy, on 256 TPU7x chips (FSDP x tensor=4):
+ * Part 1, per model and built-in policy, on a tpu7x-256 slice (128 chips, 256
+ * devices; FSDP x tensor=4):
  *   analyze_us  remat_analyze on a graph/policy/hardware resolved once, outside
  *               the timed loop (one full-model analysis: every layer, the head)
  *   path_us     the whole path per analysis: remat_resolve (JSON parse of the
@@ -14,14 +15,14 @@
  * with --quick), and reports the mean.
  *
  * Part 2, a sweep: every built-in policy x per_device_batch_size {1,2,4,8} x
- * max_target_length {2048,4096,8192} x 4 meshes (one chip; 256 chips with
+ * max_target_length {2048,4096,8192} x 4 meshes (one device; tpu7x-256 with
  * FSDP, FSDP x tensor, FSDP x tensor x 2 pipeline stages) for both models, in
  * configurations per
  * second, (a) through the whole path per point (remat_config_build,
  * remat_resolve, remat_analyze, free) and (b) with graph/policy/hardware
  * resolved once per model x policy (remat_config_build, remat_analyze).
  *
- * Part 3, the solver on llama3.1-405b, 256 TPU7x chips, per_device_batch_size 2
+ * Part 3, the solver on llama3.1-405b, tpu7x-256, per_device_batch_size 2
  * (the budget binds): `remat solve` (branch and bound), the frontier, and
  * exhaustive enumeration, in ms per call, with the ratio to exhaustive.
  *
@@ -55,7 +56,8 @@ static const unsigned lengths[] = {2048, 4096, 8192};
 #define NLENGTHS (sizeof lengths / sizeof lengths[0])
 
 /* Meshes of the sweep, as MaxText settings (at most 3 each): one chip, and
-   256 TPU7x chips with FSDP only, FSDP x tensor, FSDP x tensor x 2 pipeline stages. */
+   a tpu7x-256 slice (256 devices) with FSDP only, FSDP x tensor, FSDP x tensor x 2
+   pipeline stages. */
 static const char *const meshes[][3] = {
     {NULL, NULL, NULL},
     {"topology=tpu7x-256", NULL, NULL},
@@ -64,7 +66,7 @@ static const char *const meshes[][3] = {
 };
 #define NMESHES (sizeof meshes / sizeof meshes[0])
 
-/* The mesh of part 1's rows: FSDP x tensor on 256 chips. */
+/* The mesh of part 1's rows: FSDP x tensor on tpu7x-256 (256 devices). */
 #define ROW_MESH 2
 
 #define TARGET_S 0.2   /* timed seconds per row */
@@ -376,7 +378,7 @@ static void bench_solve(void) {
                  {"solve --frontier", REMAT_SOLVE_FRONTIER},
                  {"solve --exhaustive", REMAT_SOLVE_EXHAUSTIVE}};
     double ms[3];
-    printf("%-28s %10s %10s %8s %10s %11s\n", "llama3.1-405b, 256 chips", "ms", "best_ms",
+    printf("%-28s %10s %10s %8s %10s %11s\n", "llama3.1-405b, tpu7x-256", "ms", "best_ms",
            "iters", "analyses", "placements");
     for (int m = 0; m < 3; m++) {
         solve_ctx_t c = {g, &cfg, &hw, modes[m].flags, {0}};
