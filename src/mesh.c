@@ -42,11 +42,16 @@ const char *remat_axis_key(remat_axis_t a) {
    logical-to-mesh resolution), so `embed` falls back to fsdp without
    fsdp_transpose on a weight whose `mlp` dim took fsdp_transpose. */
 static const remat_axis_rule_t default_rules[] = {
-    /* vocabulary */
-    R("activation_embed_and_logits_batch",
-      A(DATA) | A(STAGE) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
+    /* vocabulary. MaxText also shards these over `stage`: it runs the
+       embedding and the loss outside the pipeline on the whole batch, so
+       each device holds global / (data x stage x fsdp ...) sequences of
+       them. remat runs the head with each micro-batch on the first and last
+       stage instead, so the stage axis is left out: with MaxText's default
+       num_pipeline_microbatches (the stage count) a device's head sees the
+       same number of sequences either way. */
+    R("activation_embed_and_logits_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
     R("activation_embed_and_logits_batch_sequence",
-      A(DATA) | A(STAGE) | A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
+      A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
     R("activation_vocab", A(TENSOR) | A(TENSOR_SEQUENCE)),
     R("activation_vocab", A(TENSOR)),
     R("activation_vocab", A(TENSOR_SEQUENCE)),
