@@ -75,24 +75,29 @@ static uint64_t preset_peak(fx_run_t *f, const char *name, double *step) {
     return peak;
 }
 
-/* Every built-in graph, budgets from below full's peak to above
+/* Every built-in graph (graphs/), budgets from below full's peak to above
    minimal_with_context's, each solved both ways; and a larger budget is
    never slower. */
 static void test_exact_on_builtin_graphs(void **state) {
     (void)state;
-    static const char *const graphs[][2] = {{"graph=llama", "attention=flash"},
-                                            {"graph=llama", "attention=dot_product"},
-                                            {"model_name=gpt3-175b", "base_num_decoder_layers=4"}};
-    for (size_t gi = 0; gi < 3; gi++) {
-        const char *args[] = {"model_name=llama3-8b", "base_num_decoder_layers=4",
-                              "per_device_batch_size=2", graphs[gi][0], graphs[gi][1],
-                              "hbm_budget=1", NULL};
-        if (gi == 2) {
-            args[0] = graphs[gi][0];
-            args[3] = "safety_margin=0";
-            args[4] = "per_device_batch_size=1";
-        }
+    static const char *const graphs[][5] = {
+        {"model_name=llama3-8b", "per_device_batch_size=2", "attention=flash", NULL,
+         "graphs/llama.flash.json"},
+        {"model_name=llama3-8b", "per_device_batch_size=2", "attention=dot_product", NULL,
+         "graphs/llama.dot_product.json"},
+        {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=flash", NULL,
+         "graphs/gpt3.flash.json"},
+        {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=dot_product", NULL,
+         "graphs/gpt3.dot_product.json"},
+        {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=dot_product",
+         "dropout_rate=0.1", "graphs/gpt3.dot_product.dropout.json"}};
+    for (size_t gi = 0; gi < sizeof graphs / sizeof graphs[0]; gi++) {
+        const char *args[] = {graphs[gi][0], "base_num_decoder_layers=4", graphs[gi][1],
+                              graphs[gi][2], "hbm_budget=1", "safety_margin=0",
+                              graphs[gi][3] ? graphs[gi][3] : "enable_dropout=false",
+                              graphs[gi][3] ? "enable_dropout=true" : NULL, NULL};
         fx_run_t *f = setup_run(NULL, args);
+        assert_non_null(strstr(f->graph->source, graphs[gi][4]));
         f->cfg.safety_margin = 0;
         uint64_t lo = preset_peak(f, "full", NULL);
         uint64_t hi = preset_peak(f, "minimal_with_context", NULL);
