@@ -2,6 +2,7 @@
 /* hw.c: hardware profile loading and lookup (hw.h). */
 #include "remat/hw.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +234,41 @@ out:
     return st;
 }
 
+/* The family names users write for each built-in profile: MaxText's
+   accelerator table and Cloud's TPU types (v5litepod, v6e), the marketing
+   names (Trillium, Ironwood), and the GPU machine types of the GPU recipes
+   (a3 = H100, a3ultra = H200, a4 = B200). Matched without regard to case. */
+static const struct family {
+    const char *name;
+    const char *hardware;
+} families[] = {
+    {"tpu7x", "tpu7x"},     {"ironwood", "tpu7x"},    {"v6e", "tpu-v6e"},
+    {"trillium", "tpu-v6e"}, {"v5p", "tpu-v5p"},      {"v5e", "tpu-v5e"},
+    {"v5litepod", "tpu-v5e"}, {"v4", "tpu-v4"},       {"tpu-v6e", "tpu-v6e"},
+    {"tpu-v5p", "tpu-v5p"}, {"tpu-v5e", "tpu-v5e"},   {"tpu-v4", "tpu-v4"},
+    {"h100", "h100"},       {"a3", "h100"},           {"a3mega", "h100"},
+    {"h200", "h200"},       {"a3ultra", "h200"},      {"b200", "b200"},
+    {"a4", "b200"},
+};
+
+static bool same_ignoring_case(const char *a, const char *b) {
+    for (; *a && *b; a++, b++) {
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) {
+            return false;
+        }
+    }
+    return *a == *b;
+}
+
+const char *remat_hw_family(const char *family) {
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        if (same_ignoring_case(family, families[i].name)) {
+            return families[i].hardware;
+        }
+    }
+    return NULL;
+}
+
 remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t *err) {
     size_t n = strlen(name);
     if (n > 5 && strcmp(name + n - 5, ".json") == 0) {
@@ -245,15 +281,21 @@ remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t
         return st;
     }
     const char *text = remat_builtin_find(REMAT_BUILTIN_HARDWARE, name);
+    const char *canonical = remat_hw_family(name);
+    if (!text && canonical) {
+        text = remat_builtin_find(REMAT_BUILTIN_HARDWARE, canonical);
+    }
     if (!text) {
         char list[512];
         remat_builtin_list(REMAT_BUILTIN_HARDWARE, list, sizeof list);
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "unknown hardware '%s' (built-in: %s; or a .json profile)", name,
+                               "unknown hardware '%s' (built-in: %s; family names such as v6e, "
+                               "v5litepod, Trillium, a3ultra; or a .json profile)", name,
                                list);
     }
     char source[REMAT_ERR_SOURCE_LEN + 300];
-    snprintf(source, sizeof source, "<builtin:hardware/%s.json>", name);
+    snprintf(source, sizeof source, "<builtin:hardware/%s.json>",
+             remat_builtin_find(REMAT_BUILTIN_HARDWARE, name) || !canonical ? name : canonical);
     return remat_hw_load_string(text, source, out, err);
 }
 

@@ -12,19 +12,6 @@
 #include "remat/hw.h"
 #include "util.h"
 
-/* The families MaxText's accelerator table and Cloud's TPU types use, with
-   the GPU machine names of the GPU recipes. */
-static const struct family {
-    const char *name;
-    const char *hardware;
-} families[] = {
-    {"tpu7x", "tpu7x"},     {"ironwood", "tpu7x"}, {"v6e", "tpu-v6e"},   {"trillium", "tpu-v6e"},
-    {"v5p", "tpu-v5p"},     {"v5e", "tpu-v5e"},    {"v5litepod", "tpu-v5e"}, {"v4", "tpu-v4"},
-    {"tpu-v6e", "tpu-v6e"}, {"tpu-v5p", "tpu-v5p"}, {"tpu-v5e", "tpu-v5e"}, {"tpu-v4", "tpu-v4"},
-    {"h100", "h100"},       {"a3", "h100"},        {"a3mega", "h100"},   {"h200", "h200"},
-    {"a3ultra", "h200"},    {"b200", "b200"},      {"a4", "b200"},
-};
-
 /* Digits only, at most 7 of them (a slice of up to 9,999,999 units). */
 static bool small_number(const char *s, size_t n, uint64_t *out) {
     if (n == 0 || n > 7) {
@@ -74,27 +61,27 @@ remat_status_t remat_topology_parse(const char *name, const char *source, const 
     memset(out, 0, sizeof *out);
     const char *dash = strrchr(name, '-');
     /* the family is everything before the count: "tpu-v5p-8" keeps "tpu-v5p" */
-    const struct family *fam = NULL;
-    for (size_t i = 0; dash && i < sizeof families / sizeof families[0]; i++) {
-        size_t n = strlen(families[i].name);
-        if ((size_t)(dash - name) == n && strncmp(name, families[i].name, n) == 0) {
-            fam = &families[i];
-        }
+    char family[32];
+    const char *hardware = NULL;
+    if (dash && (size_t)(dash - name) < sizeof family) {
+        memcpy(family, name, (size_t)(dash - name));
+        family[dash - name] = '\0';
+        hardware = remat_hw_family(family);
     }
     if (!dash) {
         return bad_name(name, source, path, "needs a count or a chip grid: NAME-N or NAME-AxBxC",
                         err);
     }
-    if (!fam) {
+    if (!hardware) {
         return bad_name(name, source, path, "names no known chip family", err);
     }
     remat_hw_t hw;
     remat_error_t ignored;
-    if (remat_hw_resolve(fam->hardware, &hw, &ignored) != REMAT_OK) {
+    if (remat_hw_resolve(hardware, &hw, &ignored) != REMAT_OK) {
         return remat_error_set(err, REMAT_E_INTERNAL, source, path,
-                               "built-in hardware '%s' does not load", fam->hardware);
+                               "built-in hardware '%s' does not load", hardware);
     }
-    snprintf(out->hardware, sizeof out->hardware, "%s", fam->hardware);
+    snprintf(out->hardware, sizeof out->hardware, "%s", hardware);
     uint64_t units;
     if (grid(dash + 1, &out->chips)) {
         if (!remat_i_mul(out->chips, hw.devices_per_chip, &out->devices)) {

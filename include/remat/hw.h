@@ -58,7 +58,12 @@ typedef struct remat_hw {
 remat_status_t remat_hw_load_string(const char *text, const char *source, remat_hw_t *out,
                                     remat_error_t *err);
 
-/** A built-in profile by name, or a file when @p name ends in ".json". */
+/** The built-in profile a chip family names ("v6e", "Trillium", "v5litepod",
+    "a3ultra", "tpu-v4", ...; any case), or NULL. Static storage. */
+const char *remat_hw_family(const char *family);
+
+/** A built-in profile by its name or a family name (remat_hw_family), or a
+    file when @p name ends in ".json". */
 remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t *err);
 
 /** Whether field @p field ("host_link_bw") is an assumption. */

@@ -731,6 +731,20 @@ static void test_topology_names(void **state) {
     }
     remat_topology_t t;
     assert_int_equal(remat_topology_parse("v5p-3", NULL, NULL, &t, &err), REMAT_E_CONFIG);
+    assert_int_equal(remat_topology_parse("Trillium-16", NULL, NULL, &t, &err), REMAT_OK);
+    assert_string_equal(t.hardware, "tpu-v6e");
+    /* hardware= takes the family names too, in any case */
+    static const char *const family[][2] = {{"v6e", "tpu-v6e"},      {"V5P", "tpu-v5p"},
+                                            {"v5litepod", "tpu-v5e"}, {"Ironwood", "tpu7x"},
+                                            {"a3ultra", "h200"},      {"tpu-v4", "tpu-v4"}};
+    for (size_t i = 0; i < sizeof family / sizeof family[0]; i++) {
+        remat_hw_t hw;
+        assert_string_equal(remat_hw_family(family[i][0]), family[i][1]);
+        assert_int_equal(remat_hw_resolve(family[i][0], &hw, &err), REMAT_OK);
+        assert_string_equal(hw.name, family[i][1]);
+    }
+    assert_null(remat_hw_family("v7"));
+    assert_int_equal(remat_hw_resolve("v7", &(remat_hw_t){0}, &err), REMAT_E_CONFIG);
     /* topology sets the hardware and the device count of a run */
     const char *args[] = {"topology=tpu7x-128", "per_device_batch_size=1", NULL};
     remat_config_t cfg;
