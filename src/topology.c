@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * topology.c: slice names to a hardware profile and a device count
- * (topology.h). The family table is the one place that knows the spellings.
+ * (topology.h). Chip family spellings belong to hw.c (remat_hw_family).
  */
 #include "remat/topology.h"
 
