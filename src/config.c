@@ -216,7 +216,7 @@ static bool parse_bytes(const char *s, uint64_t *out) {
                  {"GB", 1e9},  {"TB", 1e12},     {"KiB", 1024.0},    {"MiB", 1048576.0},
                  {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
     if (parse_u64(s, out)) {
-        return true;
+        return *out <= REMAT_BYTES_MAX;
     }
     char *end;
     size_t digits = strspn(s, "0123456789.");
@@ -230,11 +230,11 @@ static bool parse_bytes(const char *s, uint64_t *out) {
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(end, units[i].suffix) == 0) {
             double b = v * units[i].unit;
-            if (b >= 18446744073709549568.0) {
+            if (!(b <= (double)REMAT_BYTES_MAX)) {
                 return false;
             }
             *out = (uint64_t)llround(b);
-            return true;
+            return *out <= REMAT_BYTES_MAX;
         }
     }
     return false;
@@ -329,7 +329,8 @@ static remat_status_t set_integer(remat_config_t *c, const key_t_ *k, const sett
     }
     if (!parse_bytes(s->value, &v)) {
         return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
-                               "'%s' must be a byte count such as 96GiB or 100000000000, not '%s'",
+                               "'%s' must be a byte count such as 96GiB or 100000000000, at most "
+                               "4 EiB (2^62), not '%s'",
                                s->key, s->value);
     }
     if (v == 0 && strcmp(s->key, "hbm_budget") == 0) {
@@ -660,6 +661,16 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
     }
     if (st == REMAT_OK) {
         st = resolve_devices(c, err);
+    }
+    /* MaxText's attention (attentions.py) rejects a GQA split that leaves
+       query heads without a key/value head. */
+    if (st == REMAT_OK && c->base_num_kv_heads &&
+        c->base_num_query_heads % c->base_num_kv_heads) {
+        st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                             "base_num_query_heads=%llu is not a multiple of "
+                             "base_num_kv_heads=%llu (MaxText rejects it for GQA)",
+                             (unsigned long long)c->base_num_query_heads,
+                             (unsigned long long)c->base_num_kv_heads);
     }
     if (st == REMAT_OK && c->use_qwix_quantization &&
         (!c->quantization[0] || strcmp(c->quantization, "none") == 0)) {

@@ -410,13 +410,15 @@ static void note_count(void *ctx, const char *text) {
    per chip)". */
 static void slice_text(const remat_result_t *r, char *buf, size_t size) {
     const uint64_t d = r->mesh.devices, per = r->hw->devices_per_chip;
+    const char *devices = d == 1 ? "device" : "devices";
     if (per > 1 && d % per == 0) {
-        snprintf(buf, size, "%" PRIu64 " devices (%" PRIu64 " %s chips, %" PRIu64 " per chip)", d,
-                 d / per, r->hw->name, per);
+        snprintf(buf, size, "%" PRIu64 " %s (%" PRIu64 " %s chip%s, %" PRIu64 " per chip)", d,
+                 devices, d / per, r->hw->name, d / per == 1 ? "" : "s", per);
     } else if (per > 1) {
-        snprintf(buf, size, "%" PRIu64 " devices (%s, %" PRIu64 " per chip)", d, r->hw->name, per);
+        snprintf(buf, size, "%" PRIu64 " %s (%s, %" PRIu64 " per chip)", d, devices,
+                 r->hw->name, per);
     } else {
-        snprintf(buf, size, "%" PRIu64 " devices (%s, one per chip)", d, r->hw->name);
+        snprintf(buf, size, "%" PRIu64 " %s (%s, one per chip)", d, devices, r->hw->name);
     }
 }
 

@@ -21,6 +21,11 @@
 
 #define REMAT_STR_LEN 256
 
+/* The largest byte count remat represents (4 EiB): budgets and sizes above
+   it are input errors, and any sum of bytes stays below 2^63 with room for
+   signed deltas. */
+#define REMAT_BYTES_MAX ((uint64_t)1 << 62)
+
 typedef struct remat_config {
     char model_name[REMAT_STR_LEN];
     char graph[REMAT_STR_LEN];        /* built-in graph name or a file path */

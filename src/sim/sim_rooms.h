@@ -25,7 +25,7 @@
 #include "util.h"
 
 /* Byte counts stay below 2^62 so that signed deltas never overflow. */
-#define BYTES_MAX ((uint64_t)1 << 62)
+#define BYTES_MAX REMAT_BYTES_MAX
 
 /* The graph's dims a run can bind; the result reports each one's size. */
 #define SIM_MAX_DIMS 64

@@ -14,6 +14,7 @@
  * Asserts on times are written !(a < b) so that a NaN from hardware figures
  * a library caller left at zero is not mistaken for a broken invariant.
  */
+#include <math.h>
 #include <string.h>
 
 #include "graph_internal.h"
@@ -298,5 +299,20 @@ remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
     r->offload_hidden = r->exposed_seconds <= 0;
     assert(!(r->exposed_seconds < 0) && !(r->exposed_collective_seconds < 0));
     utilization(an, r, steps);
+    /* A rate near zero (host_link_bw=1e-300, a profile's flops_bf16 of
+       1e-320) makes a time infinite: an input error, never a report (JSON
+       has no infinity) or a ranking on it. */
+    const double times[] = {r->step_seconds, r->compute_seconds, r->d2h_seconds,
+                            r->exposed_seconds, r->exposed_collective_seconds,
+                            r->recompute_seconds};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        if (!isfinite(times[i])) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "the step time is not finite (hardware %s: host link %g B/s, "
+                                   "%g FLOP/s, HBM %g B/s per device): a rate is too small",
+                                   an->hw->name, r->host_link_bw, compute_peak(an),
+                                   an->hw->hbm_bw);
+        }
+    }
     return REMAT_OK;
 }

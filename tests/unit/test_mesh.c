@@ -492,9 +492,9 @@ static void test_context_kv_gather(void **state) {
         "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]}}";
     const char *args[] = {"model_name=default",        "per_device_batch_size=0.5",
                           "max_target_length=8",       "base_num_query_heads=2",
-                          "head_dim=4",                "base_num_decoder_layers=1",
-                          "num_devices=2",             "ici_context_parallelism=2",
-                          NULL};
+                          "base_num_kv_heads=2",       "head_dim=4",
+                          "base_num_decoder_layers=1", "num_devices=2",
+                          "ici_context_parallelism=2", NULL};
     fx_run_t *f = fx_analyze_ok(graph, args);
     assert_int_equal(f->r.profiles[0].fwd_peak_rel, 352);
     /* 4 b h s t d forward; the two scales (32 each) and the add (32) */

@@ -136,7 +136,8 @@ static void test_flash_causal(void **state) {
         "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]}}";
     const char *args[] = {"model_name=default",        "per_device_batch_size=1",
                           "max_target_length=4096",    "base_num_query_heads=1",
-                          "head_dim=128",              "base_num_decoder_layers=1",
+                          "base_num_kv_heads=1",       "head_dim=128",
+                          "base_num_decoder_layers=1",
                           "attention_efficiency=0.5",  "matmul_efficiency=1",
                           "memory_efficiency=1",       NULL};
     fx_run_t *f = fx_analyze_ok(graph, args);
