@@ -99,7 +99,14 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
     memset(o, 0, sizeof *o);
     o->fmt = REMAT_FMT_TEXT;
     o->kinds = REMAT_TABLE_ALL;
+    /* A second parse in one process (tests, a fuzzer driving the CLI) must
+       not resume inside the previous argv: glibc fully resets getopt only
+       for optind = 0; elsewhere 1 is the reset. */
+#ifdef __GLIBC__
+    optind = 0;
+#else
     optind = 1;
+#endif
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "c:f:p:k:h", longs, NULL)) != -1) {

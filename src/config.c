@@ -662,6 +662,11 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
     if (st == REMAT_OK) {
         st = resolve_devices(c, err);
     }
+    if (st == REMAT_OK && c->base_num_decoder_layers > REMAT_MAX_LAYERS) {
+        st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                             "base_num_decoder_layers=%llu is above the supported %d",
+                             (unsigned long long)c->base_num_decoder_layers, REMAT_MAX_LAYERS);
+    }
     /* MaxText's attention (attentions.py) rejects a GQA split that leaves
        query heads without a key/value head. */
     if (st == REMAT_OK && c->base_num_kv_heads &&

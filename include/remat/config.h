@@ -26,6 +26,11 @@
    signed deltas. */
 #define REMAT_BYTES_MAX ((uint64_t)1 << 62)
 
+/* The most decoder layers a config may have: 80x MaxText's deepest model
+   (llama3.1-405b, 126), and small enough that an analysis and its per-layer
+   tables stay well under a second. */
+#define REMAT_MAX_LAYERS 10000
+
 typedef struct remat_config {
     char model_name[REMAT_STR_LEN];
     char graph[REMAT_STR_LEN];        /* built-in graph name or a file path */
