@@ -60,8 +60,13 @@ static remat_status_t check_keys(loader_t *L, json_t *obj, const char *const *al
     return REMAT_OK;
 }
 
+#define NAME_RULE "(1 to 47 characters from A-Z a-z 0-9 _ - .)"
+_Static_assert(REMAT_NAME_LEN == 48, "NAME_RULE states the name length");
+
+/* Names are as long as a policy's (REMAT_NAME_LEN - 1): a checkpoint name a
+   graph accepts is one a policy, the solver and the tables can hold. */
 static bool valid_name(const char *s) {
-    if (!*s || strlen(s) > 64) {
+    if (!*s || strlen(s) >= REMAT_NAME_LEN) {
         return false;
     }
     for (const char *p = s; *p; p++) {
@@ -111,7 +116,7 @@ static remat_status_t load_dims(loader_t *L, json_t *dims) {
         remat_i_jpath_key(&L->path, key);
         static const char *const allowed[] = {"from", "div", "value", "axis", "weight_axis", NULL};
         if (!valid_name(key)) {
-            return fail(L, REMAT_E_SCHEMA, "invalid dim name '%s'", key);
+            return fail(L, REMAT_E_SCHEMA, "invalid dim name '%s' " NAME_RULE, key);
         }
         if (!json_is_object(d)) {
             return fail(L, REMAT_E_SCHEMA, "dim '%s' must be an object with 'from' or 'value'", key);
@@ -226,7 +231,7 @@ static remat_status_t load_tags(loader_t *L, json_t *t, remat_tensor_t *out) {
         }
         for (size_t i = 0; i < out->ntags; i++) {
             if (!valid_name(out->tags[i])) {
-                return fail(L, REMAT_E_SCHEMA, "invalid checkpoint name '%s'", out->tags[i]);
+                return fail(L, REMAT_E_SCHEMA, "invalid checkpoint name '%s' " NAME_RULE, out->tags[i]);
             }
         }
         if (out->param) {
@@ -245,7 +250,7 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
     out->producer = REMAT_NONE;
     out->last_use = REMAT_NONE;
     if (!valid_name(name)) {
-        return fail(L, REMAT_E_SCHEMA, "invalid tensor name '%s'", name);
+        return fail(L, REMAT_E_SCHEMA, "invalid tensor name '%s' " NAME_RULE, name);
     }
     if (!json_is_object(t)) {
         return fail(L, REMAT_E_SCHEMA, "tensor '%s' must be an object", name);
@@ -389,7 +394,7 @@ static remat_status_t load_op(loader_t *L, remat_block_t *b, json_t *o, remat_op
     }
     op->name = remat_i_xstrdup(name);
     if (!valid_name(name)) {
-        return fail(L, REMAT_E_SCHEMA, "invalid op name '%s'", name);
+        return fail(L, REMAT_E_SCHEMA, "invalid op name '%s' " NAME_RULE, name);
     }
     if (!remat_i_opkind_parse(kind, &op->kind)) {
         remat_i_jpath_key(&L->path, "op");

@@ -659,34 +659,33 @@ static void table_tensors(FILE *out, const remat_result_t *r, remat_format_t fmt
         for (size_t i = 0; i < b->ntensors; i++) {
             const remat_tensor_t *t = &b->tensors[i];
             const remat_tensor_row_t *row = &r->profiles[p].tensors[i];
-            char v[10][128];
-            snprintf(v[0], 128, "%zu", p);
-            snprintf(v[1], 128, "%s", t->name);
+            /* a cell holds four checkpoint names and their separators */
+            enum { CELL = REMAT_MAX_TAGS * REMAT_NAME_LEN + 8 };
+            _Static_assert(CELL >= 130, "a quoted shape fits a cell");
+            char v[10][CELL];
+            snprintf(v[0], CELL, "%zu", p);
+            snprintf(v[1], CELL, "%s", t->name);
             v[2][0] = '\0';
             for (size_t k = 0, len = 0; k < t->ntags; k++) {
-                len += (size_t)snprintf(v[2] + len, 128 - len, "%s%s",
+                len += (size_t)snprintf(v[2] + len, CELL - len, "%s%s",
                                         k ? (fmt == REMAT_FMT_CSV ? ";" : "+") : "", t->tags[k]);
             }
             if (!t->ntags) {
-                snprintf(v[2], 128, "-");
+                snprintf(v[2], CELL, "-");
             }
-            shape_text(row, t, v[3], 128);
-            if (fmt == REMAT_FMT_CSV) {
-                /* Shapes hold commas: CSV quotes them. */
-                char q[130];
-                snprintf(q, sizeof q, "\"%s\"", v[3]);
-                memcpy(v[3], q, sizeof v[3]);
-                v[3][127] = '\0';
-            }
+            char shape[128];
+            shape_text(row, t, shape, sizeof shape);
+            /* Shapes hold commas: CSV quotes them. */
+            snprintf(v[3], CELL, fmt == REMAT_FMT_CSV ? "\"%s\"" : "%s", shape);
             remat_dtype_t d = t->dtype == REMAT_DTYPE_ACT      ? r->config->dtype
                               : t->dtype == REMAT_DTYPE_WEIGHT ? r->config->weight_dtype
                                                                : t->dtype;
-            snprintf(v[4], 128, "%s", remat_dtype_name(d));
-            snprintf(v[5], 128, "%" PRIu64, row->bytes);
-            snprintf(v[6], 128, "%s", t->param ? "-" : remat_place_name(row->asked));
-            snprintf(v[7], 128, "%s", remat_fate_name(row->fate));
-            snprintf(v[8], 128, "%s", row->unused ? "yes" : "no");
-            snprintf(v[9], 128, "%" PRIu64, row->recompute_flops);
+            snprintf(v[4], CELL, "%s", remat_dtype_name(d));
+            snprintf(v[5], CELL, "%" PRIu64, row->bytes);
+            snprintf(v[6], CELL, "%s", t->param ? "-" : remat_place_name(row->asked));
+            snprintf(v[7], CELL, "%s", remat_fate_name(row->fate));
+            snprintf(v[8], CELL, "%s", row->unused ? "yes" : "no");
+            snprintf(v[9], CELL, "%" PRIu64, row->recompute_flops);
             emit_cells(out, fmt, v[0], sizeof v[0], widths, 10);
         }
     }
