@@ -18,12 +18,22 @@
 #include "remat/config.h"
 #include "util.h"
 
+/* While a block loads, its tensor names map to their indices and its op
+   names are collected in jansson objects (hash tables), so that loading is
+   linear in the graph's size. */
 typedef struct loader {
     const char *source;
     remat_jpath_t path;
     remat_error_t *err;
     remat_graph_t *g;
+    json_t *tensor_index; /* name -> index in the block being loaded */
+    json_t *op_names;     /* names of the block's ops loaded so far */
 } loader_t;
+
+static size_t find_tensor(const loader_t *L, const char *name) {
+    json_t *v = json_object_get(L->tensor_index, name);
+    return v ? (size_t)json_integer_value(v) : REMAT_NONE;
+}
 
 static remat_status_t fail(loader_t *L, remat_status_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -308,7 +318,7 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
     return load_tags(L, t, out);
 }
 
-static remat_status_t load_name_list(loader_t *L, remat_block_t *b, json_t *arr, const char *key,
+static remat_status_t load_name_list(loader_t *L, json_t *arr, const char *key,
                                      size_t **out, size_t *n, size_t max) {
     remat_i_jpath_key(&L->path, key);
     if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > max) {
@@ -326,7 +336,7 @@ static remat_status_t load_name_list(loader_t *L, remat_block_t *b, json_t *arr,
         if (!json_is_string(s)) {
             return fail(L, REMAT_E_SCHEMA, "a tensor reference must be a string");
         }
-        size_t ti = remat_block_find_tensor(b, json_string_value(s));
+        size_t ti = find_tensor(L, json_string_value(s));
         if (ti == REMAT_NONE) {
             return fail(L, REMAT_E_SCHEMA, "unknown tensor '%s'", json_string_value(s));
         }
@@ -376,7 +386,7 @@ static remat_status_t load_op_attrs(loader_t *L, json_t *o, remat_op_t *op) {
     return REMAT_OK;
 }
 
-static remat_status_t load_op(loader_t *L, remat_block_t *b, json_t *o, remat_op_t *op) {
+static remat_status_t load_op(loader_t *L, json_t *o, remat_op_t *op) {
     static const char *const allowed[] = {"name", "op",     "in",    "out", "spec",
                                           "saves", "causal", "value", "layout", NULL};
     remat_status_t st;
@@ -401,11 +411,11 @@ static remat_status_t load_op(loader_t *L, remat_block_t *b, json_t *o, remat_op
         return fail(L, REMAT_E_SCHEMA, "unknown op kind '%s' (see docs/graph-format.md)", kind);
     }
     size_t *p = op->in;
-    if ((st = load_name_list(L, b, json_object_get(o, "in"), "in", &p, &op->nin, REMAT_MAX_IO))) {
+    if ((st = load_name_list(L, json_object_get(o, "in"), "in", &p, &op->nin, REMAT_MAX_IO))) {
         return st;
     }
     p = op->out;
-    if ((st = load_name_list(L, b, json_object_get(o, "out"), "out", &p, &op->nout,
+    if ((st = load_name_list(L, json_object_get(o, "out"), "out", &p, &op->nout,
                              REMAT_MAX_IO))) {
         return st;
     }
@@ -435,7 +445,7 @@ static remat_status_t load_op(loader_t *L, remat_block_t *b, json_t *o, remat_op
         for (size_t i = 0; i < json_array_size(saves); i++) {
             json_t *s = json_array_get(saves, i);
             remat_i_jpath_index(&L->path, i);
-            size_t ti = json_is_string(s) ? remat_block_find_tensor(b, json_string_value(s))
+            size_t ti = json_is_string(s) ? find_tensor(L, json_string_value(s))
                                           : REMAT_NONE;
             bool mine = false;
             for (size_t j = 0; ti != REMAT_NONE && j < op->nin; j++) {
@@ -456,7 +466,7 @@ static remat_status_t load_op(loader_t *L, remat_block_t *b, json_t *o, remat_op
     return REMAT_OK;
 }
 
-static remat_status_t load_block(loader_t *L, json_t *obj, remat_block_t *b, bool head) {
+static remat_status_t load_block_body(loader_t *L, json_t *obj, remat_block_t *b, bool head) {
     static const char *const layer_keys[] = {"inputs", "outputs", "tensors", "ops", NULL};
     static const char *const head_keys[] = {"inputs",      "outputs",     "tensors", "ops",
                                             "feeds_layer", "takes_layer", NULL};
@@ -483,15 +493,18 @@ static remat_status_t load_block(loader_t *L, json_t *obj, remat_block_t *b, boo
     json_t *t;
     json_object_foreach(tensors, key, t) {
         remat_i_jpath_key(&L->path, key);
-        if ((st = load_tensor(L, key, t, &b->tensors[i++]))) {
+        if ((st = load_tensor(L, key, t, &b->tensors[i]))) {
             return st;
+        }
+        if (json_object_set_new(L->tensor_index, key, json_integer((json_int_t)i++))) {
+            return fail(L, REMAT_E_NOMEM, "out of memory");
         }
         remat_i_jpath_pop(&L->path);
     }
     remat_i_jpath_pop(&L->path);
-    if ((st = load_name_list(L, b, json_object_get(obj, "inputs"), "inputs", &b->inputs,
+    if ((st = load_name_list(L, json_object_get(obj, "inputs"), "inputs", &b->inputs,
                              &b->ninputs, SIZE_MAX)) ||
-        (st = load_name_list(L, b, json_object_get(obj, "outputs"), "outputs", &b->outputs,
+        (st = load_name_list(L, json_object_get(obj, "outputs"), "outputs", &b->outputs,
                              &b->noutputs, SIZE_MAX))) {
         return st;
     }
@@ -503,19 +516,32 @@ static remat_status_t load_block(loader_t *L, json_t *obj, remat_block_t *b, boo
     remat_i_jpath_key(&L->path, "ops");
     for (size_t k = 0; k < b->nops; k++) {
         remat_i_jpath_index(&L->path, k);
-        if ((st = load_op(L, b, json_array_get(ops, k), &b->ops[k]))) {
+        if ((st = load_op(L, json_array_get(ops, k), &b->ops[k]))) {
             return st;
         }
-        for (size_t j = 0; j < k; j++) {
-            if (strcmp(b->ops[j].name, b->ops[k].name) == 0) {
-                remat_i_jpath_key(&L->path, "name");
-                return fail(L, REMAT_E_GRAPH, "duplicate op name '%s'", b->ops[k].name);
-            }
+        if (json_object_get(L->op_names, b->ops[k].name)) {
+            remat_i_jpath_key(&L->path, "name");
+            return fail(L, REMAT_E_GRAPH, "duplicate op name '%s'", b->ops[k].name);
+        }
+        if (json_object_set_new(L->op_names, b->ops[k].name, json_true())) {
+            return fail(L, REMAT_E_NOMEM, "out of memory");
         }
         remat_i_jpath_pop(&L->path);
     }
     remat_i_jpath_pop(&L->path);
     return REMAT_OK;
+}
+
+static remat_status_t load_block(loader_t *L, json_t *obj, remat_block_t *b, bool head) {
+    L->tensor_index = json_object();
+    L->op_names = json_object();
+    remat_status_t st = L->tensor_index && L->op_names
+                             ? load_block_body(L, obj, b, head)
+                             : fail(L, REMAT_E_NOMEM, "out of memory");
+    json_decref(L->tensor_index);
+    json_decref(L->op_names);
+    L->tensor_index = L->op_names = NULL;
+    return st;
 }
 
 static remat_status_t load_root(loader_t *L, json_t *root) {
@@ -540,6 +566,10 @@ static remat_status_t load_root(loader_t *L, json_t *root) {
     if ((st = get_string(L, root, "name", true, &name)) ||
         (st = get_string(L, root, "description", false, &desc))) {
         return st;
+    }
+    if (!remat_i_printable(name) || (desc && !remat_i_printable(desc))) {
+        remat_i_jpath_key(&L->path, remat_i_printable(name) ? "description" : "name");
+        return fail(L, REMAT_E_SCHEMA, "must not hold control characters (newlines, tabs)");
     }
     g->name = remat_i_xstrdup(name);
     g->description = remat_i_xstrdup(desc ? desc : "");

@@ -211,8 +211,14 @@ remat_status_t remat_hw_load_string(const char *text, const char *source, remat_
         goto out;
     }
     json_t *name = json_object_get(root, "name");
-    if (!json_is_string(name) || strlen(json_string_value(name)) >= sizeof out->name) {
-        st = bad(source, "name", "a string under 64 bytes", err);
+    if (!json_is_string(name) || strlen(json_string_value(name)) >= sizeof out->name ||
+        !remat_i_printable(json_string_value(name))) {
+        st = bad(source, "name", "a string under 64 bytes without control characters", err);
+        goto out;
+    }
+    json_t *d = json_object_get(root, "description");
+    if (json_is_string(d) && !remat_i_printable(json_string_value(d))) {
+        st = bad(source, "description", "a string without control characters", err);
         goto out;
     }
     snprintf(out->name, sizeof out->name, "%s", json_string_value(name));

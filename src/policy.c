@@ -162,12 +162,16 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
         return pfail(L, "'format' must be \"remat-policy/1\"");
     }
     json_t *name = json_object_get(root, "name");
-    if (!json_is_string(name)) {
+    if (!json_is_string(name) || !remat_i_printable(json_string_value(name))) {
         remat_i_jpath_key(&L->path, "name");
-        return pfail(L, "'name' must be a string");
+        return pfail(L, "'name' must be a string without control characters");
     }
     p->name = remat_i_xstrdup(json_string_value(name));
     json_t *desc = json_object_get(root, "description");
+    if (json_is_string(desc) && !remat_i_printable(json_string_value(desc))) {
+        remat_i_jpath_key(&L->path, "description");
+        return pfail(L, "'description' must not hold control characters");
+    }
     p->description = remat_i_xstrdup(json_is_string(desc) ? json_string_value(desc) : "");
     json_t *names = json_object_get(root, "names");
     if (names) {

@@ -114,6 +114,7 @@ remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *er
     }
     size_t cap = 4096, len = 0;
     char *buf = remat_i_xmalloc(cap);
+    bool big = false;
     for (;;) {
         if (len + 1 >= cap) {
             cap *= 2;
@@ -121,9 +122,15 @@ remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *er
         }
         size_t n = fread(buf + len, 1, cap - len - 1, f);
         len += n;
-        if (n == 0) {
+        if (n == 0 || (big = len > REMAT_MAX_INPUT_BYTES)) {
             break;
         }
+    }
+    if (big) {
+        fclose(f);
+        free(buf);
+        return remat_error_set(err, REMAT_E_IO, path, NULL, "larger than %zu MiB",
+                               REMAT_MAX_INPUT_BYTES >> 20);
     }
     bool bad = ferror(f) != 0;
     fclose(f);
@@ -138,4 +145,14 @@ remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *er
     }
     *out = buf;
     return REMAT_OK;
+}
+
+bool remat_i_printable(const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) {
+            return false;
+        }
+    }
+    return true;
 }

@@ -50,6 +50,15 @@ void remat_i_jpath_pop(remat_jpath_t *p);
 #include "remat/error.h"
 remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *err);
 
+/* The most bytes an input file may hold (64 MiB: the largest built-in graph
+   is under 100 KB); a larger one, or an endless one (/dev/zero), is an
+   error rather than a read until memory runs out. */
+#define REMAT_MAX_INPUT_BYTES ((size_t)64 << 20)
+
+/* Whether @p s holds no control character (a newline in a name would
+   break the one-line reports). */
+bool remat_i_printable(const char *s);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t remat_i_edit_distance(const char *a, const char *b);
 
