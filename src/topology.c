@@ -72,6 +72,10 @@ remat_status_t remat_topology_parse(const char *name, const char *source, const 
         return bad_name(name, source, path, "needs a count or a chip grid: NAME-N or NAME-AxBxC",
                         err);
     }
+    if (dash > name && dash[-1] == '-') {
+        return bad_name(name, source, path, "needs a positive count or a chip grid after '-'",
+                        err);
+    }
     if (!hardware) {
         return bad_name(name, source, path, "names no known chip family", err);
     }
