@@ -4,17 +4,19 @@
  * per-layer plan. The plan reproduces JAX's residual rule: start from the
  * tensors some op's backward reads; keep those the policy makes saveable;
  * rebuild the others by re-running their producers, whose inputs are then
- * needed in turn. The reachability is one igraph BFS over the op graph with
- * the producer edges of saveable tensors cut (a kept tensor ends the walk).
+ * needed in turn. The reachability is a walk over the layer's arrays (each
+ * tensor and op visited at most once) with the producer edges of saveable
+ * tensors cut (a kept tensor ends the walk); igraph validated the graph and
+ * ordered it at load, so the per-plan walk needs no graph library.
  */
 #include "remat/policy.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <igraph.h>
 #include <jansson.h>
 
 #include "json_util.h"
@@ -410,80 +412,17 @@ static remat_place_t stronger(remat_place_t a, remat_place_t b) {
     return rank[b] > rank[a] ? b : a;
 }
 
-/* The layer's reverse graph for planning, kept with the plan storage:
-   vertices are tensors [0, nt), ops [nt, nt + no) and the ops' RNG
-   vertices [nt + no, nt + 2no); edges run from an op to each input and from
-   a tensor to its producer (a dropout mask to its op's RNG vertex: a mask is
-   regenerated from the key alone). */
-typedef struct plan_cache {
-    const remat_graph_t *g;
-    igraph_t ig;
-    igraph_vector_int_t roots, allowed, order;
-} plan_cache_t;
-
-static void plan_cache_free(plan_cache_t *c) {
-    if (!c) {
-        return;
-    }
-    igraph_destroy(&c->ig);
-    igraph_vector_int_destroy(&c->roots);
-    igraph_vector_int_destroy(&c->allowed);
-    igraph_vector_int_destroy(&c->order);
-    free(c);
-}
-
-static igraph_error_t plan_cache(const remat_graph_t *g, remat_plan_t *plan) {
-    plan_cache_t *c = plan->cache;
-    if (c && c->g == g) {
-        return IGRAPH_SUCCESS;
-    }
-    plan_cache_free(c);
-    plan->cache = NULL;
-    const remat_block_t *b = &g->layer;
-    size_t nt = b->ntensors, no = b->nops;
-    igraph_vector_int_t edges;
-    igraph_error_t ist = igraph_vector_int_init(&edges, 0);
-    if (ist) {
-        return ist;
-    }
-    for (size_t j = 0; j < no && !ist; j++) {
-        const remat_op_t *op = &b->ops[j];
-        for (size_t i = 0; i < op->nin && !ist; i++) {
-            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)(nt + j));
-            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)op->in[i]);
-        }
-        for (size_t i = 0; i < op->nout && !ist; i++) {
-            size_t producer = op->kind == REMAT_OP_DROPOUT && i == 1 ? nt + no + j : nt + j;
-            ist = igraph_vector_int_push_back(&edges, (igraph_integer_t)op->out[i]);
-            ist = ist ? ist : igraph_vector_int_push_back(&edges, (igraph_integer_t)producer);
-        }
-    }
-    c = remat_i_xcalloc(1, sizeof *c);
-    if (!ist && !(ist = igraph_create(&c->ig, &edges, (igraph_integer_t)(nt + 2 * no),
-                                      IGRAPH_DIRECTED))) {
-        igraph_vector_int_init(&c->roots, 0);
-        igraph_vector_int_init(&c->allowed, 0);
-        igraph_vector_int_init(&c->order, 0);
-        c->g = g;
-        plan->cache = c;
-    } else {
-        free(c);
-    }
-    igraph_vector_int_destroy(&edges);
-    return ist;
-}
-
 void remat_plan_init(remat_plan_t *plan) {
     memset(plan, 0, sizeof *plan);
 }
 
 void remat_plan_release(remat_plan_t *plan) {
-    plan_cache_free(plan->cache);
     free(plan->asked);
     free(plan->fate);
     free(plan->unused);
     free(plan->needed);
     free(plan->recompute_op);
+    free(plan->stack);
     remat_plan_init(plan);
 }
 
@@ -493,147 +432,162 @@ bool remat_plan_equal(const remat_plan_t *a, const remat_plan_t *b) {
            memcmp(a->asked, b->asked, a->ntensors * sizeof *a->asked) == 0;
 }
 
-remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p, size_t layer,
-                                bool scan_layers, remat_plan_t *plan, remat_error_t *err) {
-    const remat_block_t *b = &g->layer;
-    size_t nt = b->ntensors, no = b->nops;
-    if (plan->ntensors != nt || plan->nops != no) {
-        remat_plan_release(plan);
-        plan->ntensors = nt;
-        plan->nops = no;
-        plan->asked = remat_i_xcalloc(nt, sizeof *plan->asked);
-        plan->fate = remat_i_xcalloc(nt, sizeof *plan->fate);
-        plan->unused = remat_i_xcalloc(nt, sizeof *plan->unused);
-        plan->needed = remat_i_xcalloc(nt + no, sizeof *plan->needed);
-        plan->recompute_op = remat_i_xcalloc(no, sizeof *plan->recompute_op);
+static void plan_alloc(remat_plan_t *plan, size_t nt, size_t no) {
+    if (plan->ntensors == nt && plan->nops == no && plan->asked) {
+        return;
     }
-    /* MaxText's `none` without scan keeps every residual; scanned, the layer
-       is still checkpointed and `none` behaves as `full`. */
-    bool keep_all = p->none_policy && !scan_layers;
-    const size_t x = b->inputs[0];
+    remat_plan_release(plan);
+    plan->ntensors = nt;
+    plan->nops = no;
+    plan->asked = remat_i_xcalloc(nt, sizeof *plan->asked);
+    plan->fate = remat_i_xcalloc(nt, sizeof *plan->fate);
+    plan->unused = remat_i_xcalloc(nt, sizeof *plan->unused);
+    plan->needed = remat_i_xcalloc(nt + no, sizeof *plan->needed);
+    plan->recompute_op = remat_i_xcalloc(no, sizeof *plan->recompute_op);
+    plan->stack = remat_i_xcalloc(nt + no, sizeof *plan->stack);
+}
+
+/* The placement the policy asks for tensor @p i of the layer, and whether a
+   name or a predicate chose it (rather than a default). */
+static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p, size_t layer,
+                                 bool keep_all, size_t i, bool *chosen) {
+    const remat_tensor_t *t = &b->tensors[i];
+    remat_place_t named;
+    *chosen = false;
+    if (i == b->inputs[0]) {
+        /* The scan carry is saved under every policy; only custom's
+           decoder_layer_input=offload moves it to host. */
+        return remat_policy_lookup(p, "decoder_layer_input", layer, &named) &&
+                       named == REMAT_PLACE_OFFLOAD
+                   ? REMAT_PLACE_OFFLOAD
+                   : REMAT_PLACE_DEVICE;
+    }
+    if (keep_all) {
+        return REMAT_PLACE_DEVICE;
+    }
+    if (p->predicate != REMAT_PRED_NONE && t->producer != REMAT_NONE &&
+        remat_op_einsum_no_batch_dims(&b->ops[t->producer])) {
+        *chosen = true;
+        return p->predicate_place;
+    }
+    /* Names the policy places decide; a tensor none of whose names is
+       placed takes the default (remat, as in MaxText). */
+    remat_place_t best = p->fallback;
+    for (size_t j = 0; j < t->ntags; j++) {
+        if (remat_policy_lookup(p, t->tags[j], layer, &named)) {
+            best = *chosen ? stronger(best, named) : named;
+            *chosen = true;
+        }
+    }
+    return best;
+}
+
+/* JAX's residual rule as a walk against the forward edges, from the
+   residuals backward reads that are not saved: a tensor that is not saved
+   needs its producer re-run, and a re-run op needs its inputs; a saved
+   tensor (or a param) ends the walk. A dropout's mask only needs its op's
+   RNG key, not the op's inputs (recompute_op marks the regeneration). The
+   walk visits each tensor and op at most once: linear in the layer. */
+static void plan_walk(const remat_block_t *b, remat_plan_t *plan) {
+    const size_t nt = b->ntensors, no = b->nops;
+    size_t top = 0;
+    memset(plan->needed, 0, (nt + no) * sizeof *plan->needed);
+    memset(plan->recompute_op, 0, no * sizeof *plan->recompute_op);
+    for (size_t i = 0; i < nt; i++) {
+        if (!b->tensors[i].param && plan->asked[i] == REMAT_PLACE_REMAT &&
+            b->tensors[i].residual) {
+            plan->needed[i] = true;
+            plan->stack[top++] = i;
+        }
+    }
+    while (top > 0) {
+        const size_t v = plan->stack[--top];
+        if (v >= nt) {
+            const remat_op_t *op = &b->ops[v - nt];
+            for (size_t k = 0; k < op->nin; k++) {
+                const size_t t = op->in[k];
+                if (!plan->needed[t] && !b->tensors[t].param &&
+                    plan->asked[t] == REMAT_PLACE_REMAT) {
+                    plan->needed[t] = true;
+                    plan->stack[top++] = t;
+                }
+            }
+            continue;
+        }
+        const size_t j = b->tensors[v].producer;
+        if (j == REMAT_NONE) {
+            continue;
+        }
+        if (b->ops[j].kind == REMAT_OP_DROPOUT && b->ops[j].nout > 1 && b->ops[j].out[1] == v) {
+            plan->recompute_op[j] = true; /* mask regeneration */
+        } else if (!plan->needed[nt + j]) {
+            plan->needed[nt + j] = true;
+            plan->stack[top++] = nt + j;
+        }
+        assert(top <= nt + no);
+    }
+}
+
+/* What is kept besides the walk (residuals saved, the scan carry, inputs of
+   re-run ops that are saved), then every tensor's fate. */
+static void plan_fates(const remat_block_t *b, remat_plan_t *plan) {
+    const size_t nt = b->ntensors, no = b->nops, x = b->inputs[0];
+    for (size_t i = 0; i < nt; i++) {
+        if (!b->tensors[i].param && plan->asked[i] != REMAT_PLACE_REMAT &&
+            (b->tensors[i].residual || i == x)) {
+            plan->needed[i] = true; /* kept: read by backward, or the scan carry */
+        }
+    }
+    for (size_t j = 0; j < no; j++) {
+        for (size_t k = 0; plan->needed[nt + j] && k < b->ops[j].nin; k++) {
+            size_t t = b->ops[j].in[k];
+            if (!b->tensors[t].param && plan->asked[t] != REMAT_PLACE_REMAT) {
+                plan->needed[t] = true; /* read to re-run a needed op */
+            }
+        }
+        plan->recompute_op[j] |= plan->needed[nt + j];
+    }
     for (size_t i = 0; i < nt; i++) {
         const remat_tensor_t *t = &b->tensors[i];
-        remat_place_t place = keep_all ? REMAT_PLACE_DEVICE : p->fallback;
-        bool chosen = false; /* placed by a name or a predicate, not a default */
-        remat_place_t named;
-        if (i == x) {
-            /* The scan carry is saved under every policy; only custom's
-               decoder_layer_input=offload moves it to host. */
-            place = REMAT_PLACE_DEVICE;
-            if (remat_policy_lookup(p, "decoder_layer_input", layer, &named) && named == REMAT_PLACE_OFFLOAD) {
-                place = REMAT_PLACE_OFFLOAD;
-            }
-        } else if (!keep_all && p->predicate != REMAT_PRED_NONE && t->producer != REMAT_NONE &&
-                   remat_op_einsum_no_batch_dims(&b->ops[t->producer])) {
-            place = p->predicate_place;
-            chosen = true;
-        } else if (t->ntags > 0 && !keep_all) {
-            /* Names the policy places decide; a tensor none of whose names
-               is placed takes the default (remat, as in MaxText). */
-            bool placed = false;
-            remat_place_t best = REMAT_PLACE_REMAT;
-            for (size_t j = 0; j < t->ntags; j++) {
-                if (remat_policy_lookup(p, t->tags[j], layer, &named)) {
-                    best = placed ? stronger(best, named) : named;
-                    placed = true;
-                }
-            }
-            place = placed ? best : p->fallback;
-            chosen = placed;
+        remat_fate_t f = REMAT_FATE_TRANSIENT;
+        if (t->param) {
+            f = REMAT_FATE_PARAM;
+        } else if (plan->needed[i]) {
+            f = plan->asked[i] == REMAT_PLACE_DEVICE    ? REMAT_FATE_DEVICE
+                : plan->asked[i] == REMAT_PLACE_OFFLOAD ? REMAT_FATE_OFFLOAD
+                                                        : REMAT_FATE_RECOMPUTE;
         }
-        plan->asked[i] = t->param ? REMAT_PLACE_DEVICE : place;
+        plan->fate[i] = f;
+        plan->unused[i] = plan->unused[i] && !t->param && !plan->needed[i] && t->ntags > 0 &&
+                          plan->asked[i] != REMAT_PLACE_REMAT;
+    }
+    /* A name whose buffer stays alive through a kept view is not dropped:
+       not unused. */
+    for (size_t i = 0; i < nt; i++) {
+        for (size_t j = 0; j < nt && plan->unused[i]; j++) {
+            if (b->tensors[j].storage == b->tensors[i].storage &&
+                (plan->fate[j] == REMAT_FATE_DEVICE || plan->fate[j] == REMAT_FATE_OFFLOAD)) {
+                plan->unused[i] = false;
+            }
+        }
+    }
+}
+
+remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p, size_t layer,
+                                bool scan_layers, remat_plan_t *plan, remat_error_t *err) {
+    (void)err; /* planning cannot fail: storage allocation aborts */
+    const remat_block_t *b = &g->layer;
+    plan_alloc(plan, b->ntensors, b->nops);
+    /* MaxText's `none` without scan keeps every residual; scanned, the layer
+       is still checkpointed and `none` behaves as `full`. */
+    const bool keep_all = p->none_policy && !scan_layers;
+    for (size_t i = 0; i < b->ntensors; i++) {
+        bool chosen;
+        remat_place_t place = asked_place(b, p, layer, keep_all, i, &chosen);
+        plan->asked[i] = b->tensors[i].param ? REMAT_PLACE_DEVICE : place;
         plan->unused[i] = chosen; /* refined once the needed set is known */
     }
-    /* BFS against the forward edges from the residuals backward reads, on
-       the layer's reverse graph (built once per plan storage, cached),
-       restricted to ops and to tensors that are not saveable: a saveable
-       tensor ends the walk. It is needed when it is a residual or an input
-       of an op the walk reaches. */
-    igraph_error_handler_t *old = igraph_set_error_handler(igraph_error_handler_ignore);
-    remat_status_t st = REMAT_OK;
-    igraph_error_t ist = plan_cache(g, plan);
-    if (!ist) {
-        plan_cache_t *c = plan->cache;
-        igraph_vector_int_clear(&c->roots);
-        igraph_vector_int_clear(&c->allowed);
-        for (size_t i = 0; i < nt && !ist; i++) {
-            if (b->tensors[i].param || plan->asked[i] != REMAT_PLACE_REMAT) {
-                continue;
-            }
-            ist = igraph_vector_int_push_back(&c->allowed, (igraph_integer_t)i);
-            if (!ist && b->tensors[i].residual) {
-                ist = igraph_vector_int_push_back(&c->roots, (igraph_integer_t)i);
-            }
-        }
-        for (size_t v = nt; v < nt + 2 * no && !ist; v++) {
-            ist = igraph_vector_int_push_back(&c->allowed, (igraph_integer_t)v);
-        }
-        igraph_vector_int_clear(&c->order);
-        if (!ist && igraph_vector_int_size(&c->roots) > 0) {
-            ist = igraph_bfs(&c->ig, 0, &c->roots, IGRAPH_OUT, false, &c->allowed, &c->order,
-                             NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-        }
-    }
-    if (!ist) {
-        plan_cache_t *c = plan->cache;
-        memset(plan->needed, 0, (nt + no) * sizeof *plan->needed);
-        memset(plan->recompute_op, 0, no * sizeof *plan->recompute_op);
-        for (igraph_integer_t i = 0; i < igraph_vector_int_size(&c->order); i++) {
-            igraph_integer_t v = VECTOR(c->order)[i];
-            if (v >= 0 && (size_t)v < nt + no) {
-                plan->needed[v] = true;
-            } else if (v >= 0) {
-                plan->recompute_op[(size_t)v - nt - no] = true; /* mask regeneration */
-            }
-        }
-        for (size_t i = 0; i < nt; i++) {
-            if (!b->tensors[i].param && plan->asked[i] != REMAT_PLACE_REMAT &&
-                (b->tensors[i].residual || i == x)) {
-                plan->needed[i] = true; /* kept: read by backward, or the scan carry */
-            }
-        }
-        for (size_t j = 0; j < no; j++) {
-            if (!plan->needed[nt + j]) {
-                continue;
-            }
-            for (size_t i = 0; i < b->ops[j].nin; i++) {
-                size_t t = b->ops[j].in[i];
-                if (!b->tensors[t].param && plan->asked[t] != REMAT_PLACE_REMAT) {
-                    plan->needed[t] = true; /* read to re-run a needed op */
-                }
-            }
-        }
-        for (size_t j = 0; j < no; j++) {
-            plan->recompute_op[j] |= plan->needed[nt + j];
-        }
-        for (size_t i = 0; i < nt; i++) {
-            const remat_tensor_t *t = &b->tensors[i];
-            remat_fate_t f = REMAT_FATE_TRANSIENT;
-            if (t->param) {
-                f = REMAT_FATE_PARAM;
-            } else if (plan->needed[i]) {
-                f = plan->asked[i] == REMAT_PLACE_DEVICE    ? REMAT_FATE_DEVICE
-                    : plan->asked[i] == REMAT_PLACE_OFFLOAD ? REMAT_FATE_OFFLOAD
-                                                            : REMAT_FATE_RECOMPUTE;
-            }
-            plan->fate[i] = f;
-            plan->unused[i] = plan->unused[i] && !t->param && !plan->needed[i] &&
-                              t->ntags > 0 && plan->asked[i] != REMAT_PLACE_REMAT;
-        }
-        /* A name whose buffer stays alive through a kept view (gpt3's
-           qkv_proj under its q/k/v views) is not dropped: not unused. */
-        for (size_t i = 0; i < nt; i++) {
-            for (size_t j = 0; j < nt && plan->unused[i]; j++) {
-                if (b->tensors[j].storage == b->tensors[i].storage &&
-                    (plan->fate[j] == REMAT_FATE_DEVICE || plan->fate[j] == REMAT_FATE_OFFLOAD)) {
-                    plan->unused[i] = false;
-                }
-            }
-        }
-    } else {
-        st = remat_error_set(err, ist == IGRAPH_ENOMEM ? REMAT_E_NOMEM : REMAT_E_INTERNAL, NULL,
-                             NULL, "igraph error while planning: %s", igraph_strerror(ist));
-    }
-    igraph_set_error_handler(old);
-    return st;
+    plan_walk(b, plan);
+    plan_fates(b, plan);
+    return REMAT_OK;
 }

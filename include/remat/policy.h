@@ -121,7 +121,7 @@ typedef struct remat_plan {
     bool *unused;          /* a saveable placement on a tensor backward never reads */
     bool *needed;          /* read in backward (directly or by recompute) */
     bool *recompute_op;    /* op re-run in backward (a dropout also to regenerate its mask) */
-    void *cache;           /* private: the graph's planning structure, reused */
+    size_t *stack;         /* scratch of the reachability walk (ntensors + nops) */
 } remat_plan_t;
 
 void remat_plan_init(remat_plan_t *plan);
