@@ -6,6 +6,7 @@
  */
 #include "remat/mesh.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -237,6 +238,24 @@ static remat_status_t mesh_mismatch(const remat_mesh_t *m, uint64_t product, boo
                            (unsigned long long)m->devices);
 }
 
+/* Chains every rule into its hash bucket, in rule order (appending at each
+   chain's tail keeps a chain sorted by rule index). */
+static void index_rules(remat_mesh_t *m) {
+    _Static_assert(REMAT_MAX_RULES < REMAT_RULE_NONE, "rule indices fit a byte");
+    uint8_t tail[REMAT_RULE_BUCKETS];
+    memset(m->bucket_head, REMAT_RULE_NONE, sizeof m->bucket_head);
+    for (size_t i = 0; i < m->nrules; i++) {
+        const size_t k = m->rules[i].hash % REMAT_RULE_BUCKETS;
+        m->bucket_next[i] = REMAT_RULE_NONE;
+        if (m->bucket_head[k] == REMAT_RULE_NONE) {
+            m->bucket_head[k] = (uint8_t)i;
+        } else {
+            m->bucket_next[tail[k]] = (uint8_t)i;
+        }
+        tail[k] = (uint8_t)i;
+    }
+}
+
 remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, remat_error_t *err) {
     memset(m, 0, sizeof *m);
     m->devices = cfg->num_devices;
@@ -290,7 +309,11 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
         m->rules[m->nrules] = default_rules[i];
         m->rules[m->nrules++].hash = remat_mesh_name_hash(default_rules[i].logical);
     }
-    return cfg->logical_axis_rules[0] ? parse_rules(m, cfg->logical_axis_rules, err) : REMAT_OK;
+    if (cfg->logical_axis_rules[0] && (st = parse_rules(m, cfg->logical_axis_rules, err))) {
+        return st;
+    }
+    index_rules(m);
+    return REMAT_OK;
 }
 
 uint64_t remat_mesh_microbatches(const remat_mesh_t *m, const remat_config_t *cfg) {
@@ -322,29 +345,61 @@ uint32_t remat_mesh_name_hash(const char *name) {
     return h;
 }
 
+/* One rule that names a dim of the tensor, to apply in rule order. */
+typedef struct candidate {
+    uint8_t rule, dim;
+} candidate_t;
+
+/* Inserts (rule, dim) in rule order; a rule that an earlier dim already
+   names is skipped, since flax applies a rule to the first dim with its
+   name only. False when @p c is full. */
+static bool add_candidate(candidate_t *c, size_t *n, size_t cap, uint8_t rule, uint8_t dim) {
+    size_t at = *n;
+    while (at > 0 && c[at - 1].rule >= rule) {
+        if (c[at - 1].rule == rule) {
+            return true;
+        }
+        at--;
+    }
+    if (*n == cap) {
+        return false;
+    }
+    memmove(&c[at + 1], &c[at], (*n - at) * sizeof *c);
+    c[at] = (candidate_t){rule, dim};
+    (*n)++;
+    return true;
+}
+
 void remat_mesh_tensor_axes(const remat_mesh_t *m, const char *const *logical, size_t rank,
                             unsigned *out) {
     bool assigned[REMAT_MAX_RANK_MESH] = {false};
-    uint32_t hash[REMAT_MAX_RANK_MESH];
+    candidate_t cand[4 * REMAT_MAX_RANK_MESH];
+    size_t ncand = 0;
     unsigned used = 0;
     rank = rank < REMAT_MAX_RANK_MESH ? rank : REMAT_MAX_RANK_MESH;
     for (size_t d = 0; d < rank; d++) {
         out[d] = 0;
-        hash[d] = logical[d] ? remat_mesh_name_hash(logical[d]) : 0;
+        if (!logical[d]) {
+            continue;
+        }
+        const uint32_t h = remat_mesh_name_hash(logical[d]);
+        for (uint8_t i = m->bucket_head[h % REMAT_RULE_BUCKETS]; i != REMAT_RULE_NONE;
+             i = m->bucket_next[i]) {
+            if (m->rules[i].hash == h && strcmp(logical[d], m->rules[i].logical) == 0 &&
+                !add_candidate(cand, &ncand, sizeof cand / sizeof cand[0], i, (uint8_t)d)) {
+                assert(!"more rules name one tensor's dims than a candidate list holds");
+            }
+        }
     }
-    for (size_t i = 0; i < m->nrules; i++) {
-        const remat_axis_rule_t *r = &m->rules[i];
-        for (size_t d = 0; d < rank; d++) {
-            if (!logical[d] || hash[d] != r->hash || strcmp(logical[d], r->logical) != 0) {
-                continue;
-            }
-            /* flax takes the first dim with the name, assigned or not */
-            if (!assigned[d] && (r->axes & used) == 0) {
-                assigned[d] = true;
-                out[d] = r->axes;
-                used |= r->axes;
-            }
-            break;
+    /* flax: rules in order; each takes its (first) dim unless the dim is
+       already sharded or one of the rule's mesh axes is in use */
+    for (size_t k = 0; k < ncand; k++) {
+        const remat_axis_rule_t *r = &m->rules[cand[k].rule];
+        const size_t d = cand[k].dim;
+        if (!assigned[d] && (r->axes & used) == 0) {
+            assigned[d] = true;
+            out[d] = r->axes;
+            used |= r->axes;
         }
     }
 }

@@ -42,11 +42,19 @@ typedef struct remat_axis_rule {
     uint32_t hash;     /* of `logical` (remat_mesh_name_hash), to match without strcmp */
 } remat_axis_rule_t;
 
+#define REMAT_RULE_BUCKETS 64
+#define REMAT_RULE_NONE 0xff
+
 typedef struct remat_mesh {
     uint64_t devices;
     uint64_t shards[REMAT_AXIS_COUNT]; /* ici x dcn per axis */
     size_t nrules;
     remat_axis_rule_t rules[REMAT_MAX_RULES];
+    /* The rules chained by hash bucket, each chain in rule order
+       (REMAT_RULE_NONE ends it): a tensor's dims find their rules without
+       scanning all of them. Built by remat_mesh_build. */
+    uint8_t bucket_head[REMAT_RULE_BUCKETS];
+    uint8_t bucket_next[REMAT_MAX_RULES];
 } remat_mesh_t;
 
 struct remat_config;
