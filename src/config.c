@@ -110,11 +110,25 @@ static size_t ncustom(void) {
 }
 #define NCUSTOM ncustom()
 
-static const char *const size_keys[] = {"base_emb_dim",       "base_num_query_heads",
-                                        "base_num_kv_heads",  "head_dim",
-                                        "base_mlp_dim",       "base_num_decoder_layers",
-                                        "vocab_size",         "max_target_length",
-                                        "per_device_batch_size"};
+/* The keys a graph dim may take its size from (`from`, `div`), with their
+   fields: remat_config_size runs for every dim of every analysis, so it
+   looks here rather than through every key. per_device_batch_size is
+   special (sequences per micro-batch, see remat_config_size). */
+#define SIZE_FIELD(field) offsetof(remat_config_t, field)
+static const struct {
+    const char *name;
+    size_t offset;
+} size_keys[] = {
+    {"base_emb_dim", SIZE_FIELD(base_emb_dim)},
+    {"base_num_query_heads", SIZE_FIELD(base_num_query_heads)},
+    {"base_num_kv_heads", SIZE_FIELD(base_num_kv_heads)},
+    {"head_dim", SIZE_FIELD(head_dim)},
+    {"base_mlp_dim", SIZE_FIELD(base_mlp_dim)},
+    {"base_num_decoder_layers", SIZE_FIELD(base_num_decoder_layers)},
+    {"vocab_size", SIZE_FIELD(vocab_size)},
+    {"max_target_length", SIZE_FIELD(max_target_length)},
+    {"per_device_batch_size", 0},
+};
 
 size_t remat_config_nkeys(void) {
     return NKEYS + NCUSTOM;
@@ -130,7 +144,7 @@ const char *remat_config_key_help(size_t i) {
 
 bool remat_config_is_size_key(const char *key) {
     for (size_t i = 0; i < sizeof size_keys / sizeof size_keys[0]; i++) {
-        if (strcmp(key, size_keys[i]) == 0) {
+        if (strcmp(key, size_keys[i].name) == 0) {
             return true;
         }
     }
@@ -718,6 +732,12 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
         }
         *out = (uint64_t)micro;
         return REMAT_OK;
+    }
+    for (size_t i = 0; i + 1 < sizeof size_keys / sizeof size_keys[0]; i++) {
+        if (strcmp(size_keys[i].name, key) == 0) {
+            *out = *(const uint64_t *)(const void *)((const char *)c + size_keys[i].offset);
+            return REMAT_OK;
+        }
     }
     for (size_t i = 0; i < NKEYS; i++) {
         if (strcmp(keys[i].name, key) == 0 && keys[i].type == K_U64) {

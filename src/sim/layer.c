@@ -472,7 +472,10 @@ static remat_name_row_t *name_row(remat_result_t *r, const char *name) {
     r->names = remat_i_xrealloc(r->names, (r->nnames + 1) * sizeof *r->names);
     remat_name_row_t *row = &r->names[r->nnames++];
     memset(row, 0, sizeof *row);
-    snprintf(row->name, sizeof row->name, "%s", name);
+    /* graph and policy names are under REMAT_NAME_LEN (graph_load, policy) */
+    const size_t n = strlen(name);
+    assert(n < sizeof row->name);
+    memcpy(row->name, name, n < sizeof row->name ? n : sizeof row->name - 1);
     return row;
 }
 
