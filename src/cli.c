@@ -215,6 +215,12 @@ static int cmd_analyze_like(const opts_t *o, int which) {
     return rc;
 }
 
+/* minimal_flash is minimal_with_context under a second name: runs over every
+   preset leave it out rather than report the same policy twice. */
+static bool policy_is_alias(const char *name) {
+    return strcmp(name, "minimal_flash") == 0;
+}
+
 static int rank_cmp(const void *pa, const void *pb) {
     const remat_result_t *a = *(const remat_result_t *const *)pa;
     const remat_result_t *b = *(const remat_result_t *const *)pb;
@@ -253,7 +259,7 @@ static int cmd_compare(const opts_t *o) {
     } else {
         for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_POLICY) && n < 64; i++) {
             const char *name = remat_builtin_name(REMAT_BUILTIN_POLICY, i);
-            if (strcmp(name, "minimal_flash") != 0) { /* an alias of minimal_with_context */
+            if (!policy_is_alias(name)) {
                 names[n++] = (char *)name;
             }
         }
@@ -301,96 +307,145 @@ static int cmd_compare(const opts_t *o) {
     return rc;
 }
 
-static int cmd_solve(const opts_t *o) {
-    remat_error_t err;
-    remat_error_init(&err);
-    job_t *j = remat_i_xcalloc(1, sizeof *j);
+/* What solve computes and prints, owned together. */
+typedef struct solve_run {
+    job_t *j; /* config, graph and hardware; its result analyses the solved placement */
     remat_solution_t sol;
-    remat_solution_init(&sol);
-    remat_explain_row_t *rows = NULL;
-    remat_policy_t *solved = NULL;
+    remat_policy_t *solved;
+    remat_explain_row_t *rows;
+    job_t *presets;
+    const remat_result_t **pres; /* the presets' results, placed against the frontier */
+    size_t np;
+    remat_batch_row_t *batches; /* the solved placement's largest batch, then each preset's */
+    size_t nb;
+} solve_run_t;
+
+static void solve_run_init(solve_run_t *s) {
     size_t npol = remat_builtin_count(REMAT_BUILTIN_POLICY);
-    job_t *presets = remat_i_xcalloc(npol, sizeof *presets);
-    const remat_result_t **pres = remat_i_xcalloc(npol, sizeof *pres);
-    remat_batch_row_t *batches = remat_i_xcalloc(npol + 1, sizeof *batches);
-    size_t np = 0, nb = 0;
-    int rc = EXIT_OK;
-    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, &err);
+    memset(s, 0, sizeof *s);
+    s->j = remat_i_xcalloc(1, sizeof *s->j);
+    remat_solution_init(&s->sol);
+    s->presets = remat_i_xcalloc(npol, sizeof *s->presets);
+    s->pres = remat_i_xcalloc(npol, sizeof *s->pres);
+    s->batches = remat_i_xcalloc(npol + 1, sizeof *s->batches);
+}
+
+static void solve_run_release(solve_run_t *s) {
+    for (size_t i = 0; i < s->np; i++) {
+        remat_result_release(&s->presets[i].result);
+        remat_policy_free(s->presets[i].policy);
+    }
+    free(s->presets);
+    free(s->pres);
+    free(s->batches);
+    free(s->rows);
+    remat_policy_free(s->solved);
+    remat_solution_release(&s->sol);
+    job_release(s->j);
+    free(s->j);
+}
+
+/* The solved placement as a policy: its analysis, why each name went where
+   it did, and its largest batch. */
+static remat_status_t solve_describe(solve_run_t *s, remat_error_t *err) {
+    job_t *j = s->j;
+    s->solved = remat_solve_policy(s->sol.choices + s->sol.best.first, s->sol.nnames, "solved");
+    remat_result_init(&j->result);
+    remat_status_t st = remat_analyze(j->graph, &j->cfg, s->solved, &j->hw, &j->result, err);
+    s->rows = remat_i_xcalloc(s->sol.nnames, sizeof *s->rows);
     if (st == REMAT_OK) {
-        st = remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, &err);
+        st = remat_solve_explain(j->graph, &j->cfg, &j->hw, &s->sol, s->rows, err);
     }
     if (st == REMAT_OK) {
-        st = remat_solve(j->graph, &j->cfg, &j->hw, o->solve_flags, &sol, &err);
+        s->batches[s->nb].policy = "(solved)";
+        st = remat_largest_batch(j->graph, &j->cfg, s->solved, &j->hw, &s->batches[s->nb++].batch,
+                                 err);
     }
-    if (st == REMAT_OK && sol.found) {
-        solved = remat_solve_policy(sol.choices + sol.best.first, sol.nnames, "solved");
-        remat_result_init(&j->result);
-        st = remat_analyze(j->graph, &j->cfg, solved, &j->hw, &j->result, &err);
-        rows = remat_i_xcalloc(sol.nnames, sizeof *rows);
-        if (st == REMAT_OK) {
-            st = remat_solve_explain(j->graph, &j->cfg, &j->hw, &sol, rows, &err);
-        }
-        if (st == REMAT_OK) {
-            batches[nb].policy = "(solved)";
-            st = remat_largest_batch(j->graph, &j->cfg, solved, &j->hw, &batches[nb++].batch,
-                                     &err);
-        }
+    return st;
+}
+
+static remat_status_t solve_placement(solve_run_t *s, const opts_t *o, remat_error_t *err) {
+    job_t *j = s->j;
+    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, err);
+    if (st == REMAT_OK) {
+        st = remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, err);
     }
-    /* Every preset: its largest batch, and its place against the frontier. */
+    if (st == REMAT_OK) {
+        st = remat_solve(j->graph, &j->cfg, &j->hw, o->solve_flags, &s->sol, err);
+    }
+    if (st == REMAT_OK && s->sol.found) {
+        st = solve_describe(s, err);
+    }
+    return st;
+}
+
+/* Every preset: its largest batch, and its place against the frontier. */
+static remat_status_t solve_presets(solve_run_t *s, remat_error_t *err) {
+    const job_t *j = s->j;
+    size_t npol = remat_builtin_count(REMAT_BUILTIN_POLICY);
+    remat_status_t st = REMAT_OK;
     for (size_t i = 0; st == REMAT_OK && i < npol; i++) {
         const char *name = remat_builtin_name(REMAT_BUILTIN_POLICY, i);
-        if (strcmp(name, "minimal_flash") == 0) {
+        if (policy_is_alias(name)) {
             continue;
         }
-        job_t *pj = &presets[np];
+        job_t *pj = &s->presets[s->np];
         pj->cfg = j->cfg;
         snprintf(pj->cfg.remat_policy, sizeof pj->cfg.remat_policy, "%s", name);
         pj->cfg.ncustom = 0;
-        st = remat_policy_builtin(name, &pj->policy, &err);
+        st = remat_policy_builtin(name, &pj->policy, err);
         if (st == REMAT_OK) {
             remat_result_init(&pj->result);
-            st = remat_analyze(j->graph, &pj->cfg, pj->policy, &j->hw, &pj->result, &err);
+            st = remat_analyze(j->graph, &pj->cfg, pj->policy, &j->hw, &pj->result, err);
         }
         if (st == REMAT_OK) {
-            pres[np] = &pj->result;
-            batches[nb].policy = name;
-            st = remat_largest_batch(j->graph, &pj->cfg, pj->policy, &j->hw, &batches[nb++].batch,
-                                     &err);
+            s->pres[s->np] = &pj->result;
+            s->batches[s->nb].policy = name;
+            st = remat_largest_batch(j->graph, &pj->cfg, pj->policy, &j->hw,
+                                     &s->batches[s->nb++].batch, err);
         }
-        np++;
+        s->np++; /* counted even on failure, so that release frees its policy */
     }
-    if (st == REMAT_OK && o->emit_policy && sol.found) {
-        FILE *f = fopen(o->emit_policy, "w");
-        if (!f) {
-            st = remat_error_set(&err, REMAT_E_IO, o->emit_policy, NULL, "cannot write file");
-        } else {
-            char desc[REMAT_STR_LEN * 2 + 128];
-            snprintf(desc, sizeof desc, "solved by remat for %s on %s (step %.6f s, peak %llu B)",
-                     j->cfg.model_name, j->hw.name, j->result.step_seconds,
-                     (unsigned long long)j->result.peak_bytes);
-            remat_report_policy_file(f, sol.choices + sol.best.first, sol.nnames, desc);
-            fclose(f);
-        }
+    return st;
+}
+
+static remat_status_t emit_solved_policy(const solve_run_t *s, const char *path,
+                                         remat_error_t *err) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        return remat_error_set(err, REMAT_E_IO, path, NULL, "cannot write file");
+    }
+    const job_t *j = s->j;
+    char desc[REMAT_STR_LEN * 2 + 128];
+    snprintf(desc, sizeof desc, "solved by remat for %s on %s (step %.6f s, peak %llu B)",
+             j->cfg.model_name, j->hw.name, j->result.step_seconds,
+             (unsigned long long)j->result.peak_bytes);
+    remat_report_policy_file(f, s->sol.choices + s->sol.best.first, s->sol.nnames, desc);
+    fclose(f);
+    return REMAT_OK;
+}
+
+static int cmd_solve(const opts_t *o) {
+    remat_error_t err;
+    remat_error_init(&err);
+    solve_run_t s;
+    solve_run_init(&s);
+    int rc = EXIT_OK;
+    remat_status_t st = solve_placement(&s, o, &err);
+    if (st == REMAT_OK) {
+        st = solve_presets(&s, &err);
+    }
+    if (st == REMAT_OK && o->emit_policy && s.sol.found) {
+        st = emit_solved_policy(&s, o->emit_policy, &err);
     }
     if (st) {
         rc = report_error(&err);
     } else {
-        remat_report_solve(stdout, &sol, rows, sol.found ? &j->result : NULL, pres, np, batches,
-                           nb, o->fmt);
-        rc = sol.found ? EXIT_OK : EXIT_NO;
+        remat_report_solve(stdout, &s.sol, s.rows, s.sol.found ? &s.j->result : NULL, s.pres, s.np,
+                           s.batches, s.nb, o->fmt);
+        rc = s.sol.found ? EXIT_OK : EXIT_NO;
     }
-    for (size_t i = 0; i < np; i++) {
-        remat_result_release(&presets[i].result);
-        remat_policy_free(presets[i].policy);
-    }
-    free(presets);
-    free(pres);
-    free(batches);
-    free(rows);
-    remat_policy_free(solved);
-    remat_solution_release(&sol);
-    job_release(j);
-    free(j);
+    solve_run_release(&s);
     return rc;
 }
 
