@@ -139,7 +139,7 @@ static bool parse_range(const char *s, size_t *first, size_t *last) {
     return true;
 }
 
-static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p) {
+static remat_status_t check_policy_keys(ploader_t *L, json_t *root) {
     static const char *const keys[] = {"format", "name",      "description",         "names",
                                        "default", "predicate", "predicate_placement", "none",
                                        "layers",  NULL};
@@ -158,6 +158,11 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
             return pfail(L, "unknown key '%s'", key);
         }
     }
+    return REMAT_OK;
+}
+
+/* "format", "name" and "description": what the file is and what it calls itself. */
+static remat_status_t load_header(ploader_t *L, json_t *root, remat_policy_t *p) {
     json_t *format = json_object_get(root, "format");
     if (!json_is_string(format) || strcmp(json_string_value(format), "remat-policy/1") != 0) {
         remat_i_jpath_key(&L->path, "format");
@@ -175,21 +180,11 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
         return pfail(L, "'description' must not hold control characters");
     }
     p->description = remat_i_xstrdup(json_is_string(desc) ? json_string_value(desc) : "");
-    json_t *names = json_object_get(root, "names");
-    if (names) {
-        remat_i_jpath_key(&L->path, "names");
-        remat_status_t st = load_names(L, names, &p->rules, &p->nrules);
-        if (st) {
-            return st;
-        }
-        remat_i_jpath_pop(&L->path);
-    }
-    json_t *fallback = json_object_get(root, "default");
-    if (fallback && (!json_is_string(fallback) ||
-                     !remat_place_parse(json_string_value(fallback), &p->fallback))) {
-        remat_i_jpath_key(&L->path, "default");
-        return pfail(L, "'default' must be \"remat\", \"device\" or \"offload\"");
-    }
+    return REMAT_OK;
+}
+
+/* "predicate" and the "predicate_placement" that only it allows. */
+static remat_status_t load_predicate(ploader_t *L, json_t *root, remat_policy_t *p) {
     json_t *pred = json_object_get(root, "predicate");
     if (pred) {
         remat_i_jpath_key(&L->path, "predicate");
@@ -212,6 +207,69 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
         remat_i_jpath_key(&L->path, "predicate_placement");
         return pfail(L, "'predicate_placement' needs a 'predicate'");
     }
+    return REMAT_OK;
+}
+
+/* "layers": per-range name rules, each entry {"range": "A-B", "names": {...}}. */
+static remat_status_t load_layers(ploader_t *L, json_t *layers, remat_policy_t *p) {
+    remat_i_jpath_key(&L->path, "layers");
+    if (!json_is_array(layers)) {
+        return pfail(L, "'layers' must be an array of {\"range\": \"A-B\", \"names\": {...}}");
+    }
+    p->nranges = json_array_size(layers);
+    p->ranges = remat_i_xcalloc(p->nranges, sizeof *p->ranges);
+    for (size_t i = 0; i < p->nranges; i++) {
+        json_t *r = json_array_get(layers, i);
+        remat_i_jpath_index(&L->path, i);
+        json_t *range = json_object_get(r, "range");
+        if (!json_is_object(r) || !json_is_string(range) ||
+            !parse_range(json_string_value(range), &p->ranges[i].first, &p->ranges[i].last)) {
+            return pfail(L, "each entry needs \"range\": \"FIRST-LAST\" (layer indices, "
+                            "FIRST <= LAST)");
+        }
+        json_t *rn = json_object_get(r, "names");
+        if (!rn || json_object_size(r) != 2) {
+            return pfail(L, "each entry holds exactly \"range\" and \"names\"");
+        }
+        remat_i_jpath_key(&L->path, "names");
+        remat_status_t st = load_names(L, rn, &p->ranges[i].rules, &p->ranges[i].nrules);
+        if (st) {
+            return st;
+        }
+        remat_i_jpath_pop(&L->path);
+        remat_i_jpath_pop(&L->path);
+    }
+    remat_i_jpath_pop(&L->path);
+    return REMAT_OK;
+}
+
+static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p) {
+    remat_status_t st = check_policy_keys(L, root);
+    if (st == REMAT_OK) {
+        st = load_header(L, root, p);
+    }
+    if (st) {
+        return st;
+    }
+    json_t *names = json_object_get(root, "names");
+    if (names) {
+        remat_i_jpath_key(&L->path, "names");
+        st = load_names(L, names, &p->rules, &p->nrules);
+        if (st) {
+            return st;
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    json_t *fallback = json_object_get(root, "default");
+    if (fallback && (!json_is_string(fallback) ||
+                     !remat_place_parse(json_string_value(fallback), &p->fallback))) {
+        remat_i_jpath_key(&L->path, "default");
+        return pfail(L, "'default' must be \"remat\", \"device\" or \"offload\"");
+    }
+    st = load_predicate(L, root, p);
+    if (st) {
+        return st;
+    }
     json_t *none = json_object_get(root, "none");
     if (none) {
         if (!json_is_boolean(none)) {
@@ -221,37 +279,7 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
         p->none_policy = json_is_true(none);
     }
     json_t *layers = json_object_get(root, "layers");
-    if (layers) {
-        remat_i_jpath_key(&L->path, "layers");
-        if (!json_is_array(layers)) {
-            return pfail(L, "'layers' must be an array of {\"range\": \"A-B\", \"names\": {...}}");
-        }
-        p->nranges = json_array_size(layers);
-        p->ranges = remat_i_xcalloc(p->nranges, sizeof *p->ranges);
-        for (size_t i = 0; i < p->nranges; i++) {
-            json_t *r = json_array_get(layers, i);
-            remat_i_jpath_index(&L->path, i);
-            json_t *range = json_object_get(r, "range");
-            if (!json_is_object(r) || !json_is_string(range) ||
-                !parse_range(json_string_value(range), &p->ranges[i].first, &p->ranges[i].last)) {
-                return pfail(L, "each entry needs \"range\": \"FIRST-LAST\" (layer indices, "
-                                "FIRST <= LAST)");
-            }
-            json_t *rn = json_object_get(r, "names");
-            if (!rn || json_object_size(r) != 2) {
-                return pfail(L, "each entry holds exactly \"range\" and \"names\"");
-            }
-            remat_i_jpath_key(&L->path, "names");
-            remat_status_t st = load_names(L, rn, &p->ranges[i].rules, &p->ranges[i].nrules);
-            if (st) {
-                return st;
-            }
-            remat_i_jpath_pop(&L->path);
-            remat_i_jpath_pop(&L->path);
-        }
-        remat_i_jpath_pop(&L->path);
-    }
-    return REMAT_OK;
+    return layers ? load_layers(L, layers, p) : REMAT_OK;
 }
 
 remat_status_t remat_policy_load_string(const char *text, const char *source, bool preset,
