@@ -55,6 +55,7 @@ typedef struct bound {
                                (forward or backward) instead of materializing it */
     double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
     size_t *pos;        /* per op: position in the block's order */
+    void *slab;         /* the one allocation every array above lives in */
 } bound_t;
 
 /* ---- layer.c: one layer's plan played op by op -------------------------- */
