@@ -203,10 +203,10 @@ static remat_status_t from_igraph(ctx_t *c, igraph_error_t ist) {
                            (int)ist, igraph_strerror(ist));
 }
 
-static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *section,
-                                    size_t takes, size_t feeds) {
-    remat_status_t st = REMAT_OK;
-    /* 1. Every tensor has exactly one origin: input, param, or one op. */
+/* Every tensor has exactly one origin: input, param, or one op. Sets each
+   tensor's producer. */
+static remat_status_t check_origins(ctx_t *c, remat_block_t *b, const char *section,
+                                    size_t takes) {
     for (size_t j = 0; j < b->nops; j++) {
         for (size_t i = 0; i < b->ops[j].nout; i++) {
             remat_tensor_t *t = &b->tensors[b->ops[j].out[i]];
@@ -240,13 +240,18 @@ static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *sect
                            "param '%s' cannot be a block input", t->name);
         }
     }
-    /* 2. Each op obeys its kind's rule. */
+    return REMAT_OK;
+}
+
+/* Each op obeys its kind's rule; a view keeps its input's dtype. */
+static remat_status_t check_ops(ctx_t *c, remat_block_t *b, const char *section) {
     for (size_t j = 0; j < b->nops; j++) {
         remat_i_jpath_init(&c->path);
         remat_i_jpath_key(&c->path, section);
         remat_i_jpath_key(&c->path, "ops");
         remat_i_jpath_index(&c->path, j);
-        if ((st = remat_i_op_check(c->g, b, &b->ops[j], c->source, c->path.buf, c->err))) {
+        remat_status_t st = remat_i_op_check(c->g, b, &b->ops[j], c->source, c->path.buf, c->err);
+        if (st) {
             return st;
         }
         if (remat_i_opkind_is_view(b->ops[j].kind)) {
@@ -259,7 +264,105 @@ static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *sect
             }
         }
     }
-    /* 3. DAG check, order and reachability, on igraph. */
+    return REMAT_OK;
+}
+
+/* Fails unless the ops form a DAG, naming an op on a cycle when there is
+   one. @p v1 and @p v2 are scratch. */
+static remat_status_t check_acyclic(ctx_t *c, const remat_block_t *b, const char *section,
+                                    const igraph_t *ig, igraph_vector_int_t *v1,
+                                    igraph_vector_int_t *v2) {
+    igraph_bool_t dag = false;
+    igraph_error_t ist = igraph_is_dag(ig, &dag);
+    if (ist) {
+        return from_igraph(c, ist);
+    }
+    if (dag) {
+        return REMAT_OK;
+    }
+    /* An op sits on a cycle when its strong component has more than one vertex. */
+    igraph_integer_t ncomp = 0;
+    if ((ist = igraph_connected_components(ig, v1, v2, &ncomp, IGRAPH_STRONG))) {
+        return from_igraph(c, ist);
+    }
+    for (size_t j = 0; j < b->nops; j++) {
+        if (VECTOR(*v2)[VECTOR(*v1)[b->ntensors + j]] > 1) {
+            return fail_at(c, section, "ops", j, REMAT_E_GRAPH,
+                           "the ops form a cycle through '%s'", b->ops[j].name);
+        }
+    }
+    return fail_at(c, section, "ops", REMAT_NONE, REMAT_E_GRAPH, "the ops form a cycle");
+}
+
+/* Sets b->order: the file's order when it is a topological order (the
+   author's schedule, which the memory profile follows); igraph's otherwise.
+   @p v1 is scratch. */
+static remat_status_t order_ops(ctx_t *c, remat_block_t *b, const igraph_t *ig,
+                                igraph_vector_int_t *v1) {
+    igraph_error_t ist = igraph_topological_sorting(ig, v1, IGRAPH_OUT);
+    if (ist) {
+        return from_igraph(c, ist);
+    }
+    b->order = remat_i_xcalloc(b->nops, sizeof *b->order);
+    size_t n = 0;
+    bool file_order = true;
+    for (size_t j = 0; j < b->nops && file_order; j++) {
+        for (size_t i = 0; i < b->ops[j].nin; i++) {
+            size_t p = b->tensors[b->ops[j].in[i]].producer;
+            file_order &= p == REMAT_NONE || p < j;
+        }
+    }
+    for (igraph_integer_t i = 0; i < igraph_vector_int_size(v1); i++) {
+        igraph_integer_t v = VECTOR(*v1)[i];
+        if ((size_t)v >= b->ntensors) {
+            b->order[n] = file_order ? n : (size_t)v - b->ntensors;
+            n++;
+        }
+    }
+    return REMAT_OK;
+}
+
+/* Marks in @p fwd what the block's differentiable sources (inputs, params,
+   the head's takes_layer) reach, and in @p bwd what reaches its float
+   outputs (and the head's feed), through float tensors only: an int tensor
+   stops gradients. @p roots and @p allowed are scratch. */
+static igraph_error_t reach_gradients(const remat_block_t *b, const igraph_t *ig, size_t takes,
+                                      size_t feeds, igraph_vector_int_t *roots,
+                                      igraph_vector_int_t *allowed, bool *fwd, bool *bwd) {
+    igraph_vector_int_clear(roots);
+    igraph_vector_int_clear(allowed);
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        if (is_float(t->dtype)) {
+            igraph_vector_int_push_back(allowed, (igraph_integer_t)i);
+            if (t->input || t->param || i == takes) {
+                igraph_vector_int_push_back(roots, (igraph_integer_t)i);
+            }
+        }
+    }
+    for (size_t j = 0; j < b->nops; j++) {
+        igraph_vector_int_push_back(allowed, (igraph_integer_t)(b->ntensors + j));
+    }
+    igraph_error_t ist = remat_i_reach(ig, roots, IGRAPH_OUT, allowed, fwd);
+    if (ist) {
+        return ist;
+    }
+    igraph_vector_int_clear(roots);
+    for (size_t i = 0; i < b->noutputs; i++) {
+        if (is_float(b->tensors[b->outputs[i]].dtype)) {
+            igraph_vector_int_push_back(roots, (igraph_integer_t)b->outputs[i]);
+        }
+    }
+    if (feeds != REMAT_NONE) {
+        /* The head's feed to layer 0 receives its gradient from the layers. */
+        igraph_vector_int_push_back(roots, (igraph_integer_t)feeds);
+    }
+    return remat_i_reach(ig, roots, IGRAPH_IN, allowed, bwd);
+}
+
+/* DAG check, order and which tensors need gradients, on igraph. */
+static remat_status_t analyze_flow(ctx_t *c, remat_block_t *b, const char *section, size_t takes,
+                                   size_t feeds) {
     igraph_t ig;
     igraph_error_t ist = remat_i_block_igraph(b, &ig);
     if (ist) {
@@ -271,102 +374,40 @@ static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *sect
     igraph_vector_int_t v1, v2;
     igraph_vector_int_init(&v1, 0);
     igraph_vector_int_init(&v2, 0);
-    igraph_bool_t dag = false;
-    if ((ist = igraph_is_dag(&ig, &dag))) {
+    remat_status_t st = check_acyclic(c, b, section, &ig, &v1, &v2);
+    if (st == REMAT_OK) {
+        st = order_ops(c, b, &ig, &v1);
+    }
+    if (st == REMAT_OK && (ist = reach_gradients(b, &ig, takes, feeds, &v1, &v2, fwd, bwd))) {
         st = from_igraph(c, ist);
-        goto out;
     }
-    if (!dag) {
-        /* Name an op that sits on a cycle: one in a strong component of
-           more than one vertex. */
-        igraph_integer_t ncomp = 0;
-        if ((ist = igraph_connected_components(&ig, &v1, &v2, &ncomp, IGRAPH_STRONG))) {
-            st = from_igraph(c, ist);
-            goto out;
-        }
-        for (size_t j = 0; j < b->nops; j++) {
-            if (VECTOR(v2)[VECTOR(v1)[b->ntensors + j]] > 1) {
-                st = fail_at(c, section, "ops", j, REMAT_E_GRAPH,
-                             "the ops form a cycle through '%s'", b->ops[j].name);
-                goto out;
-            }
-        }
-        st = fail_at(c, section, "ops", REMAT_NONE, REMAT_E_GRAPH, "the ops form a cycle");
-        goto out;
-    }
-    if ((ist = igraph_topological_sorting(&ig, &v1, IGRAPH_OUT))) {
-        st = from_igraph(c, ist);
-        goto out;
-    }
-    b->order = remat_i_xcalloc(b->nops, sizeof *b->order);
-    size_t n = 0;
-    /* The file's order when it is a topological order (the author's
-       schedule, which the memory profile follows); igraph's otherwise. */
-    bool file_order = true;
-    for (size_t j = 0; j < b->nops && file_order; j++) {
-        for (size_t i = 0; i < b->ops[j].nin; i++) {
-            size_t p = b->tensors[b->ops[j].in[i]].producer;
-            file_order &= p == REMAT_NONE || p < j;
-        }
-    }
-    for (igraph_integer_t i = 0; i < igraph_vector_int_size(&v1); i++) {
-        igraph_integer_t v = VECTOR(v1)[i];
-        if ((size_t)v >= b->ntensors) {
-            b->order[n] = file_order ? n : (size_t)v - b->ntensors;
-            n++;
-        }
-    }
-    /* Forward reach from the block's differentiable sources (inputs and
-       params), through float tensors only: an int tensor stops gradients. */
-    igraph_vector_int_clear(&v1);
-    igraph_vector_int_clear(&v2);
-    for (size_t i = 0; i < b->ntensors; i++) {
-        const remat_tensor_t *t = &b->tensors[i];
-        if (is_float(t->dtype)) {
-            igraph_vector_int_push_back(&v2, (igraph_integer_t)i);
-            if (t->input || t->param || i == takes) {
-                igraph_vector_int_push_back(&v1, (igraph_integer_t)i);
-            }
-        }
-    }
-    for (size_t j = 0; j < b->nops; j++) {
-        igraph_vector_int_push_back(&v2, (igraph_integer_t)(b->ntensors + j));
-    }
-    if ((ist = remat_i_reach(&ig, &v1, IGRAPH_OUT, &v2, fwd))) {
-        st = from_igraph(c, ist);
-        goto out;
-    }
-    igraph_vector_int_clear(&v1);
-    for (size_t i = 0; i < b->noutputs; i++) {
-        if (is_float(b->tensors[b->outputs[i]].dtype)) {
-            igraph_vector_int_push_back(&v1, (igraph_integer_t)b->outputs[i]);
-        }
-    }
-    if (feeds != REMAT_NONE) {
-        /* The head's feed to layer 0 receives its gradient from the layers. */
-        igraph_vector_int_push_back(&v1, (igraph_integer_t)feeds);
-    }
-    if ((ist = remat_i_reach(&ig, &v1, IGRAPH_IN, &v2, bwd))) {
-        st = from_igraph(c, ist);
-        goto out;
-    }
-    for (size_t i = 0; i < b->noutputs; i++) {
+    for (size_t i = 0; st == REMAT_OK && i < b->noutputs; i++) {
         const remat_tensor_t *t = &b->tensors[b->outputs[i]];
         if (t->producer == REMAT_NONE) {
             st = fail_at(c, section, "outputs", i, REMAT_E_GRAPH,
                          "output '%s' is not produced by any op", t->name);
-            goto out;
         }
     }
-    for (size_t i = 0; i < b->ntensors; i++) {
+    for (size_t i = 0; st == REMAT_OK && i < b->ntensors; i++) {
         b->tensors[i].needs_grad = fwd[i] && bwd[i];
     }
-out:
     igraph_vector_int_destroy(&v1);
     igraph_vector_int_destroy(&v2);
     igraph_destroy(&ig);
     free(fwd);
     free(bwd);
+    return st;
+}
+
+static remat_status_t analyze_block(ctx_t *c, remat_block_t *b, const char *section,
+                                    size_t takes, size_t feeds) {
+    remat_status_t st = check_origins(c, b, section, takes);
+    if (st == REMAT_OK) {
+        st = check_ops(c, b, section);
+    }
+    if (st == REMAT_OK) {
+        st = analyze_flow(c, b, section, takes, feeds);
+    }
     return st;
 }
 
@@ -411,91 +452,109 @@ static bool same_shape(const remat_tensor_t *a, const remat_tensor_t *b) {
            a->dtype == b->dtype;
 }
 
+/* The layer: one input and one output of the same shape (the residual
+   stream), a valid block, and an output its own backward does not read. */
+static remat_status_t analyze_layer(ctx_t *c) {
+    remat_block_t *L = &c->g->layer;
+    if (L->ninputs != 1 || L->noutputs != 1) {
+        return fail_at(c, "layer", "inputs", REMAT_NONE, REMAT_E_GRAPH,
+                       "a layer has one input and one output (the residual stream)");
+    }
+    if (!same_shape(&L->tensors[L->inputs[0]], &L->tensors[L->outputs[0]])) {
+        return fail_at(c, "layer", "outputs", 0, REMAT_E_GRAPH,
+                       "layer output '%s' must have the shape and dtype of input '%s'",
+                       L->tensors[L->outputs[0]].name, L->tensors[L->inputs[0]].name);
+    }
+    remat_status_t st = analyze_block(c, L, "layer", REMAT_NONE, REMAT_NONE);
+    if (st || (st = derive(c, L, "layer"))) {
+        return st;
+    }
+    if (L->tensors[L->outputs[0]].residual) {
+        return fail_at(c, "layer", "outputs", 0, REMAT_E_GRAPH,
+                       "layer output '%s' is read by its own layer's backward, which the layer "
+                       "stack does not support (it is the next layer's input)",
+                       L->tensors[L->outputs[0]].name);
+    }
+    return REMAT_OK;
+}
+
+/* The head ops that do not depend on the last layer's output run before
+   the layers; order them first, keeping topological order. Sets
+   g->head_npre, and *feeds_after when feeds_layer depends on that output. */
+static remat_status_t order_head(ctx_t *c, bool *feeds_after) {
+    remat_graph_t *g = c->g;
+    remat_block_t *H = &g->head;
+    igraph_t ig;
+    igraph_error_t ist = remat_i_block_igraph(H, &ig);
+    if (ist) {
+        return from_igraph(c, ist);
+    }
+    bool *after = remat_i_xcalloc(H->ntensors + H->nops, sizeof *after);
+    igraph_vector_int_t roots;
+    igraph_vector_int_init(&roots, 1);
+    VECTOR(roots)[0] = (igraph_integer_t)g->head_takes;
+    ist = remat_i_reach(&ig, &roots, IGRAPH_OUT, NULL, after);
+    igraph_vector_int_destroy(&roots);
+    igraph_destroy(&ig);
+    if (ist) {
+        free(after);
+        return from_igraph(c, ist);
+    }
+    size_t *order = remat_i_xcalloc(H->nops, sizeof *order), n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t p = 0; p < H->nops; p++) {
+            if (after[H->ntensors + H->order[p]] == (pass == 1)) {
+                order[n++] = H->order[p];
+            }
+        }
+        if (pass == 0) {
+            g->head_npre = n;
+        }
+    }
+    *feeds_after = after[g->head_feeds];
+    free(H->order);
+    H->order = order;
+    free(after);
+    return REMAT_OK;
+}
+
+/* The head: feeds_layer and takes_layer shaped like the layer input, a
+   valid block, and feeds_layer computed before the layers run. */
+static remat_status_t analyze_head(ctx_t *c) {
+    remat_graph_t *g = c->g;
+    remat_block_t *L = &g->layer, *H = &g->head;
+    const remat_tensor_t *feeds = &H->tensors[g->head_feeds];
+    const remat_tensor_t *takes = &H->tensors[g->head_takes];
+    if (!same_shape(feeds, &L->tensors[L->inputs[0]]) ||
+        !same_shape(takes, &L->tensors[L->inputs[0]])) {
+        return fail_at(c, "head", "feeds_layer", REMAT_NONE, REMAT_E_GRAPH,
+                       "'%s' and '%s' must have the layer input's shape and dtype",
+                       feeds->name, takes->name);
+    }
+    remat_status_t st = analyze_block(c, H, "head", g->head_takes, g->head_feeds);
+    if (st) {
+        return st;
+    }
+    bool feeds_after = false;
+    if ((st = order_head(c, &feeds_after))) {
+        return st;
+    }
+    if (feeds_after || feeds->producer == REMAT_NONE) {
+        return fail_at(c, "head", "feeds_layer", REMAT_NONE, REMAT_E_GRAPH,
+                       "'%s' must be produced by head ops that run before the layers",
+                       feeds->name);
+    }
+    return derive(c, H, "head");
+}
+
 remat_status_t remat_i_graph_analyze(remat_graph_t *g, const char *source, remat_error_t *err) {
     ctx_t c = {.g = g, .source = source, .err = err};
     igraph_error_handler_t *old = igraph_set_error_handler(igraph_error_handler_ignore);
     igraph_warning_handler_t *oldw = igraph_set_warning_handler(igraph_warning_handler_ignore);
-    remat_status_t st = REMAT_OK;
-    remat_block_t *L = &g->layer;
-    if (L->ninputs != 1 || L->noutputs != 1) {
-        st = fail_at(&c, "layer", "inputs", REMAT_NONE, REMAT_E_GRAPH,
-                     "a layer has one input and one output (the residual stream)");
-        goto out;
+    remat_status_t st = analyze_layer(&c);
+    if (st == REMAT_OK && g->has_head) {
+        st = analyze_head(&c);
     }
-    if (!same_shape(&L->tensors[L->inputs[0]], &L->tensors[L->outputs[0]])) {
-        st = fail_at(&c, "layer", "outputs", 0, REMAT_E_GRAPH,
-                     "layer output '%s' must have the shape and dtype of input '%s'",
-                     L->tensors[L->outputs[0]].name, L->tensors[L->inputs[0]].name);
-        goto out;
-    }
-    if ((st = analyze_block(&c, L, "layer", REMAT_NONE, REMAT_NONE)) || (st = derive(&c, L, "layer"))) {
-        goto out;
-    }
-    if (L->tensors[L->outputs[0]].residual) {
-        st = fail_at(&c, "layer", "outputs", 0, REMAT_E_GRAPH,
-                     "layer output '%s' is read by its own layer's backward, which the layer "
-                     "stack does not support (it is the next layer's input)", L->tensors[L->outputs[0]].name);
-        goto out;
-    }
-    if (g->has_head) {
-        remat_block_t *H = &g->head;
-        const remat_tensor_t *feeds = &H->tensors[g->head_feeds];
-        const remat_tensor_t *takes = &H->tensors[g->head_takes];
-        if (!same_shape(feeds, &L->tensors[L->inputs[0]]) ||
-            !same_shape(takes, &L->tensors[L->inputs[0]])) {
-            st = fail_at(&c, "head", "feeds_layer", REMAT_NONE, REMAT_E_GRAPH,
-                         "'%s' and '%s' must have the layer input's shape and dtype",
-                         feeds->name, takes->name);
-            goto out;
-        }
-        if ((st = analyze_block(&c, H, "head", g->head_takes, g->head_feeds))) {
-            goto out;
-        }
-        /* The ops that do not depend on the last layer's output run before
-           the layers; order them first, keeping topological order. */
-        igraph_t ig;
-        igraph_error_t ist = remat_i_block_igraph(H, &ig);
-        if (ist) {
-            st = from_igraph(&c, ist);
-            goto out;
-        }
-        bool *after = remat_i_xcalloc(H->ntensors + H->nops, sizeof *after);
-        igraph_vector_int_t roots;
-        igraph_vector_int_init(&roots, 1);
-        VECTOR(roots)[0] = (igraph_integer_t)g->head_takes;
-        ist = remat_i_reach(&ig, &roots, IGRAPH_OUT, NULL, after);
-        igraph_vector_int_destroy(&roots);
-        igraph_destroy(&ig);
-        if (ist) {
-            free(after);
-            st = from_igraph(&c, ist);
-            goto out;
-        }
-        size_t *order = remat_i_xcalloc(H->nops, sizeof *order), n = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            for (size_t p = 0; p < H->nops; p++) {
-                if (after[H->ntensors + H->order[p]] == (pass == 1)) {
-                    order[n++] = H->order[p];
-                }
-            }
-            if (pass == 0) {
-                g->head_npre = n;
-            }
-        }
-        bool feeds_after = after[g->head_feeds];
-        free(H->order);
-        H->order = order;
-        free(after);
-        if (feeds_after || feeds->producer == REMAT_NONE) {
-            st = fail_at(&c, "head", "feeds_layer", REMAT_NONE, REMAT_E_GRAPH,
-                         "'%s' must be produced by head ops that run before the layers", feeds->name);
-            goto out;
-        }
-        if ((st = derive(&c, H, "head"))) {
-            goto out;
-        }
-    }
-out:
     igraph_set_error_handler(old);
     igraph_set_warning_handler(oldw);
     return st;
