@@ -183,19 +183,6 @@ static void shape_str(const remat_graph_t *g, const remat_tensor_t *t, char *buf
     buf[len] = '\0';
 }
 
-#define BAD(...) remat_error_set(err, REMAT_E_GRAPH, source, path, __VA_ARGS__)
-
-static remat_status_t shape_mismatch(const remat_graph_t *g, const remat_op_t *op,
-                                     const remat_tensor_t *a, const remat_tensor_t *c,
-                                     const char *why, const char *source, const char *path,
-                                     remat_error_t *err) {
-    char sa[96], sc[96];
-    shape_str(g, a, sa, sizeof sa);
-    shape_str(g, c, sc, sizeof sc);
-    return BAD("%s op '%s': '%s' %s and '%s' %s %s", remat_opkind_name(op->kind), op->name,
-               a->name, sa, c->name, sc, why);
-}
-
 /* The last dim of x, as a rank-1 shape: what a norm's scale must be. */
 static bool is_last_dim(const remat_tensor_t *x, const remat_tensor_t *s) {
     return s->rank == 1 && x->rank >= 1 && s->dim[0] == x->dim[x->rank - 1];
@@ -207,10 +194,31 @@ static bool is_rows(const remat_tensor_t *x, const remat_tensor_t *s) {
            memcmp(s->dim, x->dim, s->rank * sizeof s->dim[0]) == 0;
 }
 
-remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
-                                const remat_op_t *op, const char *source, const char *path,
-                                remat_error_t *err) {
-    const kind_info_t *k = &kinds[op->kind];
+/* One op under check: its graph and block, where to report, and its first
+   input x and first output y, which most rules compare. */
+typedef struct opcheck {
+    const remat_graph_t *g;
+    const remat_block_t *b;
+    const remat_op_t *op;
+    const char *source, *path;
+    remat_error_t *err;
+    const remat_tensor_t *x, *y;
+} opcheck_t;
+
+#define BAD(...) remat_error_set(c->err, REMAT_E_GRAPH, c->source, c->path, __VA_ARGS__)
+
+static remat_status_t shape_mismatch(const opcheck_t *c, const remat_tensor_t *a,
+                                     const remat_tensor_t *t, const char *why) {
+    char sa[96], st[96];
+    shape_str(c->g, a, sa, sizeof sa);
+    shape_str(c->g, t, st, sizeof st);
+    return BAD("%s op '%s': '%s' %s and '%s' %s %s", remat_opkind_name(c->op->kind), c->op->name,
+               a->name, sa, t->name, st, why);
+}
+
+/* The op's input and output counts against its kind's bounds. */
+static remat_status_t check_arity(const opcheck_t *c, const kind_info_t *k) {
+    const remat_op_t *op = c->op;
     if (op->nin < k->min_in || op->nin > k->max_in) {
         if (k->min_in == k->max_in) {
             return BAD("%s op '%s' takes exactly %u input%s, not %zu", k->name, op->name,
@@ -227,183 +235,232 @@ remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
         return BAD("%s op '%s' makes %u to %u outputs, not %zu", k->name, op->name, k->min_out,
                    k->max_out, op->nout);
     }
-    const remat_tensor_t *x = T(b, op->in[0]), *y = T(b, op->out[0]);
+    return REMAT_OK;
+}
+
+/* Each operand's subscripts match its rank, and a letter names one dim
+   throughout. */
+static remat_status_t check_einsum(const opcheck_t *c) {
+    const remat_op_t *op = c->op;
+    size_t letter_dim[128];
+    for (size_t i = 0; i < 128; i++) {
+        letter_dim[i] = REMAT_NONE;
+    }
+    for (size_t i = 0; i <= op->nin; i++) {
+        const remat_tensor_t *t = i < op->nin ? T(c->b, op->in[i]) : c->y;
+        const char *s = op->subs[i];
+        if (strlen(s) != t->rank) {
+            return BAD("einsum op '%s': subscripts '%s' do not match the rank %zu of '%s'",
+                       op->name, s, t->rank, t->name);
+        }
+        for (size_t j = 0; s[j]; j++) {
+            unsigned char l = (unsigned char)s[j];
+            if (letter_dim[l] == REMAT_NONE) {
+                letter_dim[l] = t->dim[j];
+            } else if (!remat_i_dims_equivalent(c->g, letter_dim[l], t->dim[j])) {
+                return BAD("einsum op '%s': index '%c' is dim '%s' in one operand and "
+                           "'%s' in '%s'",
+                           op->name, l, c->g->dims[letter_dim[l]].name,
+                           c->g->dims[t->dim[j]].name, t->name);
+            }
+        }
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t check_add_mul(const opcheck_t *c) {
+    const remat_op_t *op = c->op;
+    const remat_tensor_t *y = c->y;
+    for (size_t i = 0; i < op->nin; i++) {
+        const remat_tensor_t *a = T(c->b, op->in[i]);
+        /* numpy broadcasting restricted to trailing dims: a bias [e]
+           adds to [b,s,e]; anything else must match exactly. */
+        if (a->rank > y->rank ||
+            memcmp(a->dim, y->dim + (y->rank - a->rank), a->rank * sizeof a->dim[0])) {
+            return shape_mismatch(c, a, y,
+                                  "do not broadcast (inputs must equal the output's "
+                                  "trailing dims)");
+        }
+    }
+    for (size_t i = 0; i < op->nin; i++) {
+        if (same_shape(T(c->b, op->in[i]), y)) {
+            return REMAT_OK;
+        }
+    }
+    return BAD("%s op '%s': no input has the output's shape", kinds[op->kind].name, op->name);
+}
+
+/* scale, silu, gelu, softmax, rope and cast: same shape; only cast changes
+   the dtype. */
+static remat_status_t check_elementwise(const opcheck_t *c) {
+    const remat_tensor_t *x = c->x, *y = c->y;
+    if (!same_shape(x, y)) {
+        return shape_mismatch(c, x, y, "must have the same shape");
+    }
+    if (c->op->kind != REMAT_OP_CAST && x->dtype != y->dtype) {
+        return BAD("%s op '%s' keeps the dtype: '%s' is %s, '%s' is %s", kinds[c->op->kind].name,
+                   c->op->name, x->name, remat_dtype_name(x->dtype), y->name,
+                   remat_dtype_name(y->dtype));
+    }
+    return REMAT_OK;
+}
+
+/* rmsnorm and layernorm: scale (and bias) over the last dim, statistics per row. */
+static remat_status_t check_norm(const opcheck_t *c) {
+    const remat_op_t *op = c->op;
+    const remat_tensor_t *x = c->x;
+    if (!same_shape(x, c->y)) {
+        return shape_mismatch(c, x, c->y, "must have the same shape");
+    }
+    for (size_t i = 1; i < op->nin; i++) {
+        if (!is_last_dim(x, T(c->b, op->in[i]))) {
+            return shape_mismatch(c, T(c->b, op->in[i]), x, "must be the last dim of the input");
+        }
+    }
+    for (size_t i = 1; i < op->nout; i++) {
+        if (!is_rows(x, T(c->b, op->out[i]))) {
+            return shape_mismatch(c, T(c->b, op->out[i]), x,
+                                  "must be the input without its last dim (statistics)");
+        }
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t check_dropout(const opcheck_t *c) {
+    const remat_tensor_t *mask = T(c->b, c->op->out[1]);
+    if (!same_shape(c->x, c->y) || !same_shape(c->x, mask)) {
+        return shape_mismatch(c, c->x, mask, "(input, output and mask) must have the same shape");
+    }
+    if (is_float(mask->dtype)) {
+        return BAD("dropout op '%s': the mask '%s' must be bool or int8", c->op->name,
+                   mask->name);
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t check_flash_attention(const opcheck_t *c) {
+    const remat_op_t *op = c->op;
+    const remat_tensor_t *q = c->x, *kk = T(c->b, op->in[1]), *v = T(c->b, op->in[2]);
+    const remat_tensor_t *lse = T(c->b, op->out[1]);
+    const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
+    if (q->rank != 4 || kk->rank != 4 || !same_shape(kk, v)) {
+        return BAD("flash_attention op '%s': q, k, v must be [batch,%s,head_dim] "
+                   "and k, v the same shape",
+                   op->name, op->bhsd ? "heads,seq" : "seq,heads");
+    }
+    if (q->dim[0] != kk->dim[0] || q->dim[3] != kk->dim[3]) {
+        return shape_mismatch(c, q, kk, "differ in batch or head_dim");
+    }
+    if (!same_shape(q, c->y)) {
+        return shape_mismatch(c, q, c->y, "must have the same shape");
+    }
+    if (lse->rank != 3 || lse->dim[0] != q->dim[0] || lse->dim[1] != q->dim[H] ||
+        lse->dim[2] != q->dim[S]) {
+        return BAD("flash_attention op '%s': logsumexp '%s' must be [batch,heads,seq]",
+                   op->name, lse->name);
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t check_transpose(const opcheck_t *c) {
+    const remat_tensor_t *x = c->x, *y = c->y;
+    if (x->rank != y->rank) {
+        return shape_mismatch(c, x, y, "must be a permutation of each other");
+    }
+    size_t used[REMAT_MAX_RANK] = {0};
+    for (size_t i = 0; i < y->rank; i++) {
+        bool hit = false;
+        for (size_t j = 0; j < x->rank && !hit; j++) {
+            if (!used[j] && x->dim[j] == y->dim[i]) {
+                used[j] = hit = true;
+            }
+        }
+        if (!hit) {
+            return shape_mismatch(c, x, y, "must be a permutation of each other");
+        }
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t check_embedding(const opcheck_t *c) {
+    const remat_tensor_t *x = c->x, *y = c->y, *ids = T(c->b, c->op->in[1]);
+    if (!x->param || x->rank != 2) {
+        return BAD("embedding op '%s': first input must be a [vocab,embed] param", c->op->name);
+    }
+    if (ids->dtype != REMAT_DTYPE_I32) {
+        return BAD("embedding op '%s': token ids '%s' must be int32", c->op->name, ids->name);
+    }
+    if (y->rank != ids->rank + 1 || y->dim[y->rank - 1] != x->dim[1] ||
+        memcmp(y->dim, ids->dim, (y->rank - 1) * sizeof y->dim[0])) {
+        return shape_mismatch(c, ids, y, "do not match (output is ids' shape plus embed)");
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t check_cross_entropy(const opcheck_t *c) {
+    const remat_tensor_t *x = c->x, *y = c->y;
+    const remat_tensor_t *tg = T(c->b, c->op->in[1]), *lse = T(c->b, c->op->out[1]);
+    if (tg->dtype != REMAT_DTYPE_I32 || !is_rows(x, tg)) {
+        return BAD("cross_entropy op '%s': targets '%s' must be int32 of the logits' "
+                   "shape without vocab",
+                   c->op->name, tg->name);
+    }
+    if (y->rank != 0 || y->dtype != REMAT_DTYPE_F32 || !is_rows(x, lse) ||
+        lse->dtype != REMAT_DTYPE_F32) {
+        return BAD("cross_entropy op '%s': outputs are a scalar fp32 loss and fp32 "
+                   "logsumexp rows",
+                   c->op->name);
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
+                                const remat_op_t *op, const char *source, const char *path,
+                                remat_error_t *err) {
+    opcheck_t ctx = {.g = g, .b = b, .op = op, .source = source, .path = path, .err = err};
+    const opcheck_t *c = &ctx;
+    remat_status_t st = check_arity(c, &kinds[op->kind]);
+    if (st) {
+        return st;
+    }
+    ctx.x = T(b, op->in[0]);
+    ctx.y = T(b, op->out[0]);
     for (size_t i = 0; i < op->nout; i++) {
         if (T(b, op->out[i])->param) {
             return BAD("op '%s' writes param '%s'", op->name, T(b, op->out[i])->name);
         }
     }
     switch (op->kind) {
-        case REMAT_OP_EINSUM: {
-            size_t letter_dim[128];
-            for (size_t i = 0; i < 128; i++) {
-                letter_dim[i] = REMAT_NONE;
-            }
-            for (size_t i = 0; i <= op->nin; i++) {
-                const remat_tensor_t *t = i < op->nin ? T(b, op->in[i]) : y;
-                const char *s = op->subs[i];
-                if (strlen(s) != t->rank) {
-                    return BAD("einsum op '%s': subscripts '%s' do not match the rank %zu of '%s'",
-                               op->name, s, t->rank, t->name);
-                }
-                for (size_t j = 0; s[j]; j++) {
-                    unsigned char c = (unsigned char)s[j];
-                    if (letter_dim[c] == REMAT_NONE) {
-                        letter_dim[c] = t->dim[j];
-                    } else if (!remat_i_dims_equivalent(g, letter_dim[c], t->dim[j])) {
-                        return BAD("einsum op '%s': index '%c' is dim '%s' in one operand and "
-                                   "'%s' in '%s'",
-                                   op->name, c, g->dims[letter_dim[c]].name,
-                                   g->dims[t->dim[j]].name, t->name);
-                    }
-                }
-            }
-            break;
-        }
+        case REMAT_OP_EINSUM:
+            return check_einsum(c);
         case REMAT_OP_ADD:
         case REMAT_OP_MUL:
-            for (size_t i = 0; i < op->nin; i++) {
-                const remat_tensor_t *a = T(b, op->in[i]);
-                /* numpy broadcasting restricted to trailing dims: a bias [e]
-                   adds to [b,s,e]; anything else must match exactly. */
-                if (a->rank > y->rank ||
-                    memcmp(a->dim, y->dim + (y->rank - a->rank), a->rank * sizeof a->dim[0])) {
-                    return shape_mismatch(g, op, a, y,
-                                          "do not broadcast (inputs must equal the output's "
-                                          "trailing dims)",
-                                          source, path, err);
-                }
-            }
-            for (size_t i = 0; i < op->nin; i++) {
-                if (same_shape(T(b, op->in[i]), y)) {
-                    return REMAT_OK;
-                }
-            }
-            return BAD("%s op '%s': no input has the output's shape", k->name, op->name);
+            return check_add_mul(c);
         case REMAT_OP_SCALE:
         case REMAT_OP_SILU:
         case REMAT_OP_GELU:
         case REMAT_OP_SOFTMAX:
         case REMAT_OP_ROPE:
         case REMAT_OP_CAST:
-            if (!same_shape(x, y)) {
-                return shape_mismatch(g, op, x, y, "must have the same shape", source, path, err);
-            }
-            if (op->kind != REMAT_OP_CAST && x->dtype != y->dtype) {
-                return BAD("%s op '%s' keeps the dtype: '%s' is %s, '%s' is %s", k->name,
-                           op->name, x->name, remat_dtype_name(x->dtype), y->name,
-                           remat_dtype_name(y->dtype));
-            }
-            break;
+            return check_elementwise(c);
         case REMAT_OP_RMSNORM:
         case REMAT_OP_LAYERNORM:
-            if (!same_shape(x, y)) {
-                return shape_mismatch(g, op, x, y, "must have the same shape", source, path, err);
-            }
-            for (size_t i = 1; i < op->nin; i++) {
-                if (!is_last_dim(x, T(b, op->in[i]))) {
-                    return shape_mismatch(g, op, T(b, op->in[i]), x,
-                                          "must be the last dim of the input", source, path, err);
-                }
-            }
-            for (size_t i = 1; i < op->nout; i++) {
-                if (!is_rows(x, T(b, op->out[i]))) {
-                    return shape_mismatch(g, op, T(b, op->out[i]), x,
-                                          "must be the input without its last dim (statistics)",
-                                          source, path, err);
-                }
-            }
-            break;
+            return check_norm(c);
         case REMAT_OP_DROPOUT:
-            if (!same_shape(x, y) || !same_shape(x, T(b, op->out[1]))) {
-                return shape_mismatch(g, op, x, T(b, op->out[1]),
-                                      "(input, output and mask) must have the same shape", source,
-                                      path, err);
-            }
-            if (is_float(T(b, op->out[1])->dtype)) {
-                return BAD("dropout op '%s': the mask '%s' must be bool or int8", op->name,
-                           T(b, op->out[1])->name);
-            }
-            break;
-        case REMAT_OP_FLASH_ATTENTION: {
-            const remat_tensor_t *q = x, *kk = T(b, op->in[1]), *v = T(b, op->in[2]);
-            const remat_tensor_t *lse = T(b, op->out[1]);
-            const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
-            if (q->rank != 4 || kk->rank != 4 || !same_shape(kk, v)) {
-                return BAD("flash_attention op '%s': q, k, v must be [batch,%s,head_dim] "
-                           "and k, v the same shape",
-                           op->name, op->bhsd ? "heads,seq" : "seq,heads");
-            }
-            if (q->dim[0] != kk->dim[0] || q->dim[3] != kk->dim[3]) {
-                return shape_mismatch(g, op, q, kk, "differ in batch or head_dim", source, path,
-                                      err);
-            }
-            if (!same_shape(q, y)) {
-                return shape_mismatch(g, op, q, y, "must have the same shape", source, path, err);
-            }
-            if (lse->rank != 3 || lse->dim[0] != q->dim[0] || lse->dim[1] != q->dim[H] ||
-                lse->dim[2] != q->dim[S]) {
-                return BAD("flash_attention op '%s': logsumexp '%s' must be [batch,heads,seq]",
-                           op->name, lse->name);
-            }
-            break;
-        }
-        case REMAT_OP_TRANSPOSE: {
-            if (x->rank != y->rank) {
-                return shape_mismatch(g, op, x, y, "must be a permutation of each other", source,
-                                      path, err);
-            }
-            size_t used[REMAT_MAX_RANK] = {0};
-            for (size_t i = 0; i < y->rank; i++) {
-                bool hit = false;
-                for (size_t j = 0; j < x->rank && !hit; j++) {
-                    if (!used[j] && x->dim[j] == y->dim[i]) {
-                        used[j] = hit = true;
-                    }
-                }
-                if (!hit) {
-                    return shape_mismatch(g, op, x, y, "must be a permutation of each other",
-                                          source, path, err);
-                }
-            }
-            break;
-        }
+            return check_dropout(c);
+        case REMAT_OP_FLASH_ATTENTION:
+            return check_flash_attention(c);
+        case REMAT_OP_TRANSPOSE:
+            return check_transpose(c);
         case REMAT_OP_RESHAPE:
         case REMAT_OP_SPLIT:
         case REMAT_OP_CONCAT:
             /* Element counts are compared once sizes are bound (sim/bind.c). */
-            break;
+            return REMAT_OK;
         case REMAT_OP_EMBEDDING:
-            if (!x->param || x->rank != 2) {
-                return BAD("embedding op '%s': first input must be a [vocab,embed] param",
-                           op->name);
-            }
-            if (T(b, op->in[1])->dtype != REMAT_DTYPE_I32) {
-                return BAD("embedding op '%s': token ids '%s' must be int32", op->name,
-                           T(b, op->in[1])->name);
-            }
-            if (y->rank != T(b, op->in[1])->rank + 1 || y->dim[y->rank - 1] != x->dim[1] ||
-                memcmp(y->dim, T(b, op->in[1])->dim, (y->rank - 1) * sizeof y->dim[0])) {
-                return shape_mismatch(g, op, T(b, op->in[1]), y,
-                                      "do not match (output is ids' shape plus embed)", source,
-                                      path, err);
-            }
-            break;
-        case REMAT_OP_CROSS_ENTROPY: {
-            const remat_tensor_t *tg = T(b, op->in[1]), *lse = T(b, op->out[1]);
-            if (tg->dtype != REMAT_DTYPE_I32 || !is_rows(x, tg)) {
-                return BAD("cross_entropy op '%s': targets '%s' must be int32 of the logits' "
-                           "shape without vocab",
-                           op->name, tg->name);
-            }
-            if (y->rank != 0 || y->dtype != REMAT_DTYPE_F32 || !is_rows(x, lse) ||
-                lse->dtype != REMAT_DTYPE_F32) {
-                return BAD("cross_entropy op '%s': outputs are a scalar fp32 loss and fp32 "
-                           "logsumexp rows",
-                           op->name);
-            }
-            break;
-        }
+            return check_embedding(c);
+        case REMAT_OP_CROSS_ENTROPY:
+            return check_cross_entropy(c);
         case REMAT_OP_COUNT:
             break;
     }
@@ -479,117 +536,136 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
 /* Elements of a bound tensor, from the per-tensor element counts. */
 #define N(t) (numel[(t)])
 
-bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
-                      const uint64_t (*tdim)[REMAT_MAX_RANK], const uint64_t *dimsize,
-                      uint64_t *fwd, uint64_t *bwd) {
-    uint64_t f = 0, w = 0, n = N(op->out[0]);
-    size_t ngrad = 0;
-    for (size_t i = 0; i < op->nin; i++) {
-        ngrad += b->tensors[op->in[i]].needs_grad;
+/* 2 x the product of every distinct index size (one multiply-add per point
+   of the iteration space); backward is one such contraction per operand
+   that needs a gradient. An index's per-device size is the largest any
+   operand has: a sharded operand is all-gathered before the contraction
+   (FSDP weights, sequence-parallel activations). */
+static bool einsum_flops(const remat_op_t *op, const uint64_t (*tdim)[REMAT_MAX_RANK],
+                         size_t ngrad, uint64_t *f, uint64_t *w) {
+    char seen[2 * REMAT_MAX_RANK * REMAT_MAX_IO + 1] = {0};
+    uint64_t size[2 * REMAT_MAX_RANK * REMAT_MAX_IO + 1] = {0};
+    size_t nseen = 0;
+    for (size_t i = 0; i <= op->nin; i++) {
+        size_t ti = i < op->nin ? op->in[i] : op->out[0];
+        for (size_t j = 0; op->subs[i][j]; j++) {
+            char *hit = memchr(seen, op->subs[i][j], nseen);
+            size_t k = hit ? (size_t)(hit - seen) : nseen++;
+            seen[k] = op->subs[i][j];
+            if (tdim[ti][j] > size[k]) {
+                size[k] = tdim[ti][j];
+            }
+        }
     }
     bool ok = true;
+    *f = 2;
+    for (size_t k = 0; k < nseen; k++) {
+        ok = ok && remat_i_mul(*f, size[k], f);
+    }
+    return ok && remat_i_mul(*f, ngrad, w);
+}
+
+/* QK^T and PV: 2 x 2 x b x h x s x t x d forward; dQ, dK, dV, dP: 4
+   contractions backward; a causal kernel computes half of each (MaxText's
+   and Megatron-LM's model-FLOPs convention: the blocks above the diagonal
+   are skipped). The kernel's internal re-run of QK^T in backward is not
+   counted here (the time model adds it). b, h, s and d are q's per-device
+   sizes; t is the whole key length (context parallelism all-gathers K and
+   V). */
+static bool attention_flops(const remat_block_t *b, const remat_op_t *op,
+                            const uint64_t (*tdim)[REMAT_MAX_RANK], const uint64_t *dimsize,
+                            size_t ngrad, uint64_t *f, uint64_t *w) {
+    const size_t q = op->in[0];
+    const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
+    const remat_tensor_t *k = &b->tensors[op->in[1]];
+    uint64_t c = 2;
+    bool ok = remat_i_mul(c, tdim[q][0], &c) && remat_i_mul(c, tdim[q][H], &c) &&
+              remat_i_mul(c, tdim[q][S], &c) && remat_i_mul(c, dimsize[k->dim[S]], &c) &&
+              remat_i_mul(c, tdim[q][3], &c) && remat_i_mul(c, 2, f) &&
+              remat_i_mul(c, ngrad ? 4 : 0, w);
+    if (op->causal) {
+        *f /= 2;
+        *w /= 2;
+    }
+    return ok;
+}
+
+/* Every other kind: a fixed cost per element of its output (or, for the
+   loss, of its logits). */
+static bool per_element_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
+                              size_t ngrad, uint64_t *f, uint64_t *w) {
+    uint64_t n = N(op->out[0]);
+    bool ok = true;
     switch (op->kind) {
-        case REMAT_OP_EINSUM: {
-            /* 2 x the product of every distinct index size (one multiply-add
-               per point of the iteration space); backward is one such
-               contraction per operand that needs a gradient. An index's
-               per-device size is the largest any operand has: a sharded
-               operand is all-gathered before the contraction (FSDP weights,
-               sequence-parallel activations). */
-            char seen[2 * REMAT_MAX_RANK * REMAT_MAX_IO + 1] = {0};
-            uint64_t size[2 * REMAT_MAX_RANK * REMAT_MAX_IO + 1] = {0};
-            size_t nseen = 0;
-            for (size_t i = 0; i <= op->nin; i++) {
-                size_t ti = i < op->nin ? op->in[i] : op->out[0];
-                for (size_t j = 0; op->subs[i][j]; j++) {
-                    char *hit = memchr(seen, op->subs[i][j], nseen);
-                    size_t k = hit ? (size_t)(hit - seen) : nseen++;
-                    seen[k] = op->subs[i][j];
-                    if (tdim[ti][j] > size[k]) {
-                        size[k] = tdim[ti][j];
-                    }
-                }
-            }
-            f = 2;
-            for (size_t k = 0; k < nseen; k++) {
-                ok = ok && remat_i_mul(f, size[k], &f);
-            }
-            ok = ok && remat_i_mul(f, ngrad, &w);
-            break;
-        }
         case REMAT_OP_ADD:
-            ok = remat_i_mul(n, op->nin - 1, &f);
+            ok = remat_i_mul(n, op->nin - 1, f);
             for (size_t i = 0; i < op->nin; i++) {
                 /* A broadcast input's gradient is a sum over the output. */
                 if (b->tensors[op->in[i]].needs_grad && N(op->in[i]) != n) {
-                    ok = ok && remat_i_add(w, n, &w);
+                    ok = ok && remat_i_add(*w, n, w);
                 }
             }
             break;
         case REMAT_OP_MUL:
-            ok = remat_i_mul(n, op->nin - 1, &f) && remat_i_mul(n, ngrad, &w);
+            ok = remat_i_mul(n, op->nin - 1, f) && remat_i_mul(n, ngrad, w);
             break;
         case REMAT_OP_SCALE:
-            f = n;
-            w = ngrad ? n : 0;
+            *f = n;
+            *w = ngrad ? n : 0;
             break;
         case REMAT_OP_SILU:
-            ok = remat_i_mul(n, 4, &f) && remat_i_mul(n, ngrad ? 6 : 0, &w);
+            ok = remat_i_mul(n, 4, f) && remat_i_mul(n, ngrad ? 6 : 0, w);
             break;
         case REMAT_OP_GELU:
-            ok = remat_i_mul(n, 8, &f) && remat_i_mul(n, ngrad ? 12 : 0, &w);
+            ok = remat_i_mul(n, 8, f) && remat_i_mul(n, ngrad ? 12 : 0, w);
             break;
         case REMAT_OP_SOFTMAX:
-            ok = remat_i_mul(n, 5, &f) && remat_i_mul(n, ngrad ? 4 : 0, &w);
+            ok = remat_i_mul(n, 5, f) && remat_i_mul(n, ngrad ? 4 : 0, w);
             break;
         case REMAT_OP_RMSNORM:
-            ok = remat_i_mul(n, 4, &f) && remat_i_mul(n, ngrad ? 8 : 0, &w);
+            ok = remat_i_mul(n, 4, f) && remat_i_mul(n, ngrad ? 8 : 0, w);
             break;
         case REMAT_OP_LAYERNORM:
-            ok = remat_i_mul(n, 8, &f) && remat_i_mul(n, ngrad ? 12 : 0, &w);
+            ok = remat_i_mul(n, 8, f) && remat_i_mul(n, ngrad ? 12 : 0, w);
             break;
         case REMAT_OP_ROPE:
-            ok = remat_i_mul(n, 3, &f) && remat_i_mul(n, ngrad ? 3 : 0, &w);
+            ok = remat_i_mul(n, 3, f) && remat_i_mul(n, ngrad ? 3 : 0, w);
             break;
         case REMAT_OP_DROPOUT:
-            ok = remat_i_mul(n, 2, &f);
-            w = ngrad ? n : 0;
+            ok = remat_i_mul(n, 2, f);
+            *w = ngrad ? n : 0;
             break;
-        case REMAT_OP_FLASH_ATTENTION: {
-            /* QK^T and PV: 2 x 2 x b x h x s x t x d forward; dQ, dK, dV,
-               dP: 4 contractions backward; a causal kernel computes half of
-               each (MaxText's and Megatron-LM's model-FLOPs convention: the
-               blocks above the diagonal are skipped). The kernel's internal
-               re-run of QK^T in backward is not counted here (the time
-               model adds it). b, h, s and d are q's per-device sizes; t is
-               the whole key length (context parallelism all-gathers K and
-               V). */
-            const size_t q = op->in[0];
-            const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
-            const remat_tensor_t *k = &b->tensors[op->in[1]];
-            uint64_t c = 2;
-            ok = remat_i_mul(c, tdim[q][0], &c) && remat_i_mul(c, tdim[q][H], &c) &&
-                 remat_i_mul(c, tdim[q][S], &c) && remat_i_mul(c, dimsize[k->dim[S]], &c) &&
-                 remat_i_mul(c, tdim[q][3], &c) && remat_i_mul(c, 2, &f) &&
-                 remat_i_mul(c, ngrad ? 4 : 0, &w);
-            if (op->causal) {
-                f /= 2;
-                w /= 2;
-            }
-            break;
-        }
         case REMAT_OP_EMBEDDING:
-            f = 0;
-            w = b->tensors[op->in[0]].needs_grad ? n : 0;
+            *f = 0;
+            *w = b->tensors[op->in[0]].needs_grad ? n : 0;
             break;
         case REMAT_OP_CROSS_ENTROPY: {
             uint64_t nl = N(op->in[0]);
-            ok = remat_i_mul(nl, 4, &f) && remat_i_mul(nl, ngrad ? 2 : 0, &w);
+            ok = remat_i_mul(nl, 4, f) && remat_i_mul(nl, ngrad ? 2 : 0, w);
             break;
         }
         default:
             /* cast, reshape, transpose, split, concat move no arithmetic. */
             break;
+    }
+    return ok;
+}
+
+bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
+                      const uint64_t (*tdim)[REMAT_MAX_RANK], const uint64_t *dimsize,
+                      uint64_t *fwd, uint64_t *bwd) {
+    uint64_t f = 0, w = 0;
+    size_t ngrad = 0;
+    for (size_t i = 0; i < op->nin; i++) {
+        ngrad += b->tensors[op->in[i]].needs_grad;
+    }
+    bool ok;
+    if (op->kind == REMAT_OP_EINSUM) {
+        ok = einsum_flops(op, tdim, ngrad, &f, &w);
+    } else if (op->kind == REMAT_OP_FLASH_ATTENTION) {
+        ok = attention_flops(b, op, tdim, dimsize, ngrad, &f, &w);
+    } else {
+        ok = per_element_flops(b, op, numel, ngrad, &f, &w);
     }
     *fwd = f;
     *bwd = op->has_backward ? w : 0;
