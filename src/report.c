@@ -169,6 +169,30 @@ static json_t *names_json(const remat_result_t *r) {
 
 static json_t *notes_json(const remat_result_t *r);
 
+/* Bytes per category at a peak, keyed by category name. */
+static json_t *breakdown_json(const int64_t *breakdown) {
+    json_t *bd = json_object();
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        json_object_set_new(bd, remat_cat_name((remat_cat_t)c),
+                            json_integer((json_int_t)breakdown[c]));
+    }
+    return bd;
+}
+
+/* Each layer profile's span and its per-tensor table. */
+static json_t *profiles_json(const remat_result_t *r) {
+    json_t *profiles = json_array();
+    for (size_t p = 0; p < r->nprofiles; p++) {
+        json_t *po = json_object();
+        json_object_set_new(po, "first_layer", jint(r->profiles[p].first));
+        json_object_set_new(po, "last_layer", jint(r->profiles[p].last));
+        json_object_set_new(po, "layers", jint(r->profiles[p].nlayers));
+        json_object_set_new(po, "tensors", tensors_json(r, &r->profiles[p]));
+        json_array_append_new(profiles, po);
+    }
+    return profiles;
+}
+
 static json_t *stages_json(const remat_result_t *r) {
     json_t *a = json_array();
     for (size_t k = 0; k < r->nstages; k++) {
@@ -182,12 +206,7 @@ static json_t *stages_json(const remat_result_t *r) {
         json_object_set_new(o, "static_bytes", jint(s->static_bytes));
         json_object_set_new(o, "inflight_bytes", jint(s->inflight_bytes));
         json_object_set_new(o, "peak_at", moment_json(&s->peak_at));
-        json_t *bd = json_object();
-        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
-            json_object_set_new(bd, remat_cat_name((remat_cat_t)c),
-                                json_integer((json_int_t)s->breakdown[c]));
-        }
-        json_object_set_new(o, "breakdown", bd);
+        json_object_set_new(o, "breakdown", breakdown_json(s->breakdown));
         json_array_append_new(a, o);
     }
     return a;
@@ -199,6 +218,36 @@ static json_t *mesh_json(const remat_result_t *r) {
         json_object_set_new(o, remat_axis_name((remat_axis_t)a), jint(r->mesh.shards[a]));
     }
     return o;
+}
+
+/* The static (per-step constant) memory: params, optimizer state, grads. */
+static json_t *static_json(const remat_result_t *r) {
+    json_t *st = json_object();
+    json_object_set_new(st, "param_count", jint(r->param_count));
+    json_object_set_new(st, "param_count_device", jint(r->param_count_device));
+    json_object_set_new(st, "host_bytes", jint(r->host_static_bytes));
+    json_object_set_new(st, "param_bytes", jint(r->param_bytes));
+    json_object_set_new(st, "optimizer_bytes", jint(r->optimizer_bytes));
+    json_object_set_new(st, "grad_bytes", jint(r->grad_bytes));
+    json_object_set_new(st, "grad_accum_bytes", jint(r->accum_bytes));
+    json_object_set_new(st, "reserve_bytes", jint(r->reserve_bytes));
+    return st;
+}
+
+/* Host offload traffic, its cost and whether the host's RAM holds it. */
+static json_t *offload_json(const remat_result_t *r) {
+    json_t *off = json_object();
+    json_object_set_new(off, "d2h_bytes", jint(r->d2h_bytes));
+    json_object_set_new(off, "h2d_bytes", jint(r->h2d_bytes));
+    json_object_set_new(off, "seconds", json_real(r->d2h_seconds + r->h2d_seconds));
+    json_object_set_new(off, "exposed_seconds", json_real(r->exposed_seconds));
+    json_object_set_new(off, "hidden", json_boolean(r->offload_hidden));
+    json_object_set_new(off, "host_bytes", jint(r->host_bytes_per_host));
+    json_object_set_new(off, "host_ram_bytes", jint(r->host_ram_bytes));
+    json_object_set_new(off, "host_fits", json_boolean(r->host_fits));
+    json_object_set_new(off, "link_bytes_per_second", json_real(r->host_link_bw));
+    json_object_set_new(off, "link_assumed", json_boolean(r->host_link_assumed));
+    return off;
 }
 
 static json_t *result_json(const remat_result_t *r, bool tables) {
@@ -225,23 +274,9 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "safety_margin", json_real(r->config->safety_margin));
     json_object_set_new(o, "fits", json_boolean(r->fits));
     json_object_set_new(o, "fits_with_margin", json_boolean(r->fits_margin));
-    json_t *bd = json_object();
-    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
-        json_object_set_new(bd, remat_cat_name((remat_cat_t)c),
-                            json_integer((json_int_t)r->breakdown[c]));
-    }
-    json_object_set_new(o, "breakdown", bd);
+    json_object_set_new(o, "breakdown", breakdown_json(r->breakdown));
     json_object_set_new(o, "peak_at", moment_json(&r->peak_at));
-    json_t *st = json_object();
-    json_object_set_new(st, "param_count", jint(r->param_count));
-    json_object_set_new(st, "param_count_device", jint(r->param_count_device));
-    json_object_set_new(st, "host_bytes", jint(r->host_static_bytes));
-    json_object_set_new(st, "param_bytes", jint(r->param_bytes));
-    json_object_set_new(st, "optimizer_bytes", jint(r->optimizer_bytes));
-    json_object_set_new(st, "grad_bytes", jint(r->grad_bytes));
-    json_object_set_new(st, "grad_accum_bytes", jint(r->accum_bytes));
-    json_object_set_new(st, "reserve_bytes", jint(r->reserve_bytes));
-    json_object_set_new(o, "static", st);
+    json_object_set_new(o, "static", static_json(r));
     json_object_set_new(o, "forward_flops", jint(r->forward_flops));
     json_object_set_new(o, "backward_flops", jint(r->backward_flops));
     json_object_set_new(o, "model_flops", jint(r->model_flops));
@@ -255,29 +290,10 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "hfu", json_real(r->hfu));
     json_object_set_new(o, "exposed_collective_seconds", json_real(r->exposed_collective_seconds));
     json_object_set_new(o, "pipeline_bubble_fraction", json_real(r->bubble_fraction));
-    json_t *off = json_object();
-    json_object_set_new(off, "d2h_bytes", jint(r->d2h_bytes));
-    json_object_set_new(off, "h2d_bytes", jint(r->h2d_bytes));
-    json_object_set_new(off, "seconds", json_real(r->d2h_seconds + r->h2d_seconds));
-    json_object_set_new(off, "exposed_seconds", json_real(r->exposed_seconds));
-    json_object_set_new(off, "hidden", json_boolean(r->offload_hidden));
-    json_object_set_new(off, "host_bytes", jint(r->host_bytes_per_host));
-    json_object_set_new(off, "host_ram_bytes", jint(r->host_ram_bytes));
-    json_object_set_new(off, "host_fits", json_boolean(r->host_fits));
-    json_object_set_new(off, "link_bytes_per_second", json_real(r->host_link_bw));
-    json_object_set_new(off, "link_assumed", json_boolean(r->host_link_assumed));
-    json_object_set_new(o, "offload", off);
+    json_object_set_new(o, "offload", offload_json(r));
     if (tables) {
         json_object_set_new(o, "layers", layers_json(r));
-        json_t *profiles = json_array();
-        for (size_t p = 0; p < r->nprofiles; p++) {
-            json_t *po = json_object();
-            json_object_set_new(po, "first_layer", jint(r->profiles[p].first));
-            json_object_set_new(po, "last_layer", jint(r->profiles[p].last));
-            json_object_set_new(po, "layers", jint(r->profiles[p].nlayers));
-            json_object_set_new(po, "tensors", tensors_json(r, &r->profiles[p]));
-            json_array_append_new(profiles, po);
-        }
+        json_t *profiles = profiles_json(r);
         json_object_set_new(o, "profiles", profiles);
         json_object_set_new(o, "tensors",
                             json_incref(json_object_get(json_array_get(profiles, 0), "tensors")));
@@ -448,48 +464,43 @@ static void header_text(FILE *out, const remat_result_t *r) {
             remat_dtype_name(c->dtype), remat_dtype_name(c->weight_dtype), c->opt_type);
 }
 
-void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt) {
-    char a[64], b[64], m[256];
-    remat_format_moment(&r->peak_at, m, sizeof m);
-    if (fmt == REMAT_FMT_JSON) {
-        emit_json(out, result_json(r, true));
-        return;
+static void analyze_csv(FILE *out, const remat_result_t *r, const char *m) {
+    fprintf(out, "field,value\n");
+    fprintf(out, "peak_hbm_bytes,%" PRIu64 "\nbudget_bytes,%" PRIu64 "\nusable_bytes,%" PRIu64
+                 "\nfits,%s\nfits_with_margin,%s\n",
+            r->peak_bytes, r->budget_bytes, r->usable_bytes, r->fits ? "true" : "false",
+            r->fits_margin ? "true" : "false");
+    fprintf(out, "peak_at,\"%s\"\n", m);
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        fprintf(out, "breakdown.%s,%" PRId64 "\n", remat_cat_name((remat_cat_t)c),
+                r->breakdown[c]);
     }
-    if (fmt == REMAT_FMT_CSV) {
-        fprintf(out, "field,value\n");
-        fprintf(out, "peak_hbm_bytes,%" PRIu64 "\nbudget_bytes,%" PRIu64 "\nusable_bytes,%" PRIu64
-                     "\nfits,%s\nfits_with_margin,%s\n",
-                r->peak_bytes, r->budget_bytes, r->usable_bytes, r->fits ? "true" : "false",
-                r->fits_margin ? "true" : "false");
-        fprintf(out, "peak_at,\"%s\"\n", m);
-        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
-            fprintf(out, "breakdown.%s,%" PRId64 "\n", remat_cat_name((remat_cat_t)c),
-                    r->breakdown[c]);
-        }
-        fprintf(out, "model_flops,%" PRIu64 "\nrecompute_flops,%" PRIu64 "\nd2h_bytes,%" PRIu64
-                     "\nh2d_bytes,%" PRIu64 "\nhost_bytes,%" PRIu64 "\n",
-                r->model_flops, r->recompute_flops, r->d2h_bytes, r->h2d_bytes,
-                r->host_bytes_per_host);
-        return;
+    fprintf(out, "model_flops,%" PRIu64 "\nrecompute_flops,%" PRIu64 "\nd2h_bytes,%" PRIu64
+                 "\nh2d_bytes,%" PRIu64 "\nhost_bytes,%" PRIu64 "\n",
+            r->model_flops, r->recompute_flops, r->d2h_bytes, r->h2d_bytes,
+            r->host_bytes_per_host);
+}
+
+static void analyze_md(FILE *out, const remat_result_t *r, const char *m) {
+    char a[64], b[64];
+    fprintf(out, "## %s on %s, remat_policy=%s\n\n", r->config->model_name, r->hw->name,
+            policy_label(r));
+    remat_format_bytes(r->peak_bytes, a, sizeof a);
+    remat_format_bytes(r->budget_bytes, b, sizeof b);
+    fprintf(out, "Peak HBM **%s** of %s (%s), at %s.\n\n", a, b,
+            r->fits_margin ? "fits" : r->fits ? "inside the safety margin" : "does not fit", m);
+    fprintf(out, "| category | bytes | GiB |\n|---|---:|---:|\n");
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        fprintf(out, "| %s | %" PRId64 " | %.2f |\n", remat_cat_name((remat_cat_t)c),
+                r->breakdown[c], (double)r->breakdown[c] / GIB);
     }
-    if (fmt == REMAT_FMT_MD) {
-        fprintf(out, "## %s on %s, remat_policy=%s\n\n", r->config->model_name, r->hw->name,
-                policy_label(r));
-        remat_format_bytes(r->peak_bytes, a, sizeof a);
-        remat_format_bytes(r->budget_bytes, b, sizeof b);
-        fprintf(out, "Peak HBM **%s** of %s (%s), at %s.\n\n", a, b,
-                r->fits_margin ? "fits" : r->fits ? "inside the safety margin" : "does not fit",
-                m);
-        fprintf(out, "| category | bytes | GiB |\n|---|---:|---:|\n");
-        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
-            fprintf(out, "| %s | %" PRId64 " | %.2f |\n", remat_cat_name((remat_cat_t)c),
-                    r->breakdown[c], (double)r->breakdown[c] / GIB);
-        }
-        fprintf(out, "| **total** | %" PRIu64 " | %.2f |\n", r->peak_bytes,
-                (double)r->peak_bytes / GIB);
-        return;
-    }
-    header_text(out, r);
+    fprintf(out, "| **total** | %" PRIu64 " | %.2f |\n", r->peak_bytes,
+            (double)r->peak_bytes / GIB);
+}
+
+/* The mesh and pipeline lines under the header, when there is more than
+   one device or stage. */
+static void layout_text(FILE *out, const remat_result_t *r) {
     if (r->mesh.devices > 1) {
         fprintf(out, "  mesh");
         for (int x = 0; x < REMAT_AXIS_COUNT; x++) {
@@ -508,6 +519,11 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
                 r->nstages, r->microbatches, w->index, w->first_layer, w->last_layer,
                 w->in_flight);
     }
+}
+
+/* The peak against the budget, where it happens and what it is made of. */
+static void peak_text(FILE *out, const remat_result_t *r, const char *m) {
+    char a[64], b[64];
     remat_format_bytes(r->peak_bytes, a, sizeof a);
     remat_format_bytes(r->budget_bytes, b, sizeof b);
     fprintf(out, "\npeak HBM     %s of %s per device (%.1f%%): %s\n", a, b,
@@ -529,6 +545,10 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
     }
     fprintf(out, "  %-18s %16" PRIu64 " %10.2f\n", "total", r->peak_bytes,
             (double)r->peak_bytes / GIB);
+}
+
+/* Static memory, FLOPs, step time and offload traffic. */
+static void costs_text(FILE *out, const remat_result_t *r) {
     fprintf(out, "\nstatic       %" PRIu64 " params in the model, %" PRIu64 " on this device; "
                  "params %.2f GiB, optimizer %.2f GiB, grads %.2f GiB\n",
             r->param_count, r->param_count_device, (double)r->param_bytes / GIB,
@@ -561,12 +581,38 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
     } else {
         fprintf(out, "offload      none\n");
     }
+}
+
+/* The notes as a bulleted list under @p heading; nothing when there are none. */
+static void notes_text(FILE *out, const remat_result_t *r, const char *heading) {
     size_t nnotes = 0;
     for_each_note(r, note_count, &nnotes);
     if (nnotes) {
-        fprintf(out, "\nnotes\n");
+        fputs(heading, out);
         for_each_note(r, note_to_text, out);
     }
+}
+
+void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt) {
+    char m[256];
+    remat_format_moment(&r->peak_at, m, sizeof m);
+    if (fmt == REMAT_FMT_JSON) {
+        emit_json(out, result_json(r, true));
+        return;
+    }
+    if (fmt == REMAT_FMT_CSV) {
+        analyze_csv(out, r, m);
+        return;
+    }
+    if (fmt == REMAT_FMT_MD) {
+        analyze_md(out, r, m);
+        return;
+    }
+    header_text(out, r);
+    layout_text(out, r);
+    peak_text(out, r, m);
+    costs_text(out, r);
+    notes_text(out, r, "\nnotes\n");
 }
 
 /* ---- table -------------------------------------------------------------- */
@@ -746,16 +792,7 @@ void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, 
             json_object_set_new(o, "layers", layers_json(r));
         }
         if (kinds & REMAT_TABLE_TENSORS) {
-            json_t *profiles = json_array();
-            for (size_t p = 0; p < r->nprofiles; p++) {
-                json_t *po = json_object();
-                json_object_set_new(po, "first_layer", jint(r->profiles[p].first));
-                json_object_set_new(po, "last_layer", jint(r->profiles[p].last));
-                json_object_set_new(po, "layers", jint(r->profiles[p].nlayers));
-                json_object_set_new(po, "tensors", tensors_json(r, &r->profiles[p]));
-                json_array_append_new(profiles, po);
-            }
-            json_object_set_new(o, "profiles", profiles);
+            json_object_set_new(o, "profiles", profiles_json(r));
         }
         if (kinds & REMAT_TABLE_NAMES) {
             json_object_set_new(o, "names", names_json(r));
@@ -960,93 +997,116 @@ static const char *alt_reason(const remat_alternative_t *a, const remat_solution
     return buf;
 }
 
-void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explain_row_t *rows,
-                        const remat_result_t *best, const remat_result_t *const *presets,
-                        size_t npresets, const remat_batch_row_t *batches, size_t nbatches,
-                        remat_format_t fmt) {
-    char line[2048], why[160];
-    const remat_choice_t *ch = s->found ? s->choices + s->best.first : NULL;
-    if (fmt == REMAT_FMT_JSON) {
-        json_t *o = json_object();
-        json_object_set_new(o, "schema", json_string("remat-solve/1"));
-        json_object_set_new(o, "found", json_boolean(s->found));
-        json_t *names = json_array();
-        for (size_t i = 0; i < s->nnames; i++) {
-            json_array_append_new(names, json_string(s->names[i]));
+/* Each name's placement, what it holds under the optimum, and why each
+   other placement lost. */
+static json_t *explain_json(const remat_solution_t *s, const remat_explain_row_t *rows,
+                            const remat_result_t *best) {
+    char why[160];
+    json_t *ex = json_array();
+    for (size_t i = 0; i < s->nnames; i++) {
+        json_t *e = json_object();
+        json_object_set_new(e, "name", json_string(rows[i].name));
+        json_object_set_new(e, "placement", json_string(remat_place_name(rows[i].place)));
+        const remat_name_row_t *ns = name_stats(best, rows[i].name);
+        json_object_set_new(e, "saved_bytes", jint(ns ? ns->saved_bytes : 0));
+        json_object_set_new(e, "offloaded_bytes", jint(ns ? ns->offloaded_bytes : 0));
+        json_object_set_new(e, "recompute_flops", jint(ns ? ns->recompute_flops : 0));
+        json_t *alts = json_array();
+        for (size_t k = 0; k < rows[i].nalt; k++) {
+            const remat_alternative_t *a = &rows[i].alt[k];
+            json_t *ao = json_object();
+            json_object_set_new(ao, "placement", json_string(remat_place_name(a->place)));
+            json_object_set_new(ao, "peak_hbm_bytes", jint(a->peak_bytes));
+            json_object_set_new(ao, "step_seconds", json_real(a->step_seconds));
+            json_object_set_new(ao, "fits", json_boolean(a->fits));
+            json_object_set_new(ao, "host_fits", json_boolean(a->host_fits));
+            json_object_set_new(ao, "reason", json_string(alt_reason(a, s, why, sizeof why)));
+            json_array_append_new(alts, ao);
         }
-        json_object_set_new(o, "names", names);
-        json_object_set_new(o, "space", jint(s->space));
-        json_object_set_new(o, "evaluated", jint(s->evaluated));
-        json_object_set_new(o, "visited", jint(s->visited));
-        json_object_set_new(o, "enumerated", json_boolean(s->enumerated));
-        if (s->found) {
-            json_object_set_new(o, "placement", choices_json(ch, s->nnames));
-            overrides_text(ch, s->nnames, line, sizeof line);
-            json_object_set_new(o, "maxtext_overrides", json_string(line));
-            json_object_set_new(o, "result", result_json(best, false));
-        }
-        if (rows) {
-            json_t *ex = json_array();
-            for (size_t i = 0; i < s->nnames; i++) {
-                json_t *e = json_object();
-                json_object_set_new(e, "name", json_string(rows[i].name));
-                json_object_set_new(e, "placement", json_string(remat_place_name(rows[i].place)));
-                const remat_name_row_t *ns = name_stats(best, rows[i].name);
-                json_object_set_new(e, "saved_bytes", jint(ns ? ns->saved_bytes : 0));
-                json_object_set_new(e, "offloaded_bytes", jint(ns ? ns->offloaded_bytes : 0));
-                json_object_set_new(e, "recompute_flops", jint(ns ? ns->recompute_flops : 0));
-                json_t *alts = json_array();
-                for (size_t k = 0; k < rows[i].nalt; k++) {
-                    const remat_alternative_t *a = &rows[i].alt[k];
-                    json_t *ao = json_object();
-                    json_object_set_new(ao, "placement", json_string(remat_place_name(a->place)));
-                    json_object_set_new(ao, "peak_hbm_bytes", jint(a->peak_bytes));
-                    json_object_set_new(ao, "step_seconds", json_real(a->step_seconds));
-                    json_object_set_new(ao, "fits", json_boolean(a->fits));
-                    json_object_set_new(ao, "host_fits", json_boolean(a->host_fits));
-                    json_object_set_new(ao, "reason", json_string(alt_reason(a, s, why, sizeof why)));
-                    json_array_append_new(alts, ao);
-                }
-                json_object_set_new(e, "alternatives", alts);
-                json_array_append_new(ex, e);
-            }
-            json_object_set_new(o, "explain", ex);
-        }
-        json_t *lb = json_array();
-        for (size_t i = 0; i < nbatches; i++) {
-            json_t *b = json_object();
-            json_object_set_new(b, "remat_policy", json_string(batches[i].policy));
-            json_object_set_new(b, "per_device_batch_size", json_real(batches[i].batch));
-            json_array_append_new(lb, b);
-        }
-        json_object_set_new(o, "largest_batch", lb);
-        if (s->npoints) {
-            json_t *fr = json_array();
-            for (size_t i = 0; i < s->npoints; i++) {
-                json_t *p = json_object();
-                json_object_set_new(p, "peak_hbm_bytes", jint(s->points[i].peak_bytes));
-                json_object_set_new(p, "step_seconds", json_real(s->points[i].step_seconds));
-                json_object_set_new(p, "feasible", json_boolean(s->points[i].feasible));
-                json_object_set_new(p, "placement",
-                                    choices_json(s->choices + s->points[i].first, s->nnames));
-                json_array_append_new(fr, p);
-            }
-            json_object_set_new(o, "frontier", fr);
-            json_t *pr = json_array();
-            for (size_t i = 0; i < npresets; i++) {
-                json_t *p = json_object();
-                long d = dominated_by(s, presets[i]->peak_bytes, presets[i]->step_seconds);
-                json_object_set_new(p, "remat_policy", json_string(presets[i]->policy->name));
-                json_object_set_new(p, "peak_hbm_bytes", jint(presets[i]->peak_bytes));
-                json_object_set_new(p, "step_seconds", json_real(presets[i]->step_seconds));
-                json_object_set_new(p, "dominated_by", d < 0 ? json_null() : jint((uint64_t)d));
-                json_array_append_new(pr, p);
-            }
-            json_object_set_new(o, "presets", pr);
-        }
-        emit_json(out, o);
-        return;
+        json_object_set_new(e, "alternatives", alts);
+        json_array_append_new(ex, e);
     }
+    return ex;
+}
+
+static json_t *batches_json(const remat_batch_row_t *batches, size_t nbatches) {
+    json_t *lb = json_array();
+    for (size_t i = 0; i < nbatches; i++) {
+        json_t *b = json_object();
+        json_object_set_new(b, "remat_policy", json_string(batches[i].policy));
+        json_object_set_new(b, "per_device_batch_size", json_real(batches[i].batch));
+        json_array_append_new(lb, b);
+    }
+    return lb;
+}
+
+static json_t *frontier_json(const remat_solution_t *s) {
+    json_t *fr = json_array();
+    for (size_t i = 0; i < s->npoints; i++) {
+        json_t *p = json_object();
+        json_object_set_new(p, "peak_hbm_bytes", jint(s->points[i].peak_bytes));
+        json_object_set_new(p, "step_seconds", json_real(s->points[i].step_seconds));
+        json_object_set_new(p, "feasible", json_boolean(s->points[i].feasible));
+        json_object_set_new(p, "placement",
+                            choices_json(s->choices + s->points[i].first, s->nnames));
+        json_array_append_new(fr, p);
+    }
+    return fr;
+}
+
+/* Each preset's point, and the frontier point that dominates it (null: none). */
+static json_t *presets_json(const remat_solution_t *s, const remat_result_t *const *presets,
+                            size_t npresets) {
+    json_t *pr = json_array();
+    for (size_t i = 0; i < npresets; i++) {
+        json_t *p = json_object();
+        long d = dominated_by(s, presets[i]->peak_bytes, presets[i]->step_seconds);
+        json_object_set_new(p, "remat_policy", json_string(presets[i]->policy->name));
+        json_object_set_new(p, "peak_hbm_bytes", jint(presets[i]->peak_bytes));
+        json_object_set_new(p, "step_seconds", json_real(presets[i]->step_seconds));
+        json_object_set_new(p, "dominated_by", d < 0 ? json_null() : jint((uint64_t)d));
+        json_array_append_new(pr, p);
+    }
+    return pr;
+}
+
+static json_t *solve_json(const remat_solution_t *s, const remat_explain_row_t *rows,
+                          const remat_result_t *best, const remat_result_t *const *presets,
+                          size_t npresets, const remat_batch_row_t *batches, size_t nbatches) {
+    json_t *o = json_object();
+    json_object_set_new(o, "schema", json_string("remat-solve/1"));
+    json_object_set_new(o, "found", json_boolean(s->found));
+    json_t *names = json_array();
+    for (size_t i = 0; i < s->nnames; i++) {
+        json_array_append_new(names, json_string(s->names[i]));
+    }
+    json_object_set_new(o, "names", names);
+    json_object_set_new(o, "space", jint(s->space));
+    json_object_set_new(o, "evaluated", jint(s->evaluated));
+    json_object_set_new(o, "visited", jint(s->visited));
+    json_object_set_new(o, "enumerated", json_boolean(s->enumerated));
+    if (s->found) {
+        const remat_choice_t *ch = s->choices + s->best.first;
+        char line[2048];
+        json_object_set_new(o, "placement", choices_json(ch, s->nnames));
+        overrides_text(ch, s->nnames, line, sizeof line);
+        json_object_set_new(o, "maxtext_overrides", json_string(line));
+        json_object_set_new(o, "result", result_json(best, false));
+    }
+    if (rows) {
+        json_object_set_new(o, "explain", explain_json(s, rows, best));
+    }
+    json_object_set_new(o, "largest_batch", batches_json(batches, nbatches));
+    if (s->npoints) {
+        json_object_set_new(o, "frontier", frontier_json(s));
+        json_object_set_new(o, "presets", presets_json(s, presets, npresets));
+    }
+    return o;
+}
+
+/* The optimum (or that there is none), the search's size, and the
+   optimum as MaxText overrides with its notes. */
+static void solve_summary_text(FILE *out, const remat_solution_t *s, const remat_result_t *best) {
     if (!s->found) {
         fprintf(out, "remat solve: no placement fits\n");
     } else {
@@ -1062,37 +1122,72 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
             s->nnames, s->space, s->evaluated,
             s->enumerated ? ", every placement enumerated" : ", branch and bound");
     if (s->found) {
-        overrides_text(ch, s->nnames, line, sizeof line);
+        char line[2048];
+        overrides_text(s->choices + s->best.first, s->nnames, line, sizeof line);
         fprintf(out, "\nMaxText overrides:\n  %s\n", line);
-        size_t nnotes = 0;
-        for_each_note(best, note_count, &nnotes);
-        if (nnotes) {
-            fprintf(out, "notes on this placement\n");
-            for_each_note(best, note_to_text, out);
+        notes_text(out, best, "notes on this placement\n");
+    }
+}
+
+static void explain_text(FILE *out, const remat_solution_t *s, const remat_explain_row_t *rows,
+                         const remat_result_t *best) {
+    char why[160];
+    fprintf(out, "\nwhy each name got its placement (its bytes: all layers, one micro-batch)\n");
+    for (size_t i = 0; i < s->nnames; i++) {
+        const remat_name_row_t *ns = name_stats(best, rows[i].name);
+        char bytes[64] = "", size[32];
+        if (ns && ns->saved_bytes) {
+            human_bytes(ns->saved_bytes, size, sizeof size);
+            snprintf(bytes, sizeof bytes, "%s in HBM", size);
+        } else if (ns && ns->offloaded_bytes) {
+            human_bytes(ns->offloaded_bytes, size, sizeof size);
+            snprintf(bytes, sizeof bytes, "%s to host", size);
+        } else if (ns && ns->recompute_flops) {
+            snprintf(bytes, sizeof bytes, "%.3g FLOPs re-run", (double)ns->recompute_flops);
+        }
+        fprintf(out, "  %-22s %-8s %-18s ", rows[i].name, remat_place_name(rows[i].place), bytes);
+        for (size_t k = 0; k < rows[i].nalt; k++) {
+            fprintf(out, "%s%s: %s", k ? "; " : "", remat_place_name(rows[i].alt[k].place),
+                    alt_reason(&rows[i].alt[k], s, why, sizeof why));
+        }
+        fputc('\n', out);
+    }
+}
+
+static void frontier_text(FILE *out, const remat_solution_t *s,
+                          const remat_result_t *const *presets, size_t npresets) {
+    char line[2048];
+    fprintf(out, "\nPareto frontier (peak HBM, step time)\n");
+    for (size_t i = 0; i < s->npoints; i++) {
+        overrides_text(s->choices + s->points[i].first, s->nnames, line, sizeof line);
+        fprintf(out, "  %2zu %10.2f GiB %12.6f s %-4s %s\n", i,
+                (double)s->points[i].peak_bytes / GIB, s->points[i].step_seconds,
+                s->points[i].feasible ? "fits" : "", line + strlen("remat_policy=custom "));
+    }
+    fprintf(out, "presets against the frontier\n");
+    for (size_t i = 0; i < npresets; i++) {
+        long d = dominated_by(s, presets[i]->peak_bytes, presets[i]->step_seconds);
+        fprintf(out, "  %-34s %10.2f GiB %12.6f s  ", presets[i]->policy->name,
+                (double)presets[i]->peak_bytes / GIB, presets[i]->step_seconds);
+        if (d < 0) {
+            fprintf(out, "on the frontier\n");
+        } else {
+            fprintf(out, "dominated by point %ld\n", d);
         }
     }
+}
+
+void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explain_row_t *rows,
+                        const remat_result_t *best, const remat_result_t *const *presets,
+                        size_t npresets, const remat_batch_row_t *batches, size_t nbatches,
+                        remat_format_t fmt) {
+    if (fmt == REMAT_FMT_JSON) {
+        emit_json(out, solve_json(s, rows, best, presets, npresets, batches, nbatches));
+        return;
+    }
+    solve_summary_text(out, s, best);
     if (rows) {
-        fprintf(out, "\nwhy each name got its placement (its bytes: all layers, one micro-batch)\n");
-        for (size_t i = 0; i < s->nnames; i++) {
-            const remat_name_row_t *ns = name_stats(best, rows[i].name);
-            char bytes[64] = "", size[32];
-            if (ns && ns->saved_bytes) {
-                human_bytes(ns->saved_bytes, size, sizeof size);
-                snprintf(bytes, sizeof bytes, "%s in HBM", size);
-            } else if (ns && ns->offloaded_bytes) {
-                human_bytes(ns->offloaded_bytes, size, sizeof size);
-                snprintf(bytes, sizeof bytes, "%s to host", size);
-            } else if (ns && ns->recompute_flops) {
-                snprintf(bytes, sizeof bytes, "%.3g FLOPs re-run", (double)ns->recompute_flops);
-            }
-            fprintf(out, "  %-22s %-8s %-18s ", rows[i].name, remat_place_name(rows[i].place),
-                    bytes);
-            for (size_t k = 0; k < rows[i].nalt; k++) {
-                fprintf(out, "%s%s: %s", k ? "; " : "", remat_place_name(rows[i].alt[k].place),
-                        alt_reason(&rows[i].alt[k], s, why, sizeof why));
-            }
-            fputc('\n', out);
-        }
+        explain_text(out, s, rows, best);
     }
     if (nbatches) {
         fprintf(out, "\nlargest per_device_batch_size that fits\n");
@@ -1101,23 +1196,6 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
         }
     }
     if (s->npoints) {
-        fprintf(out, "\nPareto frontier (peak HBM, step time)\n");
-        for (size_t i = 0; i < s->npoints; i++) {
-            overrides_text(s->choices + s->points[i].first, s->nnames, line, sizeof line);
-            fprintf(out, "  %2zu %10.2f GiB %12.6f s %-4s %s\n", i,
-                    (double)s->points[i].peak_bytes / GIB, s->points[i].step_seconds,
-                    s->points[i].feasible ? "fits" : "", line + strlen("remat_policy=custom "));
-        }
-        fprintf(out, "presets against the frontier\n");
-        for (size_t i = 0; i < npresets; i++) {
-            long d = dominated_by(s, presets[i]->peak_bytes, presets[i]->step_seconds);
-            fprintf(out, "  %-34s %10.2f GiB %12.6f s  ", presets[i]->policy->name,
-                    (double)presets[i]->peak_bytes / GIB, presets[i]->step_seconds);
-            if (d < 0) {
-                fprintf(out, "on the frontier\n");
-            } else {
-                fprintf(out, "dominated by point %ld\n", d);
-            }
-        }
+        frontier_text(out, s, presets, npresets);
     }
 }
