@@ -18,6 +18,13 @@
  * (4) The argument in (3) assumes a buffer's class follows its own names;
  *     graphs where views share a buffer under different names, one of them
  *     kept only for a re-run, are searched exhaustively instead.
+ * (5) Feasibility: the completion that offloads every undecided name keeps
+ *     the fewest bytes in HBM of all completions (its saveable set is the
+ *     largest, so it re-runs the fewest ops and needs the fewest inputs
+ *     kept, and it asks HBM for no undecided name). Every stage's peak is at
+ *     least its floor (static, in flight, the residuals kept in HBM), so a
+ *     subtree whose all-offload floor exceeds the usable budget holds no
+ *     feasible placement and is pruned. Same (4) caveat.
  */
 #include "remat/solve.h"
 
@@ -151,6 +158,7 @@ typedef struct ctx {
     remat_point_t best;
     bool found;
     remat_analyzer_t *an; /* bound on the first analysis */
+    uint64_t usable;      /* the usable budget, from the first analysis */
     remat_error_t *err;
 } ctx_t;
 
@@ -223,7 +231,12 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, remat_point_t *
     }
     c->s->evaluated++;
     remat_point_t p = {c->r.peak_bytes, c->r.step_seconds, remat_result_passes(&c->r),
-                       save_assign(c, a)};
+                       save_assign(c, a), 0};
+    for (size_t sk = 0; sk < c->r.nstages; sk++) {
+        p.floor_bytes = c->r.stages[sk].floor_bytes > p.floor_bytes ? c->r.stages[sk].floor_bytes
+                                                                   : p.floor_bytes;
+    }
+    c->usable = c->r.usable_bytes;
     c->memo[k].hash = h;
     c->memo[k].key = remat_i_xmalloc(klen);
     memcpy(c->memo[k].key, key, klen);
@@ -254,15 +267,20 @@ static size_t options(size_t i, remat_place_t *o) {
     return i == 0 ? 2 : 3; /* the layer input is always kept somewhere */
 }
 
+/* The completion of cur[0..i) that puts every undecided name in @p place. */
+static remat_status_t complete(ctx_t *c, size_t i, remat_place_t place, remat_point_t *out) {
+    memcpy(c->tmp, c->cur, i * sizeof *c->cur);
+    for (size_t k = i; k < c->n; k++) {
+        c->tmp[k] = place;
+    }
+    return evaluate(c, c->tmp, out);
+}
+
 /* (3) Branch and bound over names i.. with cur[0..i) decided. */
 static remat_status_t bnb(ctx_t *c, size_t i) {
     c->s->visited++;
-    memcpy(c->tmp, c->cur, i * sizeof *c->cur);
-    for (size_t k = i; k < c->n; k++) {
-        c->tmp[k] = REMAT_PLACE_DEVICE;
-    }
     remat_point_t bound;
-    remat_status_t st = evaluate(c, c->tmp, &bound);
+    remat_status_t st = complete(c, i, REMAT_PLACE_DEVICE, &bound);
     if (st) {
         return st;
     }
@@ -272,6 +290,17 @@ static remat_status_t bnb(ctx_t *c, size_t i) {
     if (i == c->n) {
         consider(c, &bound);
         return REMAT_OK;
+    }
+    /* (5) When keeping everything undecided does not fit, ask whether
+       anything can: the all-offload completion keeps the least in HBM. */
+    remat_point_t lean;
+    if (!bound.feasible) {
+        if ((st = complete(c, i, REMAT_PLACE_OFFLOAD, &lean))) {
+            return st;
+        }
+        if (lean.floor_bytes > c->usable) {
+            return REMAT_OK; /* no completion fits */
+        }
     }
     remat_place_t o[3];
     size_t no = options(i, o);

@@ -112,6 +112,11 @@ typedef struct remat_name_row {
 typedef struct remat_stage_row {
     size_t index, first_layer, last_layer, in_flight;
     uint64_t peak_bytes, static_bytes, inflight_bytes;
+    /* static + in flight + this micro-batch's residuals kept in HBM + the
+       weight gradients: all live when the stage turns from forward to
+       backward, so the peak is at least this (asserted); the solver's
+       feasibility bound rests on it */
+    uint64_t floor_bytes;
     int64_t breakdown[REMAT_CAT_COUNT];
     remat_moment_t peak_at;
 } remat_stage_row_t;

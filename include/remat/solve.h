@@ -32,6 +32,7 @@ typedef struct remat_point {
     double step_seconds;
     bool feasible;  /* fits the budget with the margin, and host RAM */
     size_t first;   /* index of its choices in remat_solution_t.choices */
+    uint64_t floor_bytes; /* the largest stage floor (remat_stage_row_t.floor_bytes) */
 } remat_point_t;
 
 typedef struct remat_solution {
