@@ -121,7 +121,7 @@ typedef struct remat_plan {
     bool *unused;          /* a saveable placement on a tensor backward never reads */
     bool *needed;          /* read in backward (directly or by recompute) */
     bool *recompute_op;    /* op re-run in backward (a dropout also to regenerate its mask) */
-    size_t *stack;         /* scratch of the reachability walk (ntensors + nops) */
+    size_t *stack;         /* private: scratch of the reachability walk (ntensors + nops) */
 } remat_plan_t;
 
 void remat_plan_init(remat_plan_t *plan);
@@ -130,7 +130,8 @@ void remat_plan_release(remat_plan_t *plan);
 /**
  * Plans layer @p layer of @p g under @p p. With @p scan_layers, MaxText's
  * `none` behaves as `full` (the scanned layer is always checkpointed).
- * Complexity: O(tensors + ops) plus one igraph BFS.
+ * Complexity: O(tensors + ops + edges) for the walk, plus the placement's
+ * name lookups; the walk visits each tensor and op at most once.
  */
 remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p, size_t layer,
                                 bool scan_layers, remat_plan_t *plan, remat_error_t *err);
