@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "remat/config.h"
+#include "util.h"
 
 static const char *const axis_names[REMAT_AXIS_COUNT] = {
     "data",    "fsdp",   "fsdp_transpose", "sequence",       "tensor",
@@ -186,15 +187,12 @@ static remat_status_t parse_rules(remat_mesh_t *m, const char *text, remat_error
 
 /* The product of @p n factors, or false when it passes 2^62. */
 static bool product_ok(const uint64_t *f, size_t n, uint64_t *out) {
-    uint64_t p = 1;
+    remat_acc_t p = {1, false};
     for (size_t i = 0; i < n; i++) {
-        if (f[i] && p > ((uint64_t)1 << 62) / f[i]) {
-            return false;
-        }
-        p *= f[i];
+        remat_acc_mul(&p, f[i]);
     }
-    *out = p;
-    return true;
+    *out = p.value;
+    return !p.overflow;
 }
 
 /* The -1 axes of one kind (ici or dcn): at most one. */

@@ -33,6 +33,32 @@ static inline bool remat_i_add(uint64_t a, uint64_t b, uint64_t *out) {
     return true;
 }
 
+/* The accumulator every sum and product of bytes, FLOPs, elements and mesh
+   shards goes through: exact below REMAT_ACC_MAX (2^62, so that any two
+   such values add without wrapping and signed deltas stay in range). Once
+   an operation passes the limit the overflow flag stays set and the value
+   means nothing; the caller turns the flag into an input error that names
+   what overflowed, never a wrapped number. */
+#define REMAT_ACC_MAX ((uint64_t)1 << 62)
+
+typedef struct remat_acc {
+    uint64_t value;
+    bool overflow;
+} remat_acc_t;
+
+static inline void remat_acc_add(remat_acc_t *a, uint64_t x) {
+    a->overflow = a->overflow || !remat_i_add(a->value, x, &a->value) || a->value > REMAT_ACC_MAX;
+}
+static inline void remat_acc_mul(remat_acc_t *a, uint64_t x) {
+    a->overflow = a->overflow || !remat_i_mul(a->value, x, &a->value) || a->value > REMAT_ACC_MAX;
+}
+/* a += x * y */
+static inline void remat_acc_add_product(remat_acc_t *a, uint64_t x, uint64_t y) {
+    uint64_t p = 0;
+    a->overflow = a->overflow || !remat_i_mul(x, y, &p);
+    remat_acc_add(a, p);
+}
+
 /* A JSON path under construction: "$.layer.ops[3].in[1]". */
 typedef struct remat_jpath {
     char buf[256];

@@ -10,7 +10,12 @@
  *  - a view owns no bytes: bytes[i] is nonzero only for a tensor that is its
  *    own storage, and a buffer's bytes are those of that tensor;
  *  - a dim divides evenly over its shards and micro-batches, or binding
- *    fails: nothing downstream rounds.
+ *    fails: nothing downstream rounds;
+ *  - the envelope (check_envelope) holds: sixteen times every byte the
+ *    blocks can hold, all layers counted, is below 2^62, and so are every
+ *    FLOP count times the step's micro-batches. Every later sum of bytes or
+ *    FLOPs (static memory, a layer's profile, the step's live bytes, the
+ *    tables) is a part of these, so none can overflow.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -231,10 +236,11 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out) {
    in the compute dtype until its reduce-scatter. Only a param sharded over
    the gathered axes is gathered into a new buffer; one held in host RAM is
    brought in whole, in its own dtype. */
-static void op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t j,
+static bool op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t j,
                       bound_t *out) {
     const remat_op_t *op = &b->ops[j];
     const uint64_t cbytes = is_fp8(cfg) ? 1 : remat_dtype_bytes(cfg->dtype);
+    remat_acc_t reads = {0, false}, copies = {0, false}, wgrad = {0, false};
     for (size_t i = 0; i < op->nin; i++) {
         size_t w = op->in[i];
         if (!b->tensors[w].param) {
@@ -242,15 +248,21 @@ static void op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t 
         }
         uint64_t wbytes = remat_config_dtype_bytes(cfg, b->tensors[w].dtype);
         bool gathered = out->gnumel[w] != out->numel[w];
-        out->op_gather[j] += gathered ? out->gnumel[w] * cbytes : out->numel[w] * wbytes;
         if (gathered) {
-            out->op_gather_mem[j] += out->gnumel[w] * cbytes;
-            out->op_wgrad[j] += out->gnumel[w] * remat_dtype_bytes(cfg->dtype);
+            remat_acc_add_product(&reads, out->gnumel[w], cbytes);
+            remat_acc_add_product(&copies, out->gnumel[w], cbytes);
+            remat_acc_add_product(&wgrad, out->gnumel[w], remat_dtype_bytes(cfg->dtype));
+        } else {
+            remat_acc_add_product(&reads, out->numel[w], wbytes);
         }
         if (cfg->parameter_memory_host_offload) {
-            out->op_gather_mem[j] += out->numel[w] * wbytes;
+            remat_acc_add_product(&copies, out->numel[w], wbytes);
         }
     }
+    out->op_gather[j] = reads.value;
+    out->op_gather_mem[j] = copies.value;
+    out->op_wgrad[j] = wgrad.value;
+    return !(reads.overflow || copies.overflow || wgrad.overflow);
 }
 
 /* The gather XLA overlaps with each op (fsdp_prefetch): forward, the next
@@ -277,12 +289,14 @@ static void gather_prefetch(const remat_block_t *b, bool wrap, bound_t *out) {
     }
 }
 
+/* Bounded by REMAT_MAX_IO tensors of at most 2^62 elements: no overflow in
+   64 bits. */
 static uint64_t numel_sum(const bound_t *out, const size_t *ts, size_t n) {
-    uint64_t s = 0;
+    remat_acc_t sum = {0, false};
     for (size_t i = 0; i < n; i++) {
-        s += out->numel[ts[i]];
+        remat_acc_add(&sum, out->numel[ts[i]]);
     }
-    return s;
+    return sum.overflow ? UINT64_MAX : sum.value;
 }
 
 static remat_status_t bind_ops(const remat_graph_t *g, const remat_block_t *b,
@@ -292,7 +306,9 @@ static remat_status_t bind_ops(const remat_graph_t *g, const remat_block_t *b,
     for (size_t p = 0; p < b->nops; p++) {
         const size_t j = b->order[p];
         const remat_op_t *op = &b->ops[j];
-        op_gather(b, cfg, j, out);
+        if (!op_gather(b, cfg, j, out)) {
+            return overflow(g, "the gathered weight bytes", op->name, err);
+        }
         uint64_t sin = numel_sum(out, op->in, op->nin), sout = numel_sum(out, op->out, op->nout);
         bool bad = (op->kind == REMAT_OP_RESHAPE || op->kind == REMAT_OP_SPLIT ||
                     op->kind == REMAT_OP_CONCAT) &&
@@ -306,9 +322,13 @@ static remat_status_t bind_ops(const remat_graph_t *g, const remat_block_t *b,
         }
         if (op->kind == REMAT_OP_FLASH_ATTENTION && context > 1) {
             /* Context parallelism all-gathers K and V for the kernel. */
-            uint64_t kv = out->bytes[b->tensors[op->in[1]].storage] +
-                          out->bytes[b->tensors[op->in[2]].storage];
-            out->kv_extra[j] = kv * (context - 1);
+            remat_acc_t kv = {out->bytes[b->tensors[op->in[1]].storage], false};
+            remat_acc_add(&kv, out->bytes[b->tensors[op->in[2]].storage]);
+            remat_acc_mul(&kv, context - 1);
+            if (kv.overflow) {
+                return overflow(g, "the gathered K/V bytes", op->name, err);
+            }
+            out->kv_extra[j] = kv.value;
         }
         if (!remat_i_op_flops(b, op, out->numel, (const uint64_t(*)[REMAT_MAX_RANK])out->ctdim,
                               dimsize, &out->fwd[j], &out->bwd[j]) ||
@@ -464,6 +484,55 @@ static remat_status_t check_mesh(const remat_analyzer_t *an, remat_error_t *err)
     return REMAT_OK;
 }
 
+/* Everything one block can hold or run, summed without regard to when. */
+static void block_envelope(const remat_block_t *b, const bound_t *bd, remat_acc_t *bytes,
+                           remat_acc_t *flops) {
+    for (size_t i = 0; i < b->ntensors; i++) {
+        remat_acc_add(bytes, bd->bytes[i]);
+        remat_acc_add(bytes, bd->kbytes[i]);
+        remat_acc_add(bytes, bd->gbytes[i]);
+        remat_acc_add(bytes, bd->tbytes[i]);
+        remat_acc_add_product(bytes, bd->gnumel[i], 8); /* gathered and its gradient */
+    }
+    for (size_t j = 0; j < b->nops; j++) {
+        const uint64_t parts[] = {bd->op_gather[j], bd->op_gather_mem[j], bd->op_wgrad[j],
+                                  bd->kv_extra[j],  bd->gather_next[j],   bd->gather_prev[j]};
+        for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
+            remat_acc_add(bytes, parts[k]);
+        }
+        remat_acc_add(flops, bd->fwd[j]);
+        remat_acc_add(flops, bd->fwd[j]); /* a re-run */
+        remat_acc_add(flops, bd->bwd[j]);
+    }
+}
+
+/* The step holds at most: static memory (params, optimizer state,
+   gradients, an accumulator: at most 5x the param bytes), residuals of
+   every layer for each micro-batch in flight (at most 2x, all layers), one
+   layer's transients, the reserve (less than the transients) and the head.
+   Sixteen times the blocks' envelope covers all of it. */
+static remat_status_t check_envelope(const remat_analyzer_t *an, remat_error_t *err) {
+    remat_acc_t lbytes = {0, false}, lflops = {0, false};
+    remat_acc_t hbytes = {0, false}, hflops = {0, false};
+    block_envelope(&an->g->layer, &an->lb, &lbytes, &lflops);
+    if (an->g->has_head) {
+        block_envelope(&an->g->head, &an->hb, &hbytes, &hflops);
+    }
+    remat_acc_mul(&lbytes, an->nlayers);
+    remat_acc_add(&lbytes, hbytes.value);
+    remat_acc_mul(&lbytes, 16);
+    remat_acc_mul(&lflops, an->nlayers);
+    remat_acc_add(&lflops, hflops.value);
+    remat_acc_mul(&lflops, an->microbatches);
+    remat_acc_mul(&lflops, an->cfg->gradient_accumulation_steps);
+    if (lbytes.overflow || hbytes.overflow || lflops.overflow || hflops.overflow) {
+        return remat_error_set(err, REMAT_E_OVERFLOW, an->g->source, NULL,
+                               "the step's %s do not fit in 62 bits with this config",
+                               lbytes.overflow || hbytes.overflow ? "bytes" : "FLOPs");
+    }
+    return REMAT_OK;
+}
+
 remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     const remat_graph_t *g = an->g;
     an->nlayers = (size_t)an->cfg->base_num_decoder_layers;
@@ -487,5 +556,5 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     for (size_t i = 0; g->has_head && i < g->head.ntensors; i++) {
         an->fsdp |= g->head.tensors[i].param && an->hb.gnumel[i] != an->hb.numel[i];
     }
-    return REMAT_OK;
+    return check_envelope(an, err);
 }

@@ -26,6 +26,7 @@
 
 /* Byte counts stay below 2^62 so that signed deltas never overflow. */
 #define BYTES_MAX REMAT_BYTES_MAX
+_Static_assert(REMAT_BYTES_MAX == REMAT_ACC_MAX, "one limit for bytes and the accumulator");
 
 /* The graph's dims a run can bind; the result reports each one's size. */
 #define SIM_MAX_DIMS 64
@@ -162,11 +163,13 @@ struct remat_analyzer {
 /* *acc += a x times, an overflow error past BYTES_MAX. */
 static inline remat_status_t sum_checked(uint64_t *acc, uint64_t a, uint64_t times,
                                                  const char *what, remat_error_t *err) {
-    uint64_t v;
-    if (!remat_i_mul(a, times, &v) || !remat_i_add(*acc, v, acc) || *acc > BYTES_MAX) {
+    remat_acc_t sum = {*acc, false};
+    remat_acc_add_product(&sum, a, times);
+    if (sum.overflow) {
         return remat_error_set(err, REMAT_E_OVERFLOW, NULL, NULL,
-                               "the step's %s do not fit in 63 bits with this config", what);
+                               "the step's %s do not fit in 62 bits with this config", what);
     }
+    *acc = sum.value;
     return REMAT_OK;
 }
 
