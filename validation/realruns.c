@@ -92,7 +92,7 @@ static void analyze_run(json_t *run, row_t *row) {
         remat_error_format(&err, row->error, sizeof row->error);
     } else {
         row->ok = true;
-        row->passes = r.fits_margin && r.host_fits;
+        row->passes = remat_result_passes(&r);
         row->peak = r.peak_bytes;
         row->limit = r.budget_bytes;
         double used = num(run, "xla_used_bytes");
