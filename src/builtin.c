@@ -33,6 +33,15 @@ const char *remat_builtin_name(remat_builtin_kind_t kind, size_t i) {
     return NULL;
 }
 
+const char *remat_builtin_description(remat_builtin_kind_t kind, size_t i) {
+    for (size_t k = 0; k < remat_i_nbuiltins; k++) {
+        if (remat_i_builtins[k].kind == kind && i-- == 0) {
+            return remat_i_builtins[k].description;
+        }
+    }
+    return NULL;
+}
+
 void remat_builtin_list(remat_builtin_kind_t kind, char *buf, size_t size) {
     size_t len = 0;
     buf[0] = '\0';

@@ -11,6 +11,7 @@ typedef struct remat_i_builtin {
     remat_builtin_kind_t kind;
     const char *name;
     const char *text;
+    const char *description; /* the JSON's "description", "" if none */
 } remat_i_builtin_t;
 
 extern const remat_i_builtin_t remat_i_builtins[];

@@ -23,6 +23,11 @@ const char *remat_builtin_find(remat_builtin_kind_t kind, const char *name);
 size_t remat_builtin_count(remat_builtin_kind_t kind);
 const char *remat_builtin_name(remat_builtin_kind_t kind, size_t i);
 
+/** The description of the i-th built-in of @p kind ("" if it has none),
+    read at build time: listing parses nothing. Static storage; NULL when
+    @p i is out of range. */
+const char *remat_builtin_description(remat_builtin_kind_t kind, size_t i);
+
 /** Comma-separated names of @p kind into @p buf (for error messages). */
 void remat_builtin_list(remat_builtin_kind_t kind, char *buf, size_t size);
 

@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "remat/builtin.h"
+
 static remat_status_t build(const char *const *args, remat_config_t *c, remat_error_t *err) {
     size_t n = 0;
     while (args[n]) {
@@ -135,6 +139,30 @@ static void test_config_file(void **state) {
     remove(path);
 }
 
+/* Every built-in's description, read at build time, is the JSON's. */
+static void test_builtin_descriptions(void **state) {
+    (void)state;
+    const remat_builtin_kind_t kinds[] = {REMAT_BUILTIN_GRAPH, REMAT_BUILTIN_POLICY,
+                                          REMAT_BUILTIN_MODEL, REMAT_BUILTIN_HARDWARE};
+    size_t described = 0;
+    for (size_t k = 0; k < 4; k++) {
+        const size_t n = remat_builtin_count(kinds[k]);
+        assert_true(n > 0);
+        for (size_t i = 0; i < n; i++) {
+            json_t *root = json_loads(remat_builtin_find(kinds[k], remat_builtin_name(kinds[k], i)),
+                                      0, NULL);
+            assert_non_null(root);
+            json_t *d = json_object_get(root, "description");
+            assert_string_equal(remat_builtin_description(kinds[k], i),
+                                json_is_string(d) ? json_string_value(d) : "");
+            described += json_is_string(d) && json_string_length(d) > 0;
+            json_decref(root);
+        }
+        assert_null(remat_builtin_description(kinds[k], n));
+    }
+    assert_true(described > 20);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_are_maxtext_and_llama3_8b),
@@ -144,6 +172,7 @@ int main(void) {
         cmocka_unit_test(test_byte_sizes),
         cmocka_unit_test(test_micro_batch),
         cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_builtin_descriptions),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
