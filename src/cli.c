@@ -21,6 +21,7 @@
 #include "remat/report.h"
 #include "remat/sim.h"
 #include "remat/solve.h"
+#include "remat/version.h"
 #include "json_util.h"
 #include "util.h"
 
@@ -566,7 +567,7 @@ int main(int argc, char **argv) {
         return EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("remat 0.1.0\n");
+        printf("remat " REMAT_VERSION_STRING "\n");
         return EXIT_OK;
     }
     if (strcmp(cmd, "validate") == 0) {
