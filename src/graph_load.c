@@ -567,6 +567,10 @@ static remat_status_t load_root(loader_t *L, json_t *root) {
         (st = get_string(L, root, "description", false, &desc))) {
         return st;
     }
+    if (!*name) {
+        remat_i_jpath_key(&L->path, "name");
+        return fail(L, REMAT_E_SCHEMA, "must not be empty");
+    }
     if (!remat_i_printable(name) || (desc && !remat_i_printable(desc))) {
         remat_i_jpath_key(&L->path, remat_i_printable(name) ? "description" : "name");
         return fail(L, REMAT_E_SCHEMA, "must not hold control characters (newlines, tabs)");

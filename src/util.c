@@ -148,9 +148,12 @@ remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *er
 }
 
 bool remat_i_printable(const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        /* ASCII controls; UTF-8 C1 controls (U+0080-U+009F: C2 80-9F, among
+           them NEL, which some readers take as a line break); the line and
+           paragraph separators U+2028, U+2029 (E2 80 A8, E2 80 A9) */
+        if (p[0] < 0x20 || p[0] == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
+            (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))) {
             return false;
         }
     }

@@ -81,8 +81,9 @@ remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *er
    error rather than a read until memory runs out. */
 #define REMAT_MAX_INPUT_BYTES ((size_t)64 << 20)
 
-/* Whether @p s holds no control character (a newline in a name would
-   break the one-line reports). */
+/* Whether @p s holds no control character, ASCII or Unicode (C1, line
+   and paragraph separators): a newline in a name would break the one-line
+   reports. */
 bool remat_i_printable(const char *s);
 
 /* Levenshtein distance, for "did you mean" suggestions. */

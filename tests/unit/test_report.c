@@ -423,7 +423,7 @@ static void test_csv_tables(void **state) {
     const remat_result_t *r = &f->r;
     mem_t m;
     remat_report_table(mem_open(&m), r, REMAT_FMT_CSV, REMAT_TABLE_LAYERS | REMAT_TABLE_TENSORS);
-    char *lines[32], *v[16];
+    char *lines[32] = {0}, *v[16] = {0};
     size_t nl = split_lines(mem_close(&m), lines, 32);
     const size_t nt = r->graph->layer.ntensors;
     assert_int_equal(nt, 7);
@@ -453,7 +453,7 @@ static void test_md_tables(void **state) {
     const remat_result_t *r = &f->r;
     mem_t m;
     remat_report_table(mem_open(&m), r, REMAT_FMT_MD, REMAT_TABLE_LAYERS | REMAT_TABLE_TENSORS);
-    char *lines[32], *v[16];
+    char *lines[32] = {0}, *v[16] = {0};
     size_t nl = split_lines(mem_close(&m), lines, 32);
     const size_t nt = r->graph->layer.ntensors;
     assert_int_equal(nl, 2 + 3 + 1 + 2 + nt);
@@ -486,7 +486,7 @@ static void test_analyze_csv_and_md(void **state) {
     const remat_result_t *r = &f->r;
     mem_t m;
     remat_report_analyze(mem_open(&m), r, REMAT_FMT_CSV);
-    char *lines[64], *v[4];
+    char *lines[64] = {0}, *v[4] = {0};
     size_t nl = split_lines(mem_close(&m), lines, 64);
     assert_string_equal(lines[0], "field,value");
     int64_t sum = 0;
@@ -587,7 +587,7 @@ static void test_text_report(void **state) {
         assert_int_equal(r->fits_margin, verdicts[k].margin);
         mem_t m;
         remat_report_analyze(mem_open(&m), r, REMAT_FMT_TEXT);
-        char *lines[64];
+        char *lines[64] = {0};
         size_t nl = split_lines(mem_close(&m), lines, 64);
         assert_string_equal(lines[0], "remat analyze: default on tpu7x, remat_policy=full");
         /* the peak line, its figures from the result */
