@@ -554,7 +554,11 @@ static int cmd_validate(int argc, char **argv) {
     return rc;
 }
 
-int main(int argc, char **argv) {
+/* The whole command line as a function, so that a fuzzer can drive the CLI
+   in process; main below only forwards to it. */
+int remat_cli_main(int argc, char **argv);
+
+int remat_cli_main(int argc, char **argv) {
     if (argc < 2) {
         fputs(usage_text, stderr);
         return EXIT_INPUT;
@@ -626,3 +630,10 @@ int main(int argc, char **argv) {
     }
     return EXIT_INPUT;
 }
+
+/* The fuzz build links this file without its main (fuzz/CMakeLists.txt). */
+#ifndef REMAT_FUZZ_NO_MAIN
+int main(int argc, char **argv) {
+    return remat_cli_main(argc, argv);
+}
+#endif

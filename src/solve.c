@@ -25,6 +25,13 @@
  *     least its floor (static, in flight, the residuals kept in HBM), so a
  *     subtree whose all-offload floor exceeds the usable budget holds no
  *     feasible placement and is pruned. Same (4) caveat.
+ * (6) The work is bounded: a search stops with an error once it has made
+ *     REMAT_SOLVE_MAX_PLANS layer plans, and an enumeration of more
+ *     placements than that is refused up front. Branch and bound prunes
+ *     little when placements tie: a chain of 20 named silu outputs took
+ *     790,000 plans and 5 s, and the count grows about 1.7-fold per name,
+ *     so 40 names, the most accepted, would take days while the memo grew
+ *     past any memory.
  */
 #include "remat/solve.h"
 
@@ -39,6 +46,14 @@
 #include "remat/sim.h"
 #include "sim_internal.h"
 #include "util.h"
+
+/* The most layer plans one search makes (see (6)): 7 to 16 s and under
+   300 MB in a Release build (chains of 24 and 40 names). A build may set it
+   lower; the fuzz targets do, so that one input stays within libFuzzer's
+   timeout under their instrumentation. */
+#ifndef REMAT_SOLVE_MAX_PLANS
+#define REMAT_SOLVE_MAX_PLANS 1000000
+#endif
 
 void remat_solution_init(remat_solution_t *s) {
     memset(s, 0, sizeof *s);
@@ -153,6 +168,7 @@ typedef struct ctx {
     size_t cap, used;
     remat_place_t *assigns;  /* arena of evaluated placements, n each */
     size_t nassigns, assigns_cap;
+    uint64_t plans;          /* layer plans made, bounded by REMAT_SOLVE_MAX_PLANS */
     remat_place_t *cur, *tmp;
     unsigned char *key;      /* the plan's fates, as the memo key */
     remat_point_t best;
@@ -197,6 +213,13 @@ static size_t save_assign(ctx_t *c, const remat_place_t *a) {
 }
 
 static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, remat_point_t *out) {
+    if (++c->plans > REMAT_SOLVE_MAX_PLANS) {
+        return remat_error_set(c->err, REMAT_E_GRAPH, c->g->source, NULL,
+                               "the search over %zu checkpoint names (%llu placements) did "
+                               "not finish within %llu layer plans; search fewer names",
+                               c->n, (unsigned long long)c->s->space,
+                               (unsigned long long)REMAT_SOLVE_MAX_PLANS);
+    }
     for (size_t i = 0; i < c->n; i++) {
         c->policy->rules[i].place = a[i];
     }
@@ -377,6 +400,22 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
                                "%zu checkpoint names are too many to search (at most 40)",
                                s->nnames);
     }
+    uint64_t space = 2;
+    for (size_t i = 1; i < s->nnames; i++) {
+        space *= 3;
+    }
+    const bool shared = shared_buffers(g);
+    const bool enumerate = (flags & (REMAT_SOLVE_EXHAUSTIVE | REMAT_SOLVE_FRONTIER)) || shared;
+    if (enumerate && space > REMAT_SOLVE_MAX_PLANS) {
+        return remat_error_set(err, REMAT_E_GRAPH, g->source, NULL,
+                               "%zu checkpoint names make %llu placements, too many to "
+                               "enumerate (at most %llu; %s)",
+                               s->nnames, (unsigned long long)space,
+                               (unsigned long long)REMAT_SOLVE_MAX_PLANS,
+                               shared ? "this graph's views share buffers under different "
+                                        "names, so every placement is enumerated"
+                                      : "--frontier and --exhaustive enumerate every placement");
+    }
     ctx_t c = {.g = g, .cfg = cfg, .hw = hw, .s = s, .n = s->nnames, .err = err};
     c.policy = remat_i_xcalloc(1, sizeof *c.policy);
     c.policy->name = remat_i_xstrdup("solve");
@@ -390,12 +429,7 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     c.key = remat_i_xcalloc(g->layer.ntensors + 1, 1);
     c.cur = remat_i_xcalloc(c.n + 1, sizeof *c.cur);
     c.tmp = remat_i_xcalloc(c.n + 1, sizeof *c.tmp);
-    s->space = 2;
-    for (size_t i = 1; i < c.n; i++) {
-        s->space *= 3;
-    }
-    bool enumerate = (flags & (REMAT_SOLVE_EXHAUSTIVE | REMAT_SOLVE_FRONTIER)) ||
-                     shared_buffers(g);
+    s->space = space;
     s->enumerated = enumerate;
     st = enumerate ? exhaustive(&c) : bnb(&c, 0);
     if (st == REMAT_OK && c.found) {
