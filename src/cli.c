@@ -22,6 +22,7 @@
 #include "remat/sim.h"
 #include "remat/solve.h"
 #include "remat/version.h"
+#include "cli.h"
 #include "json_util.h"
 #include "util.h"
 
@@ -47,45 +48,77 @@ static int usage_error(const char *fmt, ...) {
     return EXIT_INPUT;
 }
 
-static const char *const usage_text =
-    "usage: remat <command> [options] [key=value ...]\n"
-    "\n"
-    "commands:\n"
-    "  analyze    peak HBM per device, breakdown, recompute FLOPs, offload cost\n"
-    "  compare    every preset (or --policies a,b,...) side by side, ranked\n"
-    "  check      launch gate: exit 0 fits, 1 over budget or inside the margin\n"
-    "  table      per-layer, per-tensor, per-checkpoint-name and per-stage tables\n"
-    "  solve      the fastest placement that fits, why, largest batches, Pareto frontier\n"
-    "  list [KIND] built-in models, graphs, policies, hardware, config keys\n"
-    "  validate F check a graph, policy, hardware or config JSON file\n"
-    "  help       this text\n"
-    "\n"
-    "options:\n"
-    "  --config FILE      JSON config with MaxText keys (key=value arguments override it)\n"
-    "  --format FMT       text (default), json, csv, md\n"
-    "  --policies LIST    compare: comma-separated presets or policy files\n"
-    "  --kind KIND        table: layers, tensors, names, stages or all (default all)\n"
-    "  --frontier         solve: also list the Pareto frontier (enumerates every plan)\n"
-    "  --exhaustive       solve: enumerate instead of branch and bound (same answer)\n"
-    "  --emit-policy FILE solve: write the placement as a policy file\n"
-    "\n"
-    "configuration uses MaxText's keys, e.g.\n"
-    "  remat analyze model_name=llama3-70b per_device_batch_size=2 remat_policy=minimal\n"
-    "  remat check remat_policy=custom query_proj=device mlpwi_0=offload hbm_budget=96GiB\n"
-    "with no key the default is llama3-8b on tpu7x, MaxText's base.yml batch and sequence,\n"
-    "remat_policy=full. exit codes: 0 ok, 1 negative verdict, 2 bad input, 3 internal.\n";
-
-typedef struct opts {
+/* The options given, parsed (cli.h declares the type). */
+struct remat_cli_opts {
+    unsigned given; /* CLI_OPT_* bits of the options on the command line */
+    bool help;      /* --help or -h */
     const char *config;
     const char *emit_policy;
     unsigned solve_flags;
     remat_format_t fmt;
     const char *policies;
     unsigned kinds;
-    bool kinds_set;
     int nargs;
     char **args;
-} opts_t;
+};
+typedef remat_cli_opts_t opts_t;
+
+static int parse_kind(const char *arg, unsigned *kinds) {
+    static const struct {
+        const char *name;
+        unsigned kinds;
+    } table[] = {{"layers", REMAT_TABLE_LAYERS},
+                 {"tensors", REMAT_TABLE_TENSORS},
+                 {"names", REMAT_TABLE_NAMES},
+                 {"stages", REMAT_TABLE_STAGES},
+                 {"all", REMAT_TABLE_ALL}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strcmp(arg, table[i].name) == 0) {
+            *kinds = table[i].kinds;
+            return 0;
+        }
+    }
+    return usage_error("unknown table kind '%s' (layers, tensors, names, stages, all)", arg);
+}
+
+/* One option's value into @p o; getopt's code @p c. */
+static int take_option(int c, const char *arg, opts_t *o) {
+    switch (c) {
+        case 'c':
+            o->given |= CLI_OPT_CONFIG;
+            o->config = arg;
+            return 0;
+        case 'f':
+            o->given |= CLI_OPT_FORMAT;
+            return remat_format_parse(arg, &o->fmt)
+                       ? 0
+                       : usage_error("unknown format '%s' (text, json, csv, md)", arg);
+        case 'p':
+            o->given |= CLI_OPT_POLICIES;
+            o->policies = arg;
+            return 0;
+        case 'F':
+            o->given |= CLI_OPT_FRONTIER;
+            o->solve_flags |= REMAT_SOLVE_FRONTIER;
+            return 0;
+        case 'X':
+            o->given |= CLI_OPT_EXHAUSTIVE;
+            o->solve_flags |= REMAT_SOLVE_EXHAUSTIVE;
+            return 0;
+        case 'E':
+            o->given |= CLI_OPT_EMIT_POLICY;
+            o->emit_policy = arg;
+            return 0;
+        case 'k':
+            o->given |= CLI_OPT_KIND;
+            return parse_kind(arg, &o->kinds);
+        case 'h':
+            o->help = true;
+            return 0;
+        default:
+            return -1;
+    }
+}
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
     static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
@@ -111,54 +144,17 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "c:f:p:k:h", longs, NULL)) != -1) {
-        switch (c) {
-            case 'c':
-                o->config = optarg;
-                break;
-            case 'f':
-                if (!remat_format_parse(optarg, &o->fmt)) {
-                    return usage_error("unknown format '%s' (text, json, csv, md)", optarg);
-                }
-                break;
-            case 'p':
-                o->policies = optarg;
-                break;
-            case 'F':
-                o->solve_flags |= REMAT_SOLVE_FRONTIER;
-                break;
-            case 'X':
-                o->solve_flags |= REMAT_SOLVE_EXHAUSTIVE;
-                break;
-            case 'E':
-                o->emit_policy = optarg;
-                break;
-            case 'k':
-                o->kinds_set = true;
-                if (strcmp(optarg, "layers") == 0) {
-                    o->kinds = REMAT_TABLE_LAYERS;
-                } else if (strcmp(optarg, "tensors") == 0) {
-                    o->kinds = REMAT_TABLE_TENSORS;
-                } else if (strcmp(optarg, "names") == 0) {
-                    o->kinds = REMAT_TABLE_NAMES;
-                } else if (strcmp(optarg, "stages") == 0) {
-                    o->kinds = REMAT_TABLE_STAGES;
-                } else if (strcmp(optarg, "all") == 0) {
-                    o->kinds = REMAT_TABLE_ALL;
-                } else {
-                    return usage_error("unknown table kind '%s' (layers, tensors, names, stages, all)",
-                                       optarg);
-                }
-                break;
-            case 'h':
-                fputs(usage_text, stdout);
-                return -1;
-            default:
-                return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        int rc = take_option(c, optarg, o);
+        if (rc < 0) {
+            return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+        if (rc) {
+            return rc;
         }
     }
     o->nargs = argc - optind;
     o->args = argv + optind;
-    for (int i = 0; i < o->nargs; i++) {
+    for (int i = 0; i < o->nargs && !o->help; i++) {
         if (!strchr(o->args[i], '=')) {
             return usage_error("unexpected argument '%s': settings are key=value", o->args[i]);
         }
@@ -554,81 +550,221 @@ static int cmd_validate(int argc, char **argv) {
     return rc;
 }
 
+/* ---- the command table ------------------------------------------------- */
+
+static int run_analyze(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)argc, (void)argv;
+    return cmd_analyze_like(o, 0);
+}
+
+static int run_table(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)argc, (void)argv;
+    return cmd_analyze_like(o, 1);
+}
+
+static int run_check(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)argc, (void)argv;
+    return cmd_analyze_like(o, 2);
+}
+
+static int run_compare(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)argc, (void)argv;
+    return cmd_compare(o);
+}
+
+static int run_solve(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)argc, (void)argv;
+    return cmd_solve(o);
+}
+
+static int run_list(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)o;
+    return cmd_list(argc, argv);
+}
+
+static int run_validate(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)o;
+    return cmd_validate(argc, argv);
+}
+
+static int run_version(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)o, (void)argv;
+    if (argc > 1) {
+        return usage_error("'version' takes no arguments");
+    }
+    printf("remat " REMAT_VERSION_STRING "\n");
+    return EXIT_OK;
+}
+
+static int run_help(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv);
+
+#define SETTINGS " [options] [key=value ...]"
+#define ALL_FORMATS                                                                      \
+    (CLI_FMT(REMAT_FMT_TEXT) | CLI_FMT(REMAT_FMT_JSON) | CLI_FMT(REMAT_FMT_CSV) | \
+     CLI_FMT(REMAT_FMT_MD))
+#define TEXT_JSON (CLI_FMT(REMAT_FMT_TEXT) | CLI_FMT(REMAT_FMT_JSON))
+
+static const remat_cli_command_t commands[] = {
+    {"analyze", "analyze", "analyze" SETTINGS,
+     "peak HBM per device, breakdown, recompute FLOPs, offload cost",
+     "Simulates one training step op by op on one device and prints the peak HBM\n"
+     "with its breakdown and the moment it occurs, the recompute FLOPs, the bytes\n"
+     "offloaded and their PCIe time, the step time and MFU.\n",
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT, ALL_FORMATS, run_analyze},
+    {"compare", "compare", "compare" SETTINGS,
+     "every preset (or --policies a,b,...) side by side, ranked",
+     "Analyzes every built-in preset, or the presets and policy files --policies\n"
+     "names, on one configuration and ranks them: those that pass first, then by\n"
+     "estimated step time. minimal_flash is minimal_with_context under a second\n"
+     "name and is left out of 'every preset'.\n",
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_POLICIES, ALL_FORMATS, run_compare},
+    {"check", "check", "check" SETTINGS,
+     "launch gate: exit 0 fits, 1 over budget or inside the margin",
+     "One line: the verdict (OK, RISK inside the safety margin, HOST-OOM when the\n"
+     "host cannot hold what is offloaded, OOM), the model, the slice, the policy and\n"
+     "the peak against the per-device budget. Exit 0 when the step passes, 1 when\n"
+     "it does not, 2 for bad input.\n",
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT, TEXT_JSON, run_check},
+    {"table", "table", "table" SETTINGS,
+     "per-layer, per-tensor, per-checkpoint-name and per-stage tables",
+     "Per layer: kept, offloaded and recomputed bytes and FLOPs. Per tensor of one\n"
+     "layer: shape, bytes, placement and fate. Per checkpoint name over all layers.\n"
+     "Per pipeline stage: static, in-flight and peak bytes. --kind picks one.\n",
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_KIND, ALL_FORMATS, run_table},
+    {"solve", "solve", "solve" SETTINGS,
+     "the fastest placement that fits, why, largest batches, Pareto frontier",
+     "Places every checkpoint name of the graph on the device, rematerialized or\n"
+     "offloaded: the fastest step that passes. Prints the choice as remat_policy=custom\n"
+     "overrides, why each name is placed so, the presets beside it and the largest\n"
+     "batch that fits for each. Exit 0 when a placement fits, 1 when none does.\n",
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_FRONTIER | CLI_OPT_EXHAUSTIVE |
+         CLI_OPT_EMIT_POLICY,
+     TEXT_JSON, run_solve},
+    {"list", "list [KIND]", "list [models|graphs|policies|hardware|keys]",
+     "built-in models, graphs, policies, hardware, config keys",
+     "Lists the built-ins of one kind with their descriptions, or every kind and the\n"
+     "config keys (the default).\n",
+     0, 0, run_list},
+    {"validate", "validate F", "validate FILE",
+     "check a graph, policy, hardware or config JSON file",
+     "Loads the file by its \"format\" key and says what it holds, or prints the first\n"
+     "error with its JSON path and exits 2. A config (no format key) is also resolved\n"
+     "and analyzed.\n",
+     0, 0, run_validate},
+    {"help", "help [CMD]", "help [COMMAND]", "this text, or one command's", NULL, 0, 0,
+     run_help},
+    {"version", "version", "version", "remat's version", NULL, 0, 0, run_version},
+};
+enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+
+static const remat_cli_command_t *find_command(const char *name) {
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(name, commands[i].name) == 0) {
+            return &commands[i];
+        }
+    }
+    return NULL;
+}
+
+static int unknown_command(const char *name) {
+    /* A suggestion only within two edits and half the word: 'vesion' is
+       'version', 'nope' is not 'solve'. */
+    const char *best = NULL;
+    size_t limit = strlen(name) / 2 < 2 ? strlen(name) / 2 : 2, bestd = limit + 1;
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        size_t d = remat_i_edit_distance(name, commands[i].name);
+        if (d < bestd) {
+            bestd = d;
+            best = commands[i].name;
+        }
+    }
+    if (best) {
+        fprintf(stderr, "remat: unknown command '%s' (did you mean '%s'?)\n", name, best);
+    } else {
+        fprintf(stderr, "remat: unknown command '%s' (see 'remat help')\n", name);
+    }
+    return EXIT_INPUT;
+}
+
+static int run_help(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)o;
+    if (argc > 2) {
+        return usage_error("usage: remat help [COMMAND]");
+    }
+    if (argc < 2) {
+        remat_cli_overview(stdout, commands, NCOMMANDS);
+        return EXIT_OK;
+    }
+    const remat_cli_command_t *cmd = find_command(argv[1]);
+    if (!cmd) {
+        return unknown_command(argv[1]);
+    }
+    remat_cli_command_help(stdout, cmd);
+    return EXIT_OK;
+}
+
+/* An option the command does not take is an error, not a silent no-op. */
+static int check_options(const remat_cli_command_t *cmd, const opts_t *o) {
+    unsigned extra = o->given & ~cmd->opts;
+    for (size_t k = 0; extra && k < remat_cli_noptions; k++) {
+        if (extra & remat_cli_options[k].bit) {
+            fprintf(stderr, "remat: '%s' takes no %s option (see 'remat help %s')\n", cmd->name,
+                    remat_cli_options[k].name, cmd->name);
+            return EXIT_INPUT;
+        }
+    }
+    if (!(cmd->formats & CLI_FMT(o->fmt))) {
+        char fmts[64];
+        remat_cli_formats_text(cmd->formats, false, fmts, sizeof fmts);
+        fprintf(stderr, "remat: '%s' cannot print %s (it prints %s; see 'remat help %s')\n",
+                cmd->name, remat_format_name(o->fmt), fmts, cmd->name);
+        return EXIT_INPUT;
+    }
+    return EXIT_OK;
+}
+
+static bool is_help_flag(const char *arg) {
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
 /* The whole command line as a function, so that a fuzzer can drive the CLI
    in process; main below only forwards to it. */
 int remat_cli_main(int argc, char **argv);
 
 int remat_cli_main(int argc, char **argv) {
     if (argc < 2) {
-        fputs(usage_text, stderr);
+        remat_cli_overview(stderr, commands, NCOMMANDS);
         return EXIT_INPUT;
     }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        fputs(usage_text, stdout);
-        return EXIT_OK;
+    const char *name = argv[1];
+    if (is_help_flag(name)) {
+        name = "help";
+    } else if (strcmp(name, "--version") == 0) {
+        name = "version";
     }
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("remat " REMAT_VERSION_STRING "\n");
-        return EXIT_OK;
+    const remat_cli_command_t *cmd = find_command(name);
+    if (!cmd) {
+        return unknown_command(name);
     }
-    if (strcmp(cmd, "validate") == 0) {
-        return cmd_validate(argc - 1, argv + 1);
-    }
-    if (strcmp(cmd, "list") == 0) {
-        return cmd_list(argc - 1, argv + 1);
+    if (!cmd->opts) {
+        /* It parses its own arguments; --help alone asks for its page. */
+        if (argc == 3 && is_help_flag(argv[2]) && cmd->run != run_help) {
+            remat_cli_command_help(stdout, cmd);
+            return EXIT_OK;
+        }
+        return cmd->run(cmd, NULL, argc - 1, argv + 1);
     }
     opts_t o;
-    int prc = parse_opts(argc - 1, argv + 1, &o);
-    if (prc) {
-        return prc < 0 ? EXIT_OK : prc;
+    int rc = parse_opts(argc - 1, argv + 1, &o);
+    if (rc) {
+        return rc;
     }
-    /* An option a command does not use is an error, not a silent no-op. */
-    bool solve = strcmp(cmd, "solve") == 0;
-    if (!solve && (o.solve_flags || o.emit_policy)) {
-        return usage_error("--frontier, --exhaustive and --emit-policy are options of 'solve'");
+    if (o.help) {
+        remat_cli_command_help(stdout, cmd);
+        return EXIT_OK;
     }
-    if (o.policies && strcmp(cmd, "compare") != 0) {
-        return usage_error("--policies is an option of 'compare'");
-    }
-    if (o.kinds_set && strcmp(cmd, "table") != 0) {
-        return usage_error("--kind is an option of 'table'");
-    }
-    if ((solve || strcmp(cmd, "check") == 0) && o.fmt != REMAT_FMT_TEXT && o.fmt != REMAT_FMT_JSON) {
-        return usage_error("'%s' prints text or json", cmd);
-    }
-    if (strcmp(cmd, "analyze") == 0) {
-        return cmd_analyze_like(&o, 0);
-    }
-    if (strcmp(cmd, "table") == 0) {
-        return cmd_analyze_like(&o, 1);
-    }
-    if (strcmp(cmd, "check") == 0) {
-        return cmd_analyze_like(&o, 2);
-    }
-    if (strcmp(cmd, "compare") == 0) {
-        return cmd_compare(&o);
-    }
-    if (strcmp(cmd, "solve") == 0) {
-        return cmd_solve(&o);
-    }
-    static const char *const commands[] = {"analyze", "compare",  "check", "table",
-                                           "solve",   "list",     "validate", "help"};
-    const char *best = NULL;
-    size_t bestd = 4;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        size_t d = remat_i_edit_distance(cmd, commands[i]);
-        if (d < bestd) {
-            bestd = d;
-            best = commands[i];
-        }
-    }
-    if (best) {
-        fprintf(stderr, "remat: unknown command '%s' (did you mean '%s'?)\n", cmd, best);
-    } else {
-        fprintf(stderr, "remat: unknown command '%s' (see 'remat help')\n", cmd);
-    }
-    return EXIT_INPUT;
+    rc = check_options(cmd, &o);
+    return rc ? rc : cmd->run(cmd, &o, 0, NULL);
 }
 
 /* The fuzz build links this file without its main (fuzz/CMakeLists.txt). */

@@ -6,6 +6,7 @@
  */
 #include "remat/report.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,16 @@
 
 static const double GIB = 1073741824.0;
 
+static const char *const format_names[] = {"text", "json", "csv", "md"};
+
+const char *remat_format_name(remat_format_t f) {
+    assert((size_t)f < sizeof format_names / sizeof format_names[0]);
+    return format_names[f];
+}
+
 bool remat_format_parse(const char *s, remat_format_t *out) {
-    static const char *const names[] = {"text", "json", "csv", "md"};
     for (int i = 0; i < 4; i++) {
-        if (strcmp(s, names[i]) == 0) {
+        if (strcmp(s, format_names[i]) == 0) {
             *out = (remat_format_t)i;
             return true;
         }
@@ -617,220 +624,261 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
 
 /* ---- table -------------------------------------------------------------- */
 
-static void sep(FILE *out, remat_format_t fmt, size_t ncol) {
+/*
+ * Every table (per layer, per tensor, per checkpoint name, per stage, and
+ * compare's ranking) is one column spec drawn three ways: text (right-
+ * aligned to each column's width, under a title), CSV (RFC 4180: a cell
+ * holding a comma, a quote or a line break is quoted, quotes doubled) and
+ * Markdown (a separator row under the header). A table's rows are written
+ * by one function that fills the row's cells; the drawing is here only.
+ * JSON is not drawn from the spec: it carries more fields, exact (see the
+ * *_json builders above).
+ */
+
+/* A cell holds four checkpoint names and their separators, or a quoted
+   moment. */
+enum { CELL = REMAT_MAX_TAGS * REMAT_NAME_LEN + 8, MAX_COLS = 10 };
+_Static_assert(CELL >= 192, "a moment or a shape fits a cell");
+
+typedef struct column {
+    const char *name;
+    int width;   /* text: right-aligned to at least this many characters */
+    bool quoted; /* CSV: always quoted (the cell is prose that may hold commas) */
+} column_t;
+
+typedef char cells_t[MAX_COLS][CELL];
+
+typedef struct table_spec {
+    const char *title; /* text only, above the header */
+    const column_t *cols;
+    size_t ncols, nrows;
+    /* Fills row i's cells; fmt is given for separators that differ. */
+    void (*row)(const void *ctx, size_t i, remat_format_t fmt, cells_t v);
+} table_spec_t;
+
+static void csv_cell(FILE *out, const char *text, bool quoted) {
+    if (!quoted && !strpbrk(text, ",\"\r\n")) {
+        fputs(text, out);
+        return;
+    }
+    fputc('"', out);
+    for (const char *c = text; *c; c++) {
+        if (*c == '"') {
+            fputc('"', out);
+        }
+        fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+/* One row; a header row is never quoted, even where its column's cells are. */
+static void draw_row(FILE *out, remat_format_t fmt, const column_t *cols, size_t n,
+                     const char *const *text, bool header) {
+    if (fmt == REMAT_FMT_MD) {
+        fputs("| ", out);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (fmt == REMAT_FMT_CSV) {
+            fputs(i ? "," : "", out);
+            csv_cell(out, text[i], cols[i].quoted && !header);
+        } else if (fmt == REMAT_FMT_MD) {
+            fprintf(out, "%s%s", i ? " | " : "", text[i]);
+        } else {
+            fprintf(out, "%s%*s", i ? " " : "", cols[i].width, text[i]);
+        }
+    }
+    fputs(fmt == REMAT_FMT_MD ? " |\n" : "\n", out);
+}
+
+static void draw_table(FILE *out, remat_format_t fmt, const table_spec_t *t, const void *ctx) {
+    assert(t->ncols <= MAX_COLS && fmt != REMAT_FMT_JSON);
+    const char *text[MAX_COLS] = {0};
+    if (fmt == REMAT_FMT_TEXT && t->title) {
+        fprintf(out, "%s\n", t->title);
+    }
+    for (size_t c = 0; c < t->ncols; c++) {
+        text[c] = t->cols[c].name;
+    }
+    draw_row(out, fmt, t->cols, t->ncols, text, true);
     if (fmt == REMAT_FMT_MD) {
         fputc('|', out);
-        for (size_t i = 0; i < ncol; i++) {
+        for (size_t c = 0; c < t->ncols; c++) {
             fputs("---|", out);
         }
         fputc('\n', out);
     }
-}
-
-static void row_start(FILE *out, remat_format_t fmt) {
-    if (fmt == REMAT_FMT_MD) {
-        fputs("| ", out);
+    cells_t v;
+    for (size_t c = 0; c < t->ncols; c++) {
+        text[c] = v[c];
+    }
+    for (size_t i = 0; i < t->nrows; i++) {
+        t->row(ctx, i, fmt, v);
+        draw_row(out, fmt, t->cols, t->ncols, text, false);
     }
 }
 
-static void cell(FILE *out, remat_format_t fmt, bool first, const char *text, int width) {
-    if (fmt == REMAT_FMT_CSV) {
-        fprintf(out, "%s%s", first ? "" : ",", text);
-    } else if (fmt == REMAT_FMT_MD) {
-        fprintf(out, "%s%s", first ? "" : " | ", text);
-    } else {
-        fprintf(out, "%s%*s", first ? "" : " ", width, text);
-    }
+static const column_t layer_cols[] = {
+    {"layer", 5, false},          {"profile", 7, false},        {"saved_device_bytes", 20, false},
+    {"offloaded_bytes", 16, false}, {"recompute_flops", 18, false}, {"forward_flops", 18, false},
+    {"backward_flops", 18, false}};
+
+static void layer_row(const void *ctx, size_t l, remat_format_t fmt, cells_t v) {
+    (void)fmt;
+    const remat_layer_row_t *row = &((const remat_result_t *)ctx)->layers[l];
+    snprintf(v[0], CELL, "%zu", row->index);
+    snprintf(v[1], CELL, "%zu", row->profile);
+    snprintf(v[2], CELL, "%" PRIu64, row->saved_device_bytes);
+    snprintf(v[3], CELL, "%" PRIu64, row->offloaded_bytes);
+    snprintf(v[4], CELL, "%" PRIu64, row->recompute_flops);
+    snprintf(v[5], CELL, "%" PRIu64, row->forward_flops);
+    snprintf(v[6], CELL, "%" PRIu64, row->backward_flops);
 }
 
-static void row_end(FILE *out, remat_format_t fmt) {
-    fputs(fmt == REMAT_FMT_MD ? " |\n" : "\n", out);
-}
+static const column_t tensor_cols[] = {
+    {"profile", 7, false}, {"tensor", 20, false},   {"checkpoint", 26, false},
+    {"shape", 26, true},   {"dtype", 6, false},     {"bytes", 14, false},
+    {"placement", 9, false}, {"fate", 9, false},    {"unused", 6, false},
+    {"recompute_flops", 16, false}};
 
-/* One row of @p n cells stored @p stride bytes apart (a char[n][stride]). */
-static void emit_cells(FILE *out, remat_format_t fmt, const char *cells, size_t stride,
-                       const int *widths, size_t n) {
-    row_start(out, fmt);
-    for (size_t i = 0; i < n; i++) {
-        cell(out, fmt, i == 0, cells + i * stride, widths[i]);
-    }
-    row_end(out, fmt);
-}
-
-/* The column names, and Markdown's separator row. */
-static void emit_header(FILE *out, remat_format_t fmt, const char *const *cols, const int *widths,
-                        size_t n) {
-    row_start(out, fmt);
-    for (size_t i = 0; i < n; i++) {
-        cell(out, fmt, i == 0, cols[i], widths[i]);
-    }
-    row_end(out, fmt);
-    sep(out, fmt, n);
-}
-
-static void table_layers(FILE *out, const remat_result_t *r, remat_format_t fmt) {
-    static const char *const cols[] = {"layer",          "profile",         "saved_device_bytes",
-                                       "offloaded_bytes", "recompute_flops", "forward_flops",
-                                       "backward_flops"};
-    static const int widths[] = {5, 7, 20, 16, 18, 18, 18};
-    if (fmt == REMAT_FMT_TEXT) {
-        fprintf(out, "per-layer (per device)\n");
-    }
-    emit_header(out, fmt, cols, widths, 7);
-    char v[7][32];
-    for (size_t l = 0; l < r->nlayers; l++) {
-        const remat_layer_row_t *row = &r->layers[l];
-        snprintf(v[0], 32, "%zu", row->index);
-        snprintf(v[1], 32, "%zu", row->profile);
-        snprintf(v[2], 32, "%" PRIu64, row->saved_device_bytes);
-        snprintf(v[3], 32, "%" PRIu64, row->offloaded_bytes);
-        snprintf(v[4], 32, "%" PRIu64, row->recompute_flops);
-        snprintf(v[5], 32, "%" PRIu64, row->forward_flops);
-        snprintf(v[6], 32, "%" PRIu64, row->backward_flops);
-        emit_cells(out, fmt, v[0], sizeof v[0], widths, 7);
-    }
-}
-
-static void table_tensors(FILE *out, const remat_result_t *r, remat_format_t fmt) {
-    static const char *const cols[] = {"profile", "tensor",    "checkpoint", "shape",
-                                       "dtype",   "bytes",     "placement",  "fate",
-                                       "unused",  "recompute_flops"};
-    static const int widths[] = {7, 20, 26, 26, 6, 14, 9, 9, 6, 16};
+/* Rows run over profiles, then the layer's tensors. */
+static void tensor_row(const void *ctx, size_t k, remat_format_t fmt, cells_t v) {
+    const remat_result_t *r = ctx;
     const remat_block_t *b = &r->graph->layer;
-    if (fmt == REMAT_FMT_TEXT) {
-        fprintf(out, "per-tensor, one layer (per device)\n");
+    size_t p = k / b->ntensors, i = k % b->ntensors;
+    const remat_tensor_t *t = &b->tensors[i];
+    const remat_tensor_row_t *row = &r->profiles[p].tensors[i];
+    snprintf(v[0], CELL, "%zu", p);
+    snprintf(v[1], CELL, "%s", t->name);
+    v[2][0] = '\0';
+    for (size_t n = 0, len = 0; n < t->ntags; n++) {
+        len += (size_t)snprintf(v[2] + len, CELL - len, "%s%s",
+                                n ? (fmt == REMAT_FMT_CSV ? ";" : "+") : "", t->tags[n]);
     }
-    emit_header(out, fmt, cols, widths, 10);
-    for (size_t p = 0; p < r->nprofiles; p++) {
-        for (size_t i = 0; i < b->ntensors; i++) {
-            const remat_tensor_t *t = &b->tensors[i];
-            const remat_tensor_row_t *row = &r->profiles[p].tensors[i];
-            /* a cell holds four checkpoint names and their separators */
-            enum { CELL = REMAT_MAX_TAGS * REMAT_NAME_LEN + 8 };
-            _Static_assert(CELL >= 130, "a quoted shape fits a cell");
-            char v[10][CELL];
-            snprintf(v[0], CELL, "%zu", p);
-            snprintf(v[1], CELL, "%s", t->name);
-            v[2][0] = '\0';
-            for (size_t k = 0, len = 0; k < t->ntags; k++) {
-                len += (size_t)snprintf(v[2] + len, CELL - len, "%s%s",
-                                        k ? (fmt == REMAT_FMT_CSV ? ";" : "+") : "", t->tags[k]);
-            }
-            if (!t->ntags) {
-                snprintf(v[2], CELL, "-");
-            }
-            char shape[128];
-            shape_text(row, t, shape, sizeof shape);
-            /* Shapes hold commas: CSV quotes them. */
-            snprintf(v[3], CELL, fmt == REMAT_FMT_CSV ? "\"%s\"" : "%s", shape);
-            remat_dtype_t d = t->dtype == REMAT_DTYPE_ACT      ? r->config->dtype
-                              : t->dtype == REMAT_DTYPE_WEIGHT ? r->config->weight_dtype
-                                                               : t->dtype;
-            snprintf(v[4], CELL, "%s", remat_dtype_name(d));
-            snprintf(v[5], CELL, "%" PRIu64, row->bytes);
-            snprintf(v[6], CELL, "%s", t->param ? "-" : remat_place_name(row->asked));
-            snprintf(v[7], CELL, "%s", remat_fate_name(row->fate));
-            snprintf(v[8], CELL, "%s", row->unused ? "yes" : "no");
-            snprintf(v[9], CELL, "%" PRIu64, row->recompute_flops);
-            emit_cells(out, fmt, v[0], sizeof v[0], widths, 10);
-        }
+    if (!t->ntags) {
+        snprintf(v[2], CELL, "-");
     }
+    shape_text(row, t, v[3], CELL);
+    remat_dtype_t d = t->dtype == REMAT_DTYPE_ACT      ? r->config->dtype
+                      : t->dtype == REMAT_DTYPE_WEIGHT ? r->config->weight_dtype
+                                                       : t->dtype;
+    snprintf(v[4], CELL, "%s", remat_dtype_name(d));
+    snprintf(v[5], CELL, "%" PRIu64, row->bytes);
+    snprintf(v[6], CELL, "%s", t->param ? "-" : remat_place_name(row->asked));
+    snprintf(v[7], CELL, "%s", remat_fate_name(row->fate));
+    snprintf(v[8], CELL, "%s", row->unused ? "yes" : "no");
+    snprintf(v[9], CELL, "%" PRIu64, row->recompute_flops);
 }
 
-static void table_names(FILE *out, const remat_result_t *r, remat_format_t fmt) {
-    static const char *const cols[] = {"checkpoint", "saved_bytes", "offloaded_bytes",
-                                       "recompute_flops"};
-    static const int widths[] = {20, 16, 16, 18};
-    if (fmt == REMAT_FMT_TEXT) {
-        fprintf(out, "per checkpoint name, all layers, one micro-batch (per device)\n");
-    }
-    emit_header(out, fmt, cols, widths, 4);
-    for (size_t i = 0; i < r->nnames; i++) {
-        char v[4][64];
-        snprintf(v[0], 64, "%s", r->names[i].name);
-        snprintf(v[1], 64, "%" PRIu64, r->names[i].saved_bytes);
-        snprintf(v[2], 64, "%" PRIu64, r->names[i].offloaded_bytes);
-        snprintf(v[3], 64, "%" PRIu64, r->names[i].recompute_flops);
-        emit_cells(out, fmt, v[0], sizeof v[0], widths, 4);
-    }
+static const column_t name_cols[] = {{"checkpoint", 20, false},
+                                     {"saved_bytes", 16, false},
+                                     {"offloaded_bytes", 16, false},
+                                     {"recompute_flops", 18, false}};
+
+static void name_row(const void *ctx, size_t i, remat_format_t fmt, cells_t v) {
+    (void)fmt;
+    const remat_name_row_t *n = &((const remat_result_t *)ctx)->names[i];
+    snprintf(v[0], CELL, "%s", n->name);
+    snprintf(v[1], CELL, "%" PRIu64, n->saved_bytes);
+    snprintf(v[2], CELL, "%" PRIu64, n->offloaded_bytes);
+    snprintf(v[3], CELL, "%" PRIu64, n->recompute_flops);
 }
 
-static void table_stages(FILE *out, const remat_result_t *r, remat_format_t fmt) {
-    static const char *const cols[] = {"stage",          "first_layer", "last_layer",
-                                       "in_flight",      "static_bytes", "inflight_bytes",
-                                       "peak_hbm_bytes", "peak_at"};
-    static const int widths[] = {5, 11, 10, 9, 16, 16, 16, 1};
-    if (fmt == REMAT_FMT_TEXT) {
-        fprintf(out, "per pipeline stage (per device)\n");
+static const column_t stage_cols[] = {
+    {"stage", 5, false},           {"first_layer", 11, false},    {"last_layer", 10, false},
+    {"in_flight", 9, false},       {"static_bytes", 16, false},   {"inflight_bytes", 16, false},
+    {"peak_hbm_bytes", 16, false}, {"peak_at", 1, true}};
+
+static void stage_row(const void *ctx, size_t k, remat_format_t fmt, cells_t v) {
+    (void)fmt;
+    const remat_stage_row_t *s = &((const remat_result_t *)ctx)->stages[k];
+    snprintf(v[0], CELL, "%zu", s->index);
+    snprintf(v[1], CELL, "%zu", s->first_layer);
+    snprintf(v[2], CELL, "%zu", s->last_layer);
+    snprintf(v[3], CELL, "%zu", s->in_flight);
+    snprintf(v[4], CELL, "%" PRIu64, s->static_bytes);
+    snprintf(v[5], CELL, "%" PRIu64, s->inflight_bytes);
+    snprintf(v[6], CELL, "%" PRIu64, s->peak_bytes);
+    remat_moment_t at = s->peak_at;
+    at.stages = 1; /* the row names the stage */
+    remat_format_moment(&at, v[7], CELL);
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static json_t *table_json(const remat_result_t *r, unsigned kinds) {
+    json_t *o = json_object();
+    json_object_set_new(o, "schema", json_string("remat-table/1"));
+    json_object_set_new(o, "remat_policy", json_string(policy_label(r)));
+    if (kinds & REMAT_TABLE_LAYERS) {
+        json_object_set_new(o, "layers", layers_json(r));
     }
-    emit_header(out, fmt, cols, widths, 8);
-    for (size_t k = 0; k < r->nstages; k++) {
-        const remat_stage_row_t *s = &r->stages[k];
-        char v[8][200];
-        snprintf(v[0], 200, "%zu", s->index);
-        snprintf(v[1], 200, "%zu", s->first_layer);
-        snprintf(v[2], 200, "%zu", s->last_layer);
-        snprintf(v[3], 200, "%zu", s->in_flight);
-        snprintf(v[4], 200, "%" PRIu64, s->static_bytes);
-        snprintf(v[5], 200, "%" PRIu64, s->inflight_bytes);
-        snprintf(v[6], 200, "%" PRIu64, s->peak_bytes);
-        char m[160];
-        remat_moment_t at = s->peak_at;
-        at.stages = 1; /* the row names the stage */
-        remat_format_moment(&at, m, sizeof m);
-        snprintf(v[7], 200, fmt == REMAT_FMT_CSV ? "\"%s\"" : "%s", m);
-        emit_cells(out, fmt, v[0], sizeof v[0], widths, 8);
+    if (kinds & REMAT_TABLE_TENSORS) {
+        json_object_set_new(o, "profiles", profiles_json(r));
     }
+    if (kinds & REMAT_TABLE_NAMES) {
+        json_object_set_new(o, "names", names_json(r));
+    }
+    if (kinds & REMAT_TABLE_STAGES) {
+        json_object_set_new(o, "stages", stages_json(r));
+    }
+    return o;
 }
 
 void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, unsigned kinds) {
     if (fmt == REMAT_FMT_JSON) {
-        json_t *o = json_object();
-        json_object_set_new(o, "schema", json_string("remat-table/1"));
-        json_object_set_new(o, "remat_policy", json_string(policy_label(r)));
-        if (kinds & REMAT_TABLE_LAYERS) {
-            json_object_set_new(o, "layers", layers_json(r));
-        }
-        if (kinds & REMAT_TABLE_TENSORS) {
-            json_object_set_new(o, "profiles", profiles_json(r));
-        }
-        if (kinds & REMAT_TABLE_NAMES) {
-            json_object_set_new(o, "names", names_json(r));
-        }
-        if (kinds & REMAT_TABLE_STAGES) {
-            json_object_set_new(o, "stages", stages_json(r));
-        }
-        emit_json(out, o);
+        emit_json(out, table_json(r, kinds));
         return;
     }
+    const table_spec_t specs[] = {
+        {"per-layer (per device)", layer_cols, COUNT(layer_cols), r->nlayers, layer_row},
+        {"per-tensor, one layer (per device)", tensor_cols, COUNT(tensor_cols),
+         r->nprofiles * r->graph->layer.ntensors, tensor_row},
+        {"per checkpoint name, all layers, one micro-batch (per device)", name_cols,
+         COUNT(name_cols), r->nnames, name_row},
+        {"per pipeline stage (per device)", stage_cols, COUNT(stage_cols), r->nstages, stage_row}};
+    static const unsigned kind_of[] = {REMAT_TABLE_LAYERS, REMAT_TABLE_TENSORS, REMAT_TABLE_NAMES,
+                                       REMAT_TABLE_STAGES};
     bool first = true;
-    if (kinds & REMAT_TABLE_LAYERS) {
-        table_layers(out, r, fmt);
-        first = false;
-    }
-    if (kinds & REMAT_TABLE_TENSORS) {
-        if (!first) {
-            fputc('\n', out);
+    for (size_t k = 0; k < COUNT(specs); k++) {
+        if (kinds & kind_of[k]) {
+            if (!first) {
+                fputc('\n', out);
+            }
+            draw_table(out, fmt, &specs[k], r);
+            first = false;
         }
-        table_tensors(out, r, fmt);
-        first = false;
-    }
-    if (kinds & REMAT_TABLE_NAMES) {
-        if (!first) {
-            fputc('\n', out);
-        }
-        table_names(out, r, fmt);
-        first = false;
-    }
-    if (kinds & REMAT_TABLE_STAGES) {
-        if (!first) {
-            fputc('\n', out);
-        }
-        table_stages(out, r, fmt);
     }
 }
 
 /* ---- compare and check -------------------------------------------------- */
+
+static const column_t compare_cols[] = {
+    {"rank", 4, false},          {"remat_policy", 33, false},    {"peak_hbm_bytes", 15, false},
+    {"peak_gib", 9, false},      {"fits", 6, false},             {"recompute_flops", 17, false},
+    {"offload_bytes", 14, false}, {"step_seconds", 12, false},   {"mfu", 6, false}};
+
+/* A compare row's fits column: the verdict, in one word. */
+static const char *fits_word(remat_verdict_t v) {
+    static const char *const words[] = {[REMAT_VERDICT_OOM] = "no",
+                                        [REMAT_VERDICT_RISK] = "margin",
+                                        [REMAT_VERDICT_HOST_OOM] = "host",
+                                        [REMAT_VERDICT_OK] = "yes"};
+    return words[v];
+}
+
+static void compare_row(const void *ctx, size_t i, remat_format_t fmt, cells_t v) {
+    (void)fmt;
+    const remat_result_t *r = ((const remat_result_t *const *)ctx)[i];
+    snprintf(v[0], CELL, "%zu", i + 1);
+    snprintf(v[1], CELL, "%s", policy_label(r));
+    snprintf(v[2], CELL, "%" PRIu64, r->peak_bytes);
+    snprintf(v[3], CELL, "%.2f", (double)r->peak_bytes / GIB);
+    snprintf(v[4], CELL, "%s", fits_word(remat_result_verdict(r)));
+    snprintf(v[5], CELL, "%" PRIu64, r->recompute_flops);
+    snprintf(v[6], CELL, "%" PRIu64, r->d2h_bytes);
+    snprintf(v[7], CELL, "%.6f", r->step_seconds);
+    snprintf(v[8], CELL, "%.3f", r->mfu);
+}
 
 void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
                           remat_format_t fmt) {
@@ -848,10 +896,6 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
         emit_json(out, o);
         return;
     }
-    static const char *const cols[] = {"rank",          "remat_policy",    "peak_hbm_bytes",
-                                       "peak_gib",      "fits",            "recompute_flops",
-                                       "offload_bytes", "step_seconds",    "mfu"};
-    static const int widths[] = {4, 33, 15, 9, 6, 17, 14, 12, 6};
     if (fmt == REMAT_FMT_TEXT && n) {
         char b[64];
         remat_format_bytes(rs[0]->budget_bytes, b, sizeof b);
@@ -860,61 +904,52 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
                 rs[0]->config->model_name, rs[0]->hw->name, b,
                 100.0 * rs[0]->config->safety_margin);
     }
-    emit_header(out, fmt, cols, widths, 9);
-    for (size_t i = 0; i < n; i++) {
-        const remat_result_t *r = rs[i];
-        char v[9][64];
-        snprintf(v[0], 64, "%zu", i + 1);
-        snprintf(v[1], 64, "%s", policy_label(r));
-        snprintf(v[2], 64, "%" PRIu64, r->peak_bytes);
-        snprintf(v[3], 64, "%.2f", (double)r->peak_bytes / GIB);
-        snprintf(v[4], 64, "%s",
-                 !r->fits ? "no" : !r->fits_margin ? "margin" : !r->host_fits ? "host" : "yes");
-        snprintf(v[5], 64, "%" PRIu64, r->recompute_flops);
-        snprintf(v[6], 64, "%" PRIu64, r->d2h_bytes);
-        snprintf(v[7], 64, "%.6f", r->step_seconds);
-        snprintf(v[8], 64, "%.3f", r->mfu);
-        emit_cells(out, fmt, v[0], sizeof v[0], widths, 9);
-    }
+    const table_spec_t spec = {NULL, compare_cols, COUNT(compare_cols), n, compare_row};
+    draw_table(out, fmt, &spec, rs);
+}
+
+/* The verdict's spellings: JSON's and the check line's. */
+static const struct {
+    const char *json, *text;
+} verdicts[] = {[REMAT_VERDICT_OOM] = {"oom", "OOM"},
+                [REMAT_VERDICT_RISK] = {"risk", "RISK"},
+                [REMAT_VERDICT_HOST_OOM] = {"host_oom", "HOST-OOM"},
+                [REMAT_VERDICT_OK] = {"ok", "OK"}};
+
+static json_t *check_json(const remat_result_t *r) {
+    json_t *o = json_object();
+    json_object_set_new(o, "schema", json_string("remat-check/1"));
+    json_object_set_new(o, "verdict", json_string(verdicts[remat_result_verdict(r)].json));
+    json_object_set_new(o, "pass", json_boolean(remat_result_passes(r)));
+    json_object_set_new(o, "fits", json_boolean(r->fits));
+    json_object_set_new(o, "fits_with_margin", json_boolean(r->fits_margin));
+    json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
+    json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
+    json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
+    json_object_set_new(o, "host_fits", json_boolean(r->host_fits));
+    json_object_set_new(o, "peak_at", moment_json(&r->peak_at));
+    return o;
 }
 
 void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt) {
-    char a[64], b[64], m[256];
-    remat_format_moment(&r->peak_at, m, sizeof m);
     if (fmt == REMAT_FMT_JSON) {
-        json_t *o = json_object();
-        json_object_set_new(o, "schema", json_string("remat-check/1"));
-        json_object_set_new(o, "verdict", json_string(!r->fits          ? "oom"
-                                                      : !r->fits_margin ? "risk"
-                                                      : !r->host_fits   ? "host_oom"
-                                                                        : "ok"));
-        json_object_set_new(o, "pass", json_boolean(remat_result_passes(r)));
-        json_object_set_new(o, "fits", json_boolean(r->fits));
-        json_object_set_new(o, "fits_with_margin", json_boolean(r->fits_margin));
-        json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
-        json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
-        json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
-        json_object_set_new(o, "host_fits", json_boolean(r->host_fits));
-        json_object_set_new(o, "peak_at", moment_json(&r->peak_at));
-        emit_json(out, o);
+        emit_json(out, check_json(r));
         return;
     }
+    char a[64], b[64], m[256], slice[192];
+    remat_format_moment(&r->peak_at, m, sizeof m);
     remat_format_bytes(r->peak_bytes, a, sizeof a);
     remat_format_bytes(r->budget_bytes, b, sizeof b);
-    const char *verdict = !r->fits          ? "OOM"
-                          : !r->fits_margin ? "RISK"
-                          : !r->host_fits   ? "HOST-OOM"
-                                            : "OK";
-    char slice[192];
     slice_text(r, slice, sizeof slice);
+    remat_verdict_t v = remat_result_verdict(r);
+    /* The host note also follows an OOM: both are worth fixing. */
+    const char *note = v == REMAT_VERDICT_RISK ? " (inside the safety margin)"
+                       : !r->host_fits         ? " (offloaded bytes exceed host RAM)"
+                                               : "";
     fprintf(out, "%s: %s on %s, remat_policy=%s: peak %s (%" PRIu64 " bytes) of %s per device, "
                  "%.1f%%%s, at %s\n",
-            verdict, r->config->model_name, slice, policy_label(r), a, r->peak_bytes, b,
-            100.0 * (double)r->peak_bytes / (double)r->budget_bytes,
-            !r->fits_margin && r->fits ? " (inside the safety margin)"
-            : !r->host_fits            ? " (offloaded bytes exceed host RAM)"
-                                       : "",
-            m);
+            verdicts[v].text, r->config->model_name, slice, policy_label(r), a, r->peak_bytes, b,
+            100.0 * (double)r->peak_bytes / (double)r->budget_bytes, note, m);
 }
 
 /* ---- solve -------------------------------------------------------------- */

@@ -20,7 +20,11 @@ typedef enum remat_format {
     REMAT_FMT_MD
 } remat_format_t;
 
+/** "text", "json", "csv" or "md" into @p out; false for any other string. */
 bool remat_format_parse(const char *s, remat_format_t *out);
+
+/** The spelling remat_format_parse() accepts for @p f (a static string). */
+const char *remat_format_name(remat_format_t f);
 
 /** `remat analyze`: verdict, breakdown at the peak, compute and offload. */
 void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt);

@@ -178,6 +178,17 @@ void remat_result_release(remat_result_t *r);
  */
 bool remat_result_passes(const remat_result_t *r);
 
+/** The verdict, worst first: what `check` prints and a compare row's fits. */
+typedef enum remat_verdict {
+    REMAT_VERDICT_OOM,      /* the peak exceeds the budget */
+    REMAT_VERDICT_RISK,     /* fits, but inside the safety margin */
+    REMAT_VERDICT_HOST_OOM, /* fits HBM; offloaded bytes exceed the host's RAM */
+    REMAT_VERDICT_OK        /* passes (remat_result_passes) */
+} remat_verdict_t;
+
+/** The verdict of an analyzed step; REMAT_VERDICT_OK exactly when it passes. */
+remat_verdict_t remat_result_verdict(const remat_result_t *r);
+
 /**
  * Analyzes one step. The graph, config, policy and hardware are borrowed and
  * must outlive @p out. Errors: REMAT_E_CONFIG (dims that do not bind),

@@ -3,7 +3,8 @@
  * verdict.c: whether the step fits: the worst stage's peak against the HBM
  * budget with and without the safety margin, and the host's RAM against
  * what its chips offload. remat_result_passes() is the one definition of
- * "passes" that check, compare, the reports and the solver share.
+ * "passes" that check, compare, the reports and the solver share, and
+ * remat_result_verdict() the one classification of a step that does not.
  *
  * Invariants:
  *  - the result's peak, breakdown and moment are the worst stage's;
@@ -12,12 +13,22 @@
  *    fits_margin implies fits; checked below 2^53 bytes, where a double
  *    holds the budget exactly and the product cannot round above it.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "sim_rooms.h"
 
 bool remat_result_passes(const remat_result_t *r) {
     return r->fits_margin && r->host_fits;
+}
+
+remat_verdict_t remat_result_verdict(const remat_result_t *r) {
+    remat_verdict_t v = !r->fits          ? REMAT_VERDICT_OOM
+                        : !r->fits_margin ? REMAT_VERDICT_RISK
+                        : !r->host_fits   ? REMAT_VERDICT_HOST_OOM
+                                          : REMAT_VERDICT_OK;
+    assert((v == REMAT_VERDICT_OK) == remat_result_passes(r));
+    return v;
 }
 
 /* Host RAM: offloaded residuals of a device's layers for every micro-batch

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli_help.c: the command line's help, drawn from the command and option
+ * tables (cli.h): the overview ('remat help') and each command's own page
+ * ('remat help NAME', 'remat NAME --help'). Nothing here decides what a
+ * command accepts; the tables do, and cli.c enforces them, so the help and
+ * the parser cannot disagree.
+ */
+#include "cli.h"
+
+#include <assert.h>
+#include <string.h>
+
+const remat_cli_option_t remat_cli_options[] = {
+    {CLI_OPT_CONFIG, "--config", "FILE",
+     "JSON config with MaxText keys (key=value arguments override it)"},
+    {CLI_OPT_FORMAT, "--format", "FMT", NULL /* the command's formats */},
+    {CLI_OPT_POLICIES, "--policies", "LIST", "comma-separated presets or policy files"},
+    {CLI_OPT_KIND, "--kind", "KIND", "layers, tensors, names, stages or all (default all)"},
+    {CLI_OPT_FRONTIER, "--frontier", NULL, "also list the Pareto frontier (enumerates every plan)"},
+    {CLI_OPT_EXHAUSTIVE, "--exhaustive", NULL,
+     "enumerate instead of branch and bound (same answer)"},
+    {CLI_OPT_EMIT_POLICY, "--emit-policy", "FILE", "write the placement as a policy file"},
+};
+const size_t remat_cli_noptions = sizeof remat_cli_options / sizeof remat_cli_options[0];
+
+void remat_cli_formats_text(unsigned formats, bool mark_default, char *buf, size_t size) {
+    static const remat_format_t order[] = {REMAT_FMT_TEXT, REMAT_FMT_JSON, REMAT_FMT_CSV,
+                                           REMAT_FMT_MD};
+    static const char *const names[] = {[REMAT_FMT_TEXT] = "text",
+                                        [REMAT_FMT_JSON] = "json",
+                                        [REMAT_FMT_CSV] = "csv",
+                                        [REMAT_FMT_MD] = "md"};
+    assert(formats & CLI_FMT(REMAT_FMT_TEXT));
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof order / sizeof order[0] && len < size; i++) {
+        if (formats & CLI_FMT(order[i])) {
+            len += (size_t)snprintf(buf + len, size - len, "%s%s%s", len ? ", " : "",
+                                    names[order[i]],
+                                    mark_default && order[i] == REMAT_FMT_TEXT ? " (default)" : "");
+        }
+    }
+}
+
+/* "--config FILE      help": the option and its argument in 18 columns.
+   @p owner, when set, prefixes the help with the one command taking it. */
+static void option_line(FILE *out, const remat_cli_option_t *o, unsigned formats,
+                        const char *owner) {
+    char spell[64], fmts[64];
+    snprintf(spell, sizeof spell, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    const char *help = o->help;
+    if (o->bit == CLI_OPT_FORMAT) {
+        remat_cli_formats_text(formats, true, fmts, sizeof fmts);
+        help = fmts;
+    }
+    fprintf(out, "  %-18s %s%s%s\n", spell, owner ? owner : "", owner ? ": " : "", help);
+}
+
+void remat_cli_overview(FILE *out, const remat_cli_command_t *cmds, size_t n) {
+    fputs("usage: remat <command> [options] [key=value ...]\n\ncommands:\n", out);
+    unsigned formats = 0;
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "  %-10s %s\n", cmds[i].label, cmds[i].summary);
+        formats |= cmds[i].formats;
+    }
+    fputs("\noptions:\n", out);
+    for (size_t k = 0; k < remat_cli_noptions; k++) {
+        const remat_cli_option_t *o = &remat_cli_options[k];
+        const char *owner = NULL;
+        size_t takers = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (cmds[i].opts & o->bit) {
+                owner = cmds[i].name;
+                takers++;
+            }
+        }
+        option_line(out, o, formats, takers == 1 ? owner : NULL);
+    }
+    fputs("\nconfiguration uses MaxText's keys, e.g.\n"
+          "  remat analyze model_name=llama3-70b per_device_batch_size=2 remat_policy=minimal\n"
+          "  remat check remat_policy=custom query_proj=device mlpwi_0=offload hbm_budget=96GiB\n"
+          "with no key the default is llama3-8b on tpu7x, MaxText's base.yml batch and sequence,\n"
+          "remat_policy=full. exit codes: 0 ok, 1 negative verdict, 2 bad input, 3 internal.\n"
+          "'remat help COMMAND' or 'remat COMMAND --help' describes one command.\n",
+          out);
+}
+
+void remat_cli_command_help(FILE *out, const remat_cli_command_t *cmd) {
+    assert((cmd->opts & ~(unsigned)CLI_OPT_ALL) == 0);
+    assert(!(cmd->opts & CLI_OPT_FORMAT) == !cmd->formats);
+    fprintf(out, "usage: remat %s\n\n%s\n", cmd->synopsis, cmd->summary);
+    if (cmd->help) {
+        fprintf(out, "\n%s", cmd->help);
+    }
+    if (cmd->opts) {
+        fputs("\noptions:\n", out);
+        for (size_t k = 0; k < remat_cli_noptions; k++) {
+            if (cmd->opts & remat_cli_options[k].bit) {
+                option_line(out, &remat_cli_options[k], cmd->formats, NULL);
+            }
+        }
+        fputs("\nsettings are MaxText's keys as key=value, after the options or among them\n"
+              "('remat list keys' lists them; docs/config.md describes them).\n",
+              out);
+    }
+}
