@@ -2,6 +2,12 @@
 /*
  * config.c: the typed key table, value parsing, and the layering of defaults,
  * model preset, config file and key=value arguments (config.h).
+ *
+ * The config is a fixed struct; building it allocates only the list of
+ * settings read from the file and the arguments (entry_t), the file's text
+ * and its JSON tree. Those allocations are fallible (util.h): a failure is
+ * REMAT_E_NOMEM and frees them; the list grows only once its new entry has
+ * room, so it is always whole and freeable.
  */
 #include "remat/config.h"
 
@@ -491,7 +497,12 @@ static remat_status_t json_to_entries(json_t *obj, const char *source, entry_t *
                                "a config must be a JSON object of key: value");
     }
     json_object_foreach(obj, key, v) {
-        *out = remat_i_xrealloc(*out, (*n + 1) * sizeof **out);
+        entry_t *grown = remat_i_try_realloc_array(*out, *n + 1, sizeof **out, err);
+        if (!grown) {
+            remat_error_set_source(err, source);
+            return REMAT_E_NOMEM;
+        }
+        *out = grown;
         entry_t *e = &(*out)[*n];
         memset(e, 0, sizeof *e);
         e->source = source;
@@ -537,14 +548,15 @@ static remat_status_t apply_model(remat_config_t *c, const char *name, remat_err
     }
     char source[REMAT_ERR_SOURCE_LEN + 300];
     snprintf(source, sizeof source, "<builtin:models/%s.json>", name);
-    json_t *root = remat_i_json_load(text, source, err);
-    if (!root) {
-        return REMAT_E_INTERNAL; /* a built-in preset that does not parse */
+    json_t *root;
+    remat_status_t st = remat_i_json_parse(text, source, &root, err);
+    if (st) {
+        /* out of memory; else a built-in preset that does not parse */
+        return st == REMAT_E_NOMEM ? st : REMAT_E_INTERNAL;
     }
     entry_t *entries = NULL;
     size_t n = 0;
-    remat_status_t st =
-        json_to_entries(json_object_get(root, "config"), source, &entries, &n, "$.config", err);
+    st = json_to_entries(json_object_get(root, "config"), source, &entries, &n, "$.config", err);
     for (size_t i = 0; st == REMAT_OK && i < n; i++) {
         st = remat_config_set(c, entries[i].key, entries[i].value, source, entries[i].path, err);
     }
@@ -599,7 +611,13 @@ static remat_status_t args_to_entries(size_t nargs, char *const *args, entry_t *
     remat_status_t st = REMAT_OK;
     for (size_t i = 0; i < nargs; i++) {
         const char *eq = strchr(args[i], '=');
-        entries = remat_i_xrealloc(entries, (n + 1) * sizeof *entries);
+        entry_t *grown = remat_i_try_realloc_array(entries, n + 1, sizeof *entries, err);
+        if (!grown) {
+            remat_error_set_source(err, "<command line>");
+            st = REMAT_E_NOMEM;
+            break;
+        }
+        entries = grown;
         entry_t *e = &entries[n];
         memset(e, 0, sizeof *e);
         e->source = "<command line>";
@@ -636,10 +654,11 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
         if ((st = remat_i_read_file(file, &text, err))) {
             return st;
         }
-        json_t *root = remat_i_json_load(text, file, err);
+        json_t *root;
+        st = remat_i_json_parse(text, file, &root, err);
         free(text);
-        if (!root) {
-            return REMAT_E_SYNTAX;
+        if (st) {
+            return st;
         }
         st = json_to_entries(root, file, &entries, &n, "$", err);
         json_decref(root);

@@ -6,6 +6,12 @@
  * op's backward), buffer aliasing of views, and each tensor's last forward
  * use. igraph does the graph algorithms; this file is its only user besides
  * the policy planner.
+ *
+ * The analysis runs inside the loader, so its allocations are fallible like
+ * the loader's (util.h): REMAT_E_NOMEM, and the caller frees the graph.
+ * igraph allocates with its own malloc, which remat cannot hook; its
+ * IGRAPH_ENOMEM becomes REMAT_E_NOMEM too (from_igraph), and every igraph
+ * object made here is destroyed on every path.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -303,7 +309,10 @@ static remat_status_t order_ops(ctx_t *c, remat_block_t *b, const igraph_t *ig,
     if (ist) {
         return from_igraph(c, ist);
     }
-    b->order = remat_i_xcalloc(b->nops, sizeof *b->order);
+    b->order = remat_i_try_calloc(b->nops, sizeof *b->order, c->err);
+    if (!b->order) {
+        return REMAT_E_NOMEM;
+    }
     size_t n = 0;
     bool file_order = true;
     for (size_t j = 0; j < b->nops && file_order; j++) {
@@ -329,35 +338,35 @@ static remat_status_t order_ops(ctx_t *c, remat_block_t *b, const igraph_t *ig,
 static igraph_error_t reach_gradients(const remat_block_t *b, const igraph_t *ig, size_t takes,
                                       size_t feeds, igraph_vector_int_t *roots,
                                       igraph_vector_int_t *allowed, bool *fwd, bool *bwd) {
+    igraph_error_t ist = IGRAPH_SUCCESS;
     igraph_vector_int_clear(roots);
     igraph_vector_int_clear(allowed);
-    for (size_t i = 0; i < b->ntensors; i++) {
+    for (size_t i = 0; i < b->ntensors && !ist; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         if (is_float(t->dtype)) {
-            igraph_vector_int_push_back(allowed, (igraph_integer_t)i);
-            if (t->input || t->param || i == takes) {
-                igraph_vector_int_push_back(roots, (igraph_integer_t)i);
+            ist = igraph_vector_int_push_back(allowed, (igraph_integer_t)i);
+            if (!ist && (t->input || t->param || i == takes)) {
+                ist = igraph_vector_int_push_back(roots, (igraph_integer_t)i);
             }
         }
     }
-    for (size_t j = 0; j < b->nops; j++) {
-        igraph_vector_int_push_back(allowed, (igraph_integer_t)(b->ntensors + j));
+    for (size_t j = 0; j < b->nops && !ist; j++) {
+        ist = igraph_vector_int_push_back(allowed, (igraph_integer_t)(b->ntensors + j));
     }
-    igraph_error_t ist = remat_i_reach(ig, roots, IGRAPH_OUT, allowed, fwd);
-    if (ist) {
+    if (ist || (ist = remat_i_reach(ig, roots, IGRAPH_OUT, allowed, fwd))) {
         return ist;
     }
     igraph_vector_int_clear(roots);
-    for (size_t i = 0; i < b->noutputs; i++) {
+    for (size_t i = 0; i < b->noutputs && !ist; i++) {
         if (is_float(b->tensors[b->outputs[i]].dtype)) {
-            igraph_vector_int_push_back(roots, (igraph_integer_t)b->outputs[i]);
+            ist = igraph_vector_int_push_back(roots, (igraph_integer_t)b->outputs[i]);
         }
     }
-    if (feeds != REMAT_NONE) {
+    if (feeds != REMAT_NONE && !ist) {
         /* The head's feed to layer 0 receives its gradient from the layers. */
-        igraph_vector_int_push_back(roots, (igraph_integer_t)feeds);
+        ist = igraph_vector_int_push_back(roots, (igraph_integer_t)feeds);
     }
-    return remat_i_reach(ig, roots, IGRAPH_IN, allowed, bwd);
+    return ist ? ist : remat_i_reach(ig, roots, IGRAPH_IN, allowed, bwd);
 }
 
 /* DAG check, order and which tensors need gradients, on igraph. */
@@ -369,12 +378,16 @@ static remat_status_t analyze_flow(ctx_t *c, remat_block_t *b, const char *secti
         return from_igraph(c, ist);
     }
     size_t nv = b->ntensors + b->nops;
-    bool *fwd = remat_i_xcalloc(nv, sizeof *fwd);
-    bool *bwd = remat_i_xcalloc(nv, sizeof *bwd);
-    igraph_vector_int_t v1, v2;
-    igraph_vector_int_init(&v1, 0);
-    igraph_vector_int_init(&v2, 0);
-    remat_status_t st = check_acyclic(c, b, section, &ig, &v1, &v2);
+    bool *fwd = remat_i_try_calloc(nv, sizeof *fwd, c->err);
+    bool *bwd = fwd ? remat_i_try_calloc(nv, sizeof *bwd, c->err) : NULL;
+    /* A vector whose init failed holds no storage, so destroying it is safe. */
+    igraph_vector_int_t v1 = {0}, v2 = {0};
+    remat_status_t st = REMAT_E_NOMEM;
+    if (fwd && bwd) {
+        ist = igraph_vector_int_init(&v1, 0);
+        ist = ist ? ist : igraph_vector_int_init(&v2, 0);
+        st = ist ? from_igraph(c, ist) : check_acyclic(c, b, section, &ig, &v1, &v2);
+    }
     if (st == REMAT_OK) {
         st = order_ops(c, b, &ig, &v1);
     }
@@ -489,18 +502,24 @@ static remat_status_t order_head(ctx_t *c, bool *feeds_after) {
     if (ist) {
         return from_igraph(c, ist);
     }
-    bool *after = remat_i_xcalloc(H->ntensors + H->nops, sizeof *after);
-    igraph_vector_int_t roots;
-    igraph_vector_int_init(&roots, 1);
-    VECTOR(roots)[0] = (igraph_integer_t)g->head_takes;
-    ist = remat_i_reach(&ig, &roots, IGRAPH_OUT, NULL, after);
-    igraph_vector_int_destroy(&roots);
-    igraph_destroy(&ig);
-    if (ist) {
-        free(after);
-        return from_igraph(c, ist);
+    bool *after = remat_i_try_calloc(H->ntensors + H->nops, sizeof *after, c->err);
+    if (!after) {
+        igraph_destroy(&ig);
+        return REMAT_E_NOMEM;
     }
-    size_t *order = remat_i_xcalloc(H->nops, sizeof *order), n = 0;
+    igraph_vector_int_t roots;
+    ist = igraph_vector_int_init(&roots, 1);
+    if (!ist) {
+        VECTOR(roots)[0] = (igraph_integer_t)g->head_takes;
+        ist = remat_i_reach(&ig, &roots, IGRAPH_OUT, NULL, after);
+        igraph_vector_int_destroy(&roots);
+    }
+    igraph_destroy(&ig);
+    size_t *order = ist ? NULL : remat_i_try_calloc(H->nops, sizeof *order, c->err), n = 0;
+    if (!order) {
+        free(after);
+        return ist ? from_igraph(c, ist) : REMAT_E_NOMEM;
+    }
     for (int pass = 0; pass < 2; pass++) {
         for (size_t p = 0; p < H->nops; p++) {
             if (after[H->ntensors + H->order[p]] == (pass == 1)) {

@@ -4,6 +4,11 @@
  * (format "remat-graph/1"): types, required keys, names that must resolve.
  * Semantic checks that need the whole graph (DAG, shapes, einsum specs) live
  * in graph.c; no json_t survives a call into this file.
+ *
+ * Every allocation is fallible (util.h): a failure returns REMAT_E_NOMEM up
+ * the same path as a schema error, and remat_graph_free releases the
+ * partial graph. So that it can, a count (ndims, ntensors, nops) is set only
+ * once its array exists, and an array's entries start zeroed.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,6 +50,17 @@ static remat_status_t fail(loader_t *L, remat_status_t code, const char *fmt, ..
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     return remat_error_set(L->err, code, L->source, L->path.buf, "%s", text);
+}
+
+/* A copy of @p s into *out; REMAT_E_NOMEM (err set) when it cannot be made. */
+static remat_status_t dup(loader_t *L, const char *s, char **out) {
+    *out = remat_i_try_strdup(s, L->err);
+    return *out ? REMAT_OK : REMAT_E_NOMEM;
+}
+
+/* jansson could not grow one of the loader's hash tables. */
+static remat_status_t json_nomem(loader_t *L) {
+    return fail(L, REMAT_E_NOMEM, "out of memory (in jansson)");
 }
 
 /* Object keys that a section may hold; anything else is a typo to report. */
@@ -115,14 +131,19 @@ static remat_status_t load_dims(loader_t *L, json_t *dims) {
     if (json_object_size(dims) > 64) {
         return fail(L, REMAT_E_SCHEMA, "at most 64 dims");
     }
+    g->dims = remat_i_try_calloc(json_object_size(dims), sizeof *g->dims, L->err);
+    if (!g->dims) {
+        return REMAT_E_NOMEM;
+    }
     g->ndims = json_object_size(dims);
-    g->dims = remat_i_xcalloc(g->ndims, sizeof *g->dims);
     size_t i = 0;
     const char *key;
     json_t *d;
     json_object_foreach(dims, key, d) {
         remat_dim_t *dim = &g->dims[i++];
-        dim->name = remat_i_xstrdup(key);
+        if (dup(L, key, &dim->name)) {
+            return REMAT_E_NOMEM;
+        }
         remat_i_jpath_key(&L->path, key);
         static const char *const allowed[] = {"from", "div", "value", "axis", "weight_axis", NULL};
         if (!valid_name(key)) {
@@ -145,8 +166,8 @@ static remat_status_t load_dims(loader_t *L, json_t *dims) {
             return fail(L, REMAT_E_SCHEMA,
                         "dim '%s': 'div' needs 'from' and must name an integer config key", key);
         }
-        if (div) {
-            dim->div = remat_i_xstrdup(div);
+        if (div && (st = dup(L, div, &dim->div))) {
+            return st;
         }
         json_t *value = json_object_get(d, "value");
         if ((from == NULL) == (value == NULL)) {
@@ -158,22 +179,20 @@ static remat_status_t load_dims(loader_t *L, json_t *dims) {
                             "dim '%s' binds to '%s', which is not an integer config key", key,
                             from);
             }
-            dim->from = remat_i_xstrdup(from);
+            if ((st = dup(L, from, &dim->from))) {
+                return st;
+            }
         } else {
             if (!json_is_integer(value) || json_integer_value(value) <= 0) {
                 return fail(L, REMAT_E_SCHEMA, "dim '%s': 'value' must be a positive integer", key);
             }
             dim->value = (uint64_t)json_integer_value(value);
         }
-        if (axis) {
-            dim->axis = remat_i_xstrdup(axis);
-        }
         const char *waxis;
-        if ((st = get_string(L, d, "weight_axis", false, &waxis))) {
+        if ((axis && (st = dup(L, axis, &dim->axis))) ||
+            (st = get_string(L, d, "weight_axis", false, &waxis)) ||
+            (waxis && (st = dup(L, waxis, &dim->weight_axis)))) {
             return st;
-        }
-        if (waxis) {
-            dim->weight_axis = remat_i_xstrdup(waxis);
         }
         remat_i_jpath_pop(&L->path);
     }
@@ -212,7 +231,9 @@ static remat_status_t load_axes(loader_t *L, json_t *t, remat_tensor_t *out) {
             remat_i_jpath_index(&L->path, i);
             return fail(L, REMAT_E_SCHEMA, "a logical axis must be a name or null");
         }
-        out->axes[i] = remat_i_xstrdup(json_string_value(a));
+        if (dup(L, json_string_value(a), &out->axes[i])) {
+            return REMAT_E_NOMEM;
+        }
     }
     remat_i_jpath_pop(&L->path);
     return REMAT_OK;
@@ -224,8 +245,10 @@ static remat_status_t load_tags(loader_t *L, json_t *t, remat_tensor_t *out) {
     if (ck) {
         remat_i_jpath_key(&L->path, "checkpoint");
         if (json_is_string(ck)) {
+            if (dup(L, json_string_value(ck), &out->tags[0])) {
+                return REMAT_E_NOMEM;
+            }
             out->ntags = 1;
-            out->tags[0] = remat_i_xstrdup(json_string_value(ck));
         } else if (json_is_array(ck) && json_array_size(ck) >= 1 &&
                    json_array_size(ck) <= REMAT_MAX_TAGS) {
             for (size_t i = 0; i < json_array_size(ck); i++) {
@@ -233,7 +256,10 @@ static remat_status_t load_tags(loader_t *L, json_t *t, remat_tensor_t *out) {
                 if (!json_is_string(s)) {
                     return fail(L, REMAT_E_SCHEMA, "checkpoint names must be strings");
                 }
-                out->tags[out->ntags++] = remat_i_xstrdup(json_string_value(s));
+                if (dup(L, json_string_value(s), &out->tags[out->ntags])) {
+                    return REMAT_E_NOMEM;
+                }
+                out->ntags++;
             }
         } else {
             return fail(L, REMAT_E_SCHEMA,
@@ -256,9 +282,11 @@ static remat_status_t load_tags(loader_t *L, json_t *t, remat_tensor_t *out) {
 static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
     static const char *const allowed[] = {"shape", "dtype", "param", "checkpoint", "axes", NULL};
     remat_status_t st;
-    out->name = remat_i_xstrdup(name);
     out->producer = REMAT_NONE;
     out->last_use = REMAT_NONE;
+    if ((st = dup(L, name, &out->name))) {
+        return st;
+    }
     if (!valid_name(name)) {
         return fail(L, REMAT_E_SCHEMA, "invalid tensor name '%s' " NAME_RULE, name);
     }
@@ -326,10 +354,10 @@ static remat_status_t load_name_list(loader_t *L, json_t *arr, const char *key,
                    ? fail(L, REMAT_E_SCHEMA, "'%s' must be an array of 1 to 8 tensor names", key)
                    : fail(L, REMAT_E_SCHEMA, "'%s' must be a non-empty array of tensor names", key);
     }
-    *n = json_array_size(arr);
-    if (!*out) {
-        *out = remat_i_xcalloc(*n, sizeof **out);
+    if (!*out && !(*out = remat_i_try_calloc(json_array_size(arr), sizeof **out, L->err))) {
+        return REMAT_E_NOMEM;
     }
+    *n = json_array_size(arr);
     for (size_t i = 0; i < *n; i++) {
         json_t *s = json_array_get(arr, i);
         remat_i_jpath_index(&L->path, i);
@@ -399,10 +427,9 @@ static remat_status_t load_op(loader_t *L, json_t *o, remat_op_t *op) {
     const char *name, *kind, *spec;
     if ((st = get_string(L, o, "name", true, &name)) ||
         (st = get_string(L, o, "op", true, &kind)) ||
-        (st = get_string(L, o, "spec", false, &spec))) {
+        (st = get_string(L, o, "spec", false, &spec)) || (st = dup(L, name, &op->name))) {
         return st;
     }
-    op->name = remat_i_xstrdup(name);
     if (!valid_name(name)) {
         return fail(L, REMAT_E_SCHEMA, "invalid op name '%s' " NAME_RULE, name);
     }
@@ -485,8 +512,11 @@ static remat_status_t load_block_body(loader_t *L, json_t *obj, remat_block_t *b
     if (!json_is_array(ops) || json_array_size(ops) == 0) {
         return fail(L, REMAT_E_SCHEMA, "'ops' must be a non-empty array");
     }
+    b->tensors = remat_i_try_calloc(json_object_size(tensors), sizeof *b->tensors, L->err);
+    if (!b->tensors) {
+        return REMAT_E_NOMEM;
+    }
     b->ntensors = json_object_size(tensors);
-    b->tensors = remat_i_xcalloc(b->ntensors, sizeof *b->tensors);
     remat_i_jpath_key(&L->path, "tensors");
     size_t i = 0;
     const char *key;
@@ -497,7 +527,7 @@ static remat_status_t load_block_body(loader_t *L, json_t *obj, remat_block_t *b
             return st;
         }
         if (json_object_set_new(L->tensor_index, key, json_integer((json_int_t)i++))) {
-            return fail(L, REMAT_E_NOMEM, "out of memory");
+            return json_nomem(L);
         }
         remat_i_jpath_pop(&L->path);
     }
@@ -511,8 +541,11 @@ static remat_status_t load_block_body(loader_t *L, json_t *obj, remat_block_t *b
     for (size_t k = 0; k < b->ninputs; k++) {
         b->tensors[b->inputs[k]].input = true;
     }
+    b->ops = remat_i_try_calloc(json_array_size(ops), sizeof *b->ops, L->err);
+    if (!b->ops) {
+        return REMAT_E_NOMEM;
+    }
     b->nops = json_array_size(ops);
-    b->ops = remat_i_xcalloc(b->nops, sizeof *b->ops);
     remat_i_jpath_key(&L->path, "ops");
     for (size_t k = 0; k < b->nops; k++) {
         remat_i_jpath_index(&L->path, k);
@@ -524,7 +557,7 @@ static remat_status_t load_block_body(loader_t *L, json_t *obj, remat_block_t *b
             return fail(L, REMAT_E_GRAPH, "duplicate op name '%s'", b->ops[k].name);
         }
         if (json_object_set_new(L->op_names, b->ops[k].name, json_true())) {
-            return fail(L, REMAT_E_NOMEM, "out of memory");
+            return json_nomem(L);
         }
         remat_i_jpath_pop(&L->path);
     }
@@ -537,7 +570,7 @@ static remat_status_t load_block(loader_t *L, json_t *obj, remat_block_t *b, boo
     L->op_names = json_object();
     remat_status_t st = L->tensor_index && L->op_names
                              ? load_block_body(L, obj, b, head)
-                             : fail(L, REMAT_E_NOMEM, "out of memory");
+                             : json_nomem(L);
     json_decref(L->tensor_index);
     json_decref(L->op_names);
     L->tensor_index = L->op_names = NULL;
@@ -575,8 +608,9 @@ static remat_status_t load_root(loader_t *L, json_t *root) {
         remat_i_jpath_key(&L->path, remat_i_printable(name) ? "description" : "name");
         return fail(L, REMAT_E_SCHEMA, "must not hold control characters (newlines, tabs)");
     }
-    g->name = remat_i_xstrdup(name);
-    g->description = remat_i_xstrdup(desc ? desc : "");
+    if ((st = dup(L, name, &g->name)) || (st = dup(L, desc ? desc : "", &g->description))) {
+        return st;
+    }
     json_t *dims = json_object_get(root, "dims");
     if (!dims) {
         return fail(L, REMAT_E_SCHEMA, "missing required key 'dims'");
@@ -623,17 +657,23 @@ static remat_status_t load_root(loader_t *L, json_t *root) {
 remat_status_t remat_graph_load_string(const char *text, const char *source, remat_graph_t **out,
                                        remat_error_t *err) {
     *out = NULL;
-    json_t *root = remat_i_json_load(text, source, err);
-    if (!root) {
-        return REMAT_E_SYNTAX;
+    json_t *root;
+    remat_status_t st = remat_i_json_parse(text, source, &root, err);
+    if (st) {
+        return st;
     }
     loader_t L = {.source = source, .err = err};
     remat_i_jpath_init(&L.path);
-    L.g = remat_i_xcalloc(1, sizeof *L.g);
-    L.g->source = remat_i_xstrdup(source);
-    remat_status_t st = load_root(&L, root);
+    L.g = remat_i_try_calloc(1, sizeof *L.g, err);
+    if (L.g && (L.g->source = remat_i_try_strdup(source, err))) {
+        st = load_root(&L, root);
+    } else {
+        st = REMAT_E_NOMEM;
+    }
     json_decref(root);
     if (st != REMAT_OK) {
+        /* The allocators leave the source empty: name the file. */
+        remat_error_set_source(err, source);
         remat_graph_free(L.g);
         return st;
     }

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* hw.c: hardware profile loading and lookup (hw.h). */
+/*
+ * hw.c: hardware profile loading and lookup (hw.h). A profile is a fixed
+ * struct: loading allocates only to read the file and parse the JSON, and
+ * either failure is an error status (REMAT_E_NOMEM for memory) with *out
+ * left zeroed.
+ */
 #include "remat/hw.h"
 
 #include <ctype.h>
@@ -191,11 +196,11 @@ static remat_status_t derive_devices(json_t *root, const char *source, bool v2, 
 remat_status_t remat_hw_load_string(const char *text, const char *source, remat_hw_t *out,
                                     remat_error_t *err) {
     memset(out, 0, sizeof *out);
-    json_t *root = remat_i_json_load(text, source, err);
-    if (!root) {
-        return REMAT_E_SYNTAX;
+    json_t *root;
+    remat_status_t st = remat_i_json_parse(text, source, &root, err);
+    if (st) {
+        return st; /* out stays zeroed: parsing is where loading allocates */
     }
-    remat_status_t st = REMAT_OK;
     json_t *format = json_object_get(root, "format");
     const char *fmt = json_is_string(format) ? json_string_value(format) : "";
     const bool v2 = strcmp(fmt, "remat-hardware/2") == 0;

@@ -8,6 +8,10 @@
  * tensor and op visited at most once) with the producer edges of saveable
  * tensors cut (a kept tensor ends the walk); igraph validated the graph and
  * ordered it at load, so the per-plan walk needs no graph library.
+ *
+ * Loading allocates fallibly (util.h): a failure is REMAT_E_NOMEM and the
+ * partial policy is freed, so nranges is set only once ranges exists. The
+ * plan, an analysis step, keeps the aborting allocators.
  */
 #include "remat/policy.h"
 
@@ -49,7 +53,7 @@ void remat_policy_free(remat_policy_t *p) {
     if (!p) {
         return;
     }
-    for (size_t i = 0; i < p->nranges; i++) {
+    for (size_t i = 0; p->ranges && i < p->nranges; i++) {
         free(p->ranges[i].rules);
     }
     free(p->ranges);
@@ -60,22 +64,33 @@ void remat_policy_free(remat_policy_t *p) {
     free(p);
 }
 
-static void rules_set(remat_policy_rule_t **rules, size_t *n, const char *name,
-                      remat_place_t place) {
+/* Sets @p name's placement in the rule list, adding a rule if it has none;
+   REMAT_E_NOMEM (the list unchanged) when it cannot grow. */
+static remat_status_t rules_set(remat_policy_rule_t **rules, size_t *n, const char *name,
+                                remat_place_t place, remat_error_t *err) {
     for (size_t i = 0; i < *n; i++) {
         if (strcmp((*rules)[i].name, name) == 0) {
             (*rules)[i].place = place;
-            return;
+            return REMAT_OK;
         }
     }
-    *rules = remat_i_xrealloc(*rules, (*n + 1) * sizeof **rules);
+    remat_policy_rule_t *grown = remat_i_try_realloc_array(*rules, *n + 1, sizeof **rules, err);
+    if (!grown) {
+        return REMAT_E_NOMEM;
+    }
+    *rules = grown;
     snprintf((*rules)[*n].name, REMAT_NAME_LEN, "%s", name);
     (*rules)[*n].place = place;
     (*n)++;
+    return REMAT_OK;
 }
 
+/* Public and void: its callers build policies for an analysis (custom,
+   solve), which aborts on allocation failure like the rest of it (util.h). */
 void remat_policy_set(remat_policy_t *p, const char *name, remat_place_t place) {
-    rules_set(&p->rules, &p->nrules, name, place);
+    if (rules_set(&p->rules, &p->nrules, name, place, NULL)) {
+        remat_i_oom((p->nrules + 1) * sizeof *p->rules);
+    }
 }
 
 typedef struct ploader {
@@ -112,7 +127,9 @@ static remat_status_t load_names(ploader_t *L, json_t *names, remat_policy_rule_
         if (!json_is_string(v) || !remat_place_parse(json_string_value(v), &place)) {
             return pfail(L, "placement of '%s' must be \"remat\", \"device\" or \"offload\"", key);
         }
-        rules_set(rules, n, key, place);
+        if (rules_set(rules, n, key, place, L->err)) {
+            return REMAT_E_NOMEM;
+        }
         remat_i_jpath_pop(&L->path);
     }
     return REMAT_OK;
@@ -173,14 +190,17 @@ static remat_status_t load_header(ploader_t *L, json_t *root, remat_policy_t *p)
         remat_i_jpath_key(&L->path, "name");
         return pfail(L, "'name' must be a string without control characters");
     }
-    p->name = remat_i_xstrdup(json_string_value(name));
+    if (!(p->name = remat_i_try_strdup(json_string_value(name), L->err))) {
+        return REMAT_E_NOMEM;
+    }
     json_t *desc = json_object_get(root, "description");
     if (json_is_string(desc) && !remat_i_printable(json_string_value(desc))) {
         remat_i_jpath_key(&L->path, "description");
         return pfail(L, "'description' must not hold control characters");
     }
-    p->description = remat_i_xstrdup(json_is_string(desc) ? json_string_value(desc) : "");
-    return REMAT_OK;
+    p->description =
+        remat_i_try_strdup(json_is_string(desc) ? json_string_value(desc) : "", L->err);
+    return p->description ? REMAT_OK : REMAT_E_NOMEM;
 }
 
 /* "predicate" and the "predicate_placement" that only it allows. */
@@ -216,8 +236,11 @@ static remat_status_t load_layers(ploader_t *L, json_t *layers, remat_policy_t *
     if (!json_is_array(layers)) {
         return pfail(L, "'layers' must be an array of {\"range\": \"A-B\", \"names\": {...}}");
     }
+    p->ranges = remat_i_try_calloc(json_array_size(layers), sizeof *p->ranges, L->err);
+    if (!p->ranges) {
+        return REMAT_E_NOMEM;
+    }
     p->nranges = json_array_size(layers);
-    p->ranges = remat_i_xcalloc(p->nranges, sizeof *p->ranges);
     for (size_t i = 0; i < p->nranges; i++) {
         json_t *r = json_array_get(layers, i);
         remat_i_jpath_index(&L->path, i);
@@ -285,18 +308,24 @@ static remat_status_t load_policy(ploader_t *L, json_t *root, remat_policy_t *p)
 remat_status_t remat_policy_load_string(const char *text, const char *source, bool preset,
                                         remat_policy_t **out, remat_error_t *err) {
     *out = NULL;
-    json_t *root = remat_i_json_load(text, source, err);
-    if (!root) {
-        return REMAT_E_SYNTAX;
+    json_t *root;
+    remat_status_t st = remat_i_json_parse(text, source, &root, err);
+    if (st) {
+        return st;
     }
     ploader_t L = {.source = source, .err = err};
     remat_i_jpath_init(&L.path);
-    remat_policy_t *p = remat_i_xcalloc(1, sizeof *p);
-    p->preset = preset;
-    p->source = remat_i_xstrdup(source);
-    remat_status_t st = load_policy(&L, root, p);
+    remat_policy_t *p = remat_i_try_calloc(1, sizeof *p, err);
+    if (p && (p->source = remat_i_try_strdup(source, err))) {
+        p->preset = preset;
+        st = load_policy(&L, root, p);
+    } else {
+        st = REMAT_E_NOMEM;
+    }
     json_decref(root);
     if (st) {
+        /* The allocators leave the source empty: name the file. */
+        remat_error_set_source(err, source);
         remat_policy_free(p);
         return st;
     }

@@ -2,6 +2,8 @@
 /*
  * topology.c: slice names to a hardware profile and a device count
  * (topology.h). Chip family spellings belong to hw.c (remat_hw_family).
+ * Parsing loads the family's built-in profile, so it can fail for memory:
+ * REMAT_E_NOMEM, as from any loader.
  */
 #include "remat/topology.h"
 
@@ -80,8 +82,14 @@ remat_status_t remat_topology_parse(const char *name, const char *source, const 
         return bad_name(name, source, path, "names no known chip family", err);
     }
     remat_hw_t hw;
-    remat_error_t ignored;
-    if (remat_hw_resolve(hardware, &hw, &ignored) != REMAT_OK) {
+    remat_error_t hw_err;
+    remat_error_init(&hw_err);
+    remat_status_t st = remat_hw_resolve(hardware, &hw, &hw_err);
+    if (st == REMAT_E_NOMEM) {
+        /* loading the profile ran out of memory: that, not a broken built-in */
+        return remat_error_set(err, st, source ? source : hw_err.source, path, "%s", hw_err.text);
+    }
+    if (st != REMAT_OK) {
         return remat_error_set(err, REMAT_E_INTERNAL, source, path,
                                "built-in hardware '%s' does not load", hardware);
     }

@@ -1,44 +1,116 @@
 /* SPDX-License-Identifier: MIT */
-/* util.c: allocation wrappers, JSON paths, edit distance (see util.h). */
+/*
+ * util.c: allocators, JSON paths, edit distance, file reading (see util.h).
+ * Every allocation goes through injected(), which counts it in this thread
+ * and says whether it is the one the hook fails; the x allocators are the
+ * try_ allocators plus an abort, so the two families count alike.
+ */
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void oom(size_t n) {
+/* Per thread, so that a test's injection cannot hit another thread. */
+static _Thread_local uint64_t alloc_count, alloc_fail_at, alloc_failures;
+
+void remat_i_alloc_fail_at(uint64_t n) {
+    alloc_count = 0;
+    alloc_fail_at = n;
+}
+
+uint64_t remat_i_alloc_count(void) {
+    return alloc_count;
+}
+
+uint64_t remat_i_alloc_failures(void) {
+    return alloc_failures;
+}
+
+/* Whether this allocation is the one to fail (one branch when the hook is
+   off: alloc_fail_at is 0 and the count is never 0 after the increment). */
+static bool injected(void) {
+    return ++alloc_count == alloc_fail_at;
+}
+
+static void *nomem(size_t count, size_t size, remat_error_t *err) {
+    alloc_failures++;
+    if (size > 1 && count > SIZE_MAX / size) {
+        remat_error_set(err, REMAT_E_NOMEM, NULL, NULL,
+                        "out of memory (tried to allocate %zu x %zu bytes)", count, size);
+    } else {
+        remat_error_set(err, REMAT_E_NOMEM, NULL, NULL,
+                        "out of memory (tried to allocate %zu bytes)", count * size);
+    }
+    return NULL;
+}
+
+_Noreturn void remat_i_oom(size_t n) {
     fprintf(stderr, "remat: out of memory (tried to allocate %zu bytes)\n", n);
     abort();
 }
 
+void *remat_i_try_malloc(size_t n, remat_error_t *err) {
+    void *p = injected() ? NULL : malloc(n ? n : 1);
+    return p ? p : nomem(n, 1, err);
+}
+
+void *remat_i_try_calloc(size_t count, size_t size, remat_error_t *err) {
+    void *p = injected() ? NULL : calloc(count ? count : 1, size ? size : 1);
+    return p ? p : nomem(count, size, err);
+}
+
+void *remat_i_try_realloc(void *p, size_t n, remat_error_t *err) {
+    void *q = injected() ? NULL : realloc(p, n ? n : 1);
+    return q ? q : nomem(n, 1, err);
+}
+
+void *remat_i_try_realloc_array(void *p, size_t count, size_t size, remat_error_t *err) {
+    if (size != 0 && count > SIZE_MAX / size) {
+        injected(); /* counted like any other call, so that the count stays a call count */
+        return nomem(count, size, err);
+    }
+    return remat_i_try_realloc(p, count * size, err);
+}
+
+char *remat_i_try_strdup(const char *s, remat_error_t *err) {
+    size_t n = strlen(s) + 1;
+    char *d = remat_i_try_malloc(n, err);
+    if (d) {
+        memcpy(d, s, n);
+    }
+    return d;
+}
+
 void *remat_i_xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
+    void *p = remat_i_try_malloc(n, NULL);
     if (!p) {
-        oom(n);
+        remat_i_oom(n);
     }
     return p;
 }
 
 void *remat_i_xcalloc(size_t count, size_t size) {
-    void *p = calloc(count ? count : 1, size ? size : 1);
+    void *p = remat_i_try_calloc(count, size, NULL);
     if (!p) {
-        oom(count * size);
+        remat_i_oom(count * size);
     }
     return p;
 }
 
 void *remat_i_xrealloc(void *p, size_t n) {
-    void *q = realloc(p, n ? n : 1);
+    void *q = remat_i_try_realloc(p, n, NULL);
     if (!q) {
-        oom(n);
+        remat_i_oom(n);
     }
     return q;
 }
 
 char *remat_i_xstrdup(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = remat_i_xmalloc(n);
-    memcpy(d, s, n);
+    char *d = remat_i_try_strdup(s, NULL);
+    if (!d) {
+        remat_i_oom(strlen(s) + 1);
+    }
     return d;
 }
 
@@ -113,18 +185,29 @@ remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *er
         return remat_error_set(err, REMAT_E_IO, path, NULL, "cannot open file");
     }
     size_t cap = 4096, len = 0;
-    char *buf = remat_i_xmalloc(cap);
+    char *buf = remat_i_try_malloc(cap, err);
     bool big = false;
-    for (;;) {
+    while (buf) {
         if (len + 1 >= cap) {
+            char *grown = remat_i_try_realloc(buf, cap * 2, err);
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
             cap *= 2;
-            buf = remat_i_xrealloc(buf, cap);
         }
         size_t n = fread(buf + len, 1, cap - len - 1, f);
         len += n;
         if (n == 0 || (big = len > REMAT_MAX_INPUT_BYTES)) {
             break;
         }
+    }
+    if (!buf) {
+        fclose(f);
+        remat_error_set_source(err, path);
+        return REMAT_E_NOMEM;
     }
     if (big) {
         fclose(f);

@@ -1,9 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * util.h: helpers private to remat's sources: aborting allocation wrappers
- * (remat is a short-lived tool; an OOM abort removes every failure branch),
- * checked 64-bit arithmetic, and the JSON-path builder the loaders use to
- * point at a bad value.
+ * util.h: helpers private to remat's sources: the allocators, checked 64-bit
+ * arithmetic, and the JSON-path builder the loaders use to point at a bad
+ * value.
+ *
+ * Allocation policy. Two families, one counter:
+ *  - remat_i_try_*: NULL on failure, with REMAT_E_NOMEM and "out of memory
+ *    (tried to allocate N bytes)" in @p err (which may be NULL). The loaders
+ *    use only these (graph, policy, hardware, config file and key=value
+ *    arguments, file reading, JSON parsing): they read untrusted input and
+ *    are called by programs that link the library, so an allocation failure
+ *    there is an error that frees what was built, never an abort.
+ *  - remat_i_x*: print "out of memory" and abort(). The analysis (simulator,
+ *    solver, reports, CLI) keeps these: its allocations are bounded by the
+ *    documented input limits (REMAT_MAX_LAYERS, REMAT_MAX_INPUT_BYTES, the
+ *    solver's bounds), so a failure there is the machine's, not the input's,
+ *    and no failure branch is worth its weight.
+ * Every call of either family is counted per thread, and the injection hook
+ * makes the n-th one fail: a try_ allocator returns NULL, an x allocator
+ * aborts, so a test that fails each allocation of a loader in turn also
+ * catches a loader path still on an aborting allocator.
  */
 #ifndef REMAT_UTIL_H
 #define REMAT_UTIL_H
@@ -12,10 +28,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "remat/error.h"
+
 void *remat_i_xmalloc(size_t n);
 void *remat_i_xcalloc(size_t count, size_t size);
 void *remat_i_xrealloc(void *p, size_t n);
 char *remat_i_xstrdup(const char *s);
+
+/* As malloc, calloc, realloc (p is left alone on failure) and strdup;
+   remat_i_try_realloc_array is realloc of count * size bytes, failing on
+   overflow. A size of 0 allocates 1 byte, so NULL always means failure. */
+void *remat_i_try_malloc(size_t n, remat_error_t *err);
+void *remat_i_try_calloc(size_t count, size_t size, remat_error_t *err);
+void *remat_i_try_realloc(void *p, size_t n, remat_error_t *err);
+void *remat_i_try_realloc_array(void *p, size_t count, size_t size, remat_error_t *err);
+char *remat_i_try_strdup(const char *s, remat_error_t *err);
+
+/* Prints "remat: out of memory (tried to allocate N bytes)" and aborts: for
+   an analysis-side caller whose fallible step failed. */
+_Noreturn void remat_i_oom(size_t n);
+
+/* Allocation-failure injection, for tests (tests/unit/test_alloc_fail.c).
+   The count restarts at each call; the @p n-th allocation after it fails,
+   once (0: none fails). State is per thread. */
+void remat_i_alloc_fail_at(uint64_t n);
+/* Allocations (either family) since the last remat_i_alloc_fail_at. */
+uint64_t remat_i_alloc_count(void);
+/* Allocations that failed in this thread so far, injected or real. The
+   JSON parser reads it: jansson drops some of its own allocation failures
+   (a token character, a string), which would otherwise look like a syntax
+   error or a different document when jansson allocates through remat. */
+uint64_t remat_i_alloc_failures(void);
 
 /* a * b and a + b into *out; false (and *out untouched) on overflow. */
 static inline bool remat_i_mul(uint64_t a, uint64_t b, uint64_t *out) {
@@ -72,8 +115,7 @@ void remat_i_jpath_index(remat_jpath_t *p, size_t i);
 void remat_i_jpath_pop(remat_jpath_t *p);
 
 /* Reads a whole file into a new NUL-terminated buffer (free() it).
-   Errors are REMAT_E_IO naming the path. */
-#include "remat/error.h"
+   Errors are REMAT_E_IO naming the path, or REMAT_E_NOMEM. */
 remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *err);
 
 /* The most bytes an input file may hold (64 MiB: the largest built-in graph
