@@ -6,7 +6,9 @@
 #   usage: fuzz/run.sh SECONDS [TARGET ...]     (targets: graph policy hw
 #          config_args config_file cli; default all)
 # Environment: FUZZ_BUILD_DIR (default build-fuzz, relative to the
-# repository), CC (default clang). Inputs the fuzzers find are kept in
+# repository), CC (default clang), FUZZ_TIMEOUT (seconds one input may run,
+# default 5; raise it on a loaded machine, where a starved process can
+# overrun 5 s on an input that takes milliseconds). Inputs the fuzzers find are kept in
 # FUZZ_BUILD_DIR/corpus-found/<target>/ between runs; crash files go to
 # FUZZ_BUILD_DIR/artifacts/, logs to FUZZ_BUILD_DIR/logs/.
 set -euo pipefail
@@ -67,7 +69,7 @@ for t in "${targets[@]}"; do
   rc=0
   # -close_fd_mask=2: the CLI's one-line errors would flood the log;
   # libFuzzer and the sanitizers keep their own copy of stderr.
-  "$build/fuzz_$t" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=5 \
+  "$build/fuzz_$t" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout="${FUZZ_TIMEOUT:-5}" \
     -rss_limit_mb=2048 -dict="$(dict "$t")" -print_final_stats=1 -close_fd_mask=2 \
     -artifact_prefix="$build/artifacts/$t-" "$found" "$build/corpus/$t" >"$log" 2>&1 || rc=$?
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"

@@ -24,6 +24,7 @@
 #include "remat/version.h"
 #include "cli.h"
 #include "json_util.h"
+#include "yaml_config.h"
 #include "util.h"
 
 enum { EXIT_OK = 0, EXIT_NO = 1, EXIT_INPUT = 2, EXIT_INTERNAL = 3 };
@@ -120,6 +121,29 @@ static int take_option(int c, const char *arg, opts_t *o) {
     }
 }
 
+/* A MaxText config named as an argument, as MaxText's own command line
+   takes it (MaxText/configs/base.yml, or a YAML file of one's own), is the
+   config file; it leaves the settings. Anything else must be key=value. */
+static int take_config_file(opts_t *o) {
+    int w = 0;
+    for (int i = 0; i < o->nargs; i++) {
+        char *a = o->args[i];
+        if (!strchr(a, '=') && remat_i_is_yaml_path(a)) {
+            if (o->config) {
+                return usage_error("two config files, '%s' and '%s': give one", o->config, a);
+            }
+            o->config = a;
+            continue;
+        }
+        if (!strchr(a, '=')) {
+            return usage_error("unexpected argument '%s': settings are key=value", a);
+        }
+        o->args[w++] = a;
+    }
+    o->nargs = w;
+    return 0;
+}
+
 static int parse_opts(int argc, char **argv, opts_t *o) {
     static const struct option longs[] = {{"config", required_argument, NULL, 'c'},
                                           {"format", required_argument, NULL, 'f'},
@@ -154,12 +178,7 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
     }
     o->nargs = argc - optind;
     o->args = argv + optind;
-    for (int i = 0; i < o->nargs && !o->help; i++) {
-        if (!strchr(o->args[i], '=')) {
-            return usage_error("unexpected argument '%s': settings are key=value", o->args[i]);
-        }
-    }
-    return 0;
+    return o->help ? 0 : take_config_file(o);
 }
 
 /* Everything one analysis needs, owned together. */
@@ -559,6 +578,17 @@ static int run_analyze(const remat_cli_command_t *c, const opts_t *o, int argc, 
 
 static int run_table(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
     (void)c, (void)argc, (void)argv;
+    /* A CSV file holds one table, with one header, as pandas and
+       spreadsheets read it: the per-layer table unless --kind says. */
+    if (o->fmt == REMAT_FMT_CSV && !(o->given & CLI_OPT_KIND)) {
+        opts_t layers = *o;
+        layers.kinds = REMAT_TABLE_LAYERS;
+        return cmd_analyze_like(&layers, 1);
+    }
+    if (o->fmt == REMAT_FMT_CSV && o->kinds == REMAT_TABLE_ALL) {
+        return usage_error("a CSV file holds one table: --kind layers, tensors, names or stages "
+                           "(or --format json or md for all)");
+    }
     return cmd_analyze_like(o, 1);
 }
 
@@ -629,7 +659,8 @@ static const remat_cli_command_t commands[] = {
      "per-layer, per-tensor, per-checkpoint-name and per-stage tables",
      "Per layer: kept, offloaded and recomputed bytes and FLOPs. Per tensor of one\n"
      "layer: shape, bytes, placement and fate. Per checkpoint name over all layers.\n"
-     "Per pipeline stage: static, in-flight and peak bytes. --kind picks one.\n",
+     "Per pipeline stage: static, in-flight and peak bytes. --kind picks one; CSV\n"
+     "holds one table, the per-layer one unless --kind names another.\n",
      CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_KIND, ALL_FORMATS, run_table},
     {"solve", "solve", "solve" SETTINGS,
      "the fastest placement that fits, why, largest batches, Pareto frontier",
@@ -723,6 +754,53 @@ static int check_options(const remat_cli_command_t *cmd, const opts_t *o) {
     return EXIT_OK;
 }
 
+static bool is_env_assignment(const char *a) {
+    const char *eq = strchr(a, '=');
+    if (!eq || eq == a) {
+        return false;
+    }
+    for (const char *c = a; c < eq; c++) {
+        if (!((*c >= 'A' && *c <= 'Z') || *c == '_' || (c > a && *c >= '0' && *c <= '9'))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool is_python(const char *a) {
+    const char *base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+    return strncmp(base, "python", 6) == 0 && strspn(base + 6, "0123456789.") == strlen(base + 6);
+}
+
+static bool ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+/* The launcher of a pasted MaxText command: environment assignments
+   (XLA_FLAGS=...), then "python3 [-u] -m MaxText.train" or a .py script.
+   Returns how many of @p args it takes; 0 when they do not start with a
+   launcher (then an upper-case VAR=value is an unknown key, as it should). */
+static int launcher_words(int n, char **args) {
+    int i = 0;
+    while (i < n && is_env_assignment(args[i])) {
+        i++;
+    }
+    bool python = i < n && is_python(args[i]);
+    i += python;
+    while (python && i < n && args[i][0] == '-' && strlen(args[i]) == 2 && args[i][1] != 'm') {
+        i++; /* the interpreter's own flags: -u, -B, -O */
+    }
+    if (python && i + 1 < n && strcmp(args[i], "-m") == 0 &&
+        (strncmp(args[i + 1], "MaxText.", 8) == 0 || strncmp(args[i + 1], "maxtext.", 8) == 0)) {
+        return i + 2;
+    }
+    if (i < n && ends_with(args[i], ".py")) {
+        return i + 1;
+    }
+    return 0;
+}
+
 static bool is_help_flag(const char *arg) {
     return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
@@ -754,8 +832,14 @@ int remat_cli_main(int argc, char **argv) {
         }
         return cmd->run(cmd, NULL, argc - 1, argv + 1);
     }
+    /* parse_opts reads argv[0] as the program: the command's name stays
+       in front of what the launcher leaves. */
+    int skip = launcher_words(argc - 2, argv + 2);
+    if (skip) {
+        argv[skip + 1] = argv[1];
+    }
     opts_t o;
-    int rc = parse_opts(argc - 1, argv + 1, &o);
+    int rc = parse_opts(argc - 1 - skip, argv + 1 + skip, &o);
     if (rc) {
         return rc;
     }
