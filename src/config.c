@@ -534,17 +534,79 @@ static remat_status_t json_to_entries(json_t *obj, const char *source, entry_t *
     return REMAT_OK;
 }
 
+/* An unknown model_name: the built-in models nearest to @p name, for the
+   error. Up to four, nearest first (name order among equals), by edit
+   distance, a built-in that starts with @p name (3 bytes or more) counting
+   as one edit; a built-in further than a third of the longer name (at
+   least 2 edits) is not near. Writes "'a', 'b' or 'c'", or "" when none is
+   near. */
+static void nearest_models(const char *name, char *buf, size_t size) {
+    enum { NEAREST = 4 };
+    size_t best[NEAREST], dist[NEAREST], nbest = 0;
+    const size_t len = strlen(name);
+    for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_MODEL); i++) {
+        const char *m = remat_builtin_name(REMAT_BUILTIN_MODEL, i);
+        size_t d = remat_i_edit_distance(name, m); /* (size_t)-1 past 64 bytes */
+        if (len >= 3 && strncmp(m, name, len) == 0 && d > 1) {
+            d = 1;
+        }
+        const size_t longer = strlen(m) > len ? strlen(m) : len;
+        if (d > (longer / 3 > 2 ? longer / 3 : 2)) {
+            continue;
+        }
+        size_t at = nbest;
+        while (at > 0 && dist[at - 1] > d) {
+            at--;
+        }
+        if (at == NEAREST) {
+            continue;
+        }
+        if (nbest < NEAREST) {
+            nbest++;
+        }
+        for (size_t j = nbest - 1; j > at; j--) {
+            best[j] = best[j - 1];
+            dist[j] = dist[j - 1];
+        }
+        best[at] = i;
+        dist[at] = d;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t j = 0; j < nbest && used < size; j++) {
+        const char *sep = j == 0 ? "" : j + 1 == nbest ? " or " : ", ";
+        int w = snprintf(buf + used, size - used, "%s'%s'", sep,
+                         remat_builtin_name(REMAT_BUILTIN_MODEL, best[j]));
+        if (w < 0) {
+            break;
+        }
+        used += (size_t)w;
+    }
+}
+
+/* Applies the built-in preset @p name. A preset with a "requires" field
+   names a MaxText model whose layer needs a block remat's graphs lack
+   (models/NAME.json; docs/config.md, "Models"): it is refused, not run as
+   the nearest graph. */
 static remat_status_t apply_model(remat_config_t *c, const char *name, remat_error_t *err) {
     if (strcmp(name, "default") == 0) {
         return REMAT_OK;
     }
     const char *text = remat_builtin_find(REMAT_BUILTIN_MODEL, name);
     if (!text) {
-        char list[1024];
-        remat_builtin_list(REMAT_BUILTIN_MODEL, list, sizeof list);
+        char near[256];
+        nearest_models(name, near, sizeof near);
+        const size_t count = remat_builtin_count(REMAT_BUILTIN_MODEL);
+        if (near[0]) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "unknown model_name '%s' (did you mean %s? 'remat list models' "
+                                   "shows all %zu, or 'default' for none)",
+                                   name, near, count);
+        }
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "unknown model_name '%s' (built-in models: %s, or 'default')",
-                               name, list);
+                               "unknown model_name '%s' ('remat list models' shows the %zu built-in "
+                               "models, or 'default' for none)",
+                               name, count);
     }
     char source[REMAT_ERR_SOURCE_LEN + 300];
     snprintf(source, sizeof source, "<builtin:models/%s.json>", name);
@@ -553,6 +615,19 @@ static remat_status_t apply_model(remat_config_t *c, const char *name, remat_err
     if (st) {
         /* out of memory; else a built-in preset that does not parse */
         return st == REMAT_E_NOMEM ? st : REMAT_E_INTERNAL;
+    }
+    json_t *req = json_object_get(root, "requires");
+    if (req) {
+        if (json_is_string(req)) {
+            st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                 "model_name '%s' needs %s, which remat's graphs do not have yet",
+                                 name, json_string_value(req));
+        } else {
+            st = remat_error_set(err, REMAT_E_INTERNAL, source, "$.requires",
+                                 "'requires' must be a string");
+        }
+        json_decref(root);
+        return st;
     }
     entry_t *entries = NULL;
     size_t n = 0;
