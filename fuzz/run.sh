@@ -4,7 +4,7 @@
 # target the executions and any crash, leak or timeout, and exits non-zero
 # if there was one. docs/fuzzing.md explains the targets.
 #   usage: fuzz/run.sh SECONDS [TARGET ...]     (targets: graph policy hw
-#          config_args config_file cli; default all)
+#          config_args config_file yaml cli; default all)
 # Environment: FUZZ_BUILD_DIR (default build-fuzz, relative to the
 # repository), CC (default clang), FUZZ_TIMEOUT (seconds one input may run,
 # default 5; raise it on a loaded machine, where a starved process can
@@ -22,7 +22,7 @@ shift
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 build="${FUZZ_BUILD_DIR:-build-fuzz}"
-all_targets=(graph policy hw config_args config_file cli)
+all_targets=(graph policy hw config_args config_file yaml cli)
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=("${all_targets[@]}")
@@ -42,7 +42,7 @@ max_len() {
     graph | cli) echo 16384 ;;
     policy) echo 8192 ;;
     hw) echo 4096 ;;
-    config_file) echo 2048 ;;
+    config_file | yaml) echo 2048 ;;
     config_args) echo 1024 ;;
   esac
 }

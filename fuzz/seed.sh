@@ -21,7 +21,7 @@ if [ ! -x "$tool" ]; then
 fi
 corpus="$build/corpus"
 rm -rf "$corpus"
-for t in graph policy hw config_args config_file cli; do
+for t in graph policy hw config_args config_file yaml cli; do
   mkdir -p "$corpus/$t"
 done
 
@@ -62,6 +62,12 @@ for f in "$root"/tests/cli/*/*.json "$root"/tests/invalid/*/*.json; do
   cp "$f" "$corpus/$kind/case-$case_name-$(basename "$f" .json)"
 done
 
+# The golden cases' YAML configs, and their base files.
+find "$root/tests/cli" "$root/tests/invalid" -name '*.yml' | while read -r f; do
+  case_name="$(basename "$(dirname "$f")")"
+  cp "$f" "$corpus/yaml/case-$case_name-$(basename "$f" .yml)"
+done
+
 # The golden cases' command lines: whole for the CLI, with the case's JSON
 # files renamed a.json, b.json, ... and appended after "%%" lines
 # (fuzz_cli.c); their key=value settings alone for the config builder.
@@ -95,7 +101,7 @@ for dir in "$root"/tests/cli/*/ "$root"/tests/invalid/*/; do
 done
 
 # Hand-written seeds.
-for t in graph policy hw config_args config_file cli; do
+for t in graph policy hw config_args config_file yaml cli; do
   if [ -d "$root/fuzz/seeds/$t" ]; then
     for f in "$root/fuzz/seeds/$t"/*; do
       [ -f "$f" ] && cp "$f" "$corpus/$t/seed-$(basename "$f")"
@@ -103,6 +109,6 @@ for t in graph policy hw config_args config_file cli; do
   fi
 done
 
-for t in graph policy hw config_args config_file cli; do
+for t in graph policy hw config_args config_file yaml cli; do
   echo "seed.sh: $t: $(find "$corpus/$t" -type f | wc -l) seeds"
 done

@@ -207,6 +207,28 @@ static remat_status_t job_run(job_t *j, remat_error_t *err) {
     return st;
 }
 
+/* The config's notes on standard error, so that check's one line and the
+   reports on standard output stay as they are: the MaxText keys remat does
+   not model, assumptions made, and, when the step does not pass, that the
+   device count was assumed (a model sized for a slice, checked on one
+   device, reads as a hopeless OOM). */
+static void print_notes(const remat_config_t *c, bool passes) {
+    for (const char *p = c->notes; *p;) {
+        const char *end = strchr(p, '\n');
+        fprintf(stderr, "remat: note: %.*s\n", (int)(end - p), p);
+        p = end + 1;
+    }
+    if (c->nunused) {
+        fprintf(stderr, "remat: note: not modeled by remat (no effect on its figures): %s\n",
+                c->unused_keys);
+    }
+    if (c->num_devices_assumed && !passes) {
+        fprintf(stderr, "remat: note: no topology, num_devices or whole mesh was given, so this "
+                        "is one device; give the run's (e.g. topology=v5p-256 or "
+                        "num_devices=256)\n");
+    }
+}
+
 static int cmd_analyze_like(const opts_t *o, int which) {
     remat_error_t err;
     remat_error_init(&err);
@@ -216,6 +238,9 @@ static int cmd_analyze_like(const opts_t *o, int which) {
         st = job_run(j, &err);
     }
     int rc = EXIT_OK;
+    if (st == REMAT_OK) {
+        print_notes(&j->cfg, remat_result_passes(&j->result));
+    }
     if (st) {
         rc = report_error(&err);
     } else if (which == 0) {
@@ -312,6 +337,7 @@ static int cmd_compare(const opts_t *o) {
         rc = report_error(&err);
     } else {
         qsort(rs, n, sizeof *rs, rank_cmp);
+        print_notes(&jobs[0].cfg, n && remat_result_passes(rs[0]));
         remat_report_compare(stdout, rs, n, o->fmt);
     }
     for (size_t i = 0; i < n; i++) {
@@ -457,6 +483,7 @@ static int cmd_solve(const opts_t *o) {
     if (st) {
         rc = report_error(&err);
     } else {
+        print_notes(&s.j->cfg, s.sol.found);
         remat_report_solve(stdout, &s.sol, s.rows, s.sol.found ? &s.j->result : NULL, s.pres, s.np,
                            s.batches, s.nb, o->fmt);
         rc = s.sol.found ? EXIT_OK : EXIT_NO;

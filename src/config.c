@@ -19,7 +19,9 @@
 
 #include <jansson.h>
 
+#include "config_maxtext.h"
 #include "json_util.h"
+#include "yaml_config.h"
 
 #include "remat/builtin.h"
 #include "remat/topology.h"
@@ -98,6 +100,21 @@ static const key_t_ keys[] = {
      "parameters live in host RAM between uses"},
     {"fsdp_prefetch", K_BOOL, F(fsdp_prefetch),
      "each op's FSDP gather is issued during the op before it (prefetch)"},
+    {"num_slices", K_I64, F(num_slices),
+     "slices of the topology (multiplies its devices); -1, MaxText's default: one"},
+    {"decoder_block", K_STR, F(decoder_block),
+     "MaxText's layer kind, checked against the graph: llama2, mistral, qwen2 (llama), gpt3"},
+    {"attention_type", K_STR, F(attention_type),
+     "MaxText's attention kind: global (the graphs' kind); others are refused"},
+    {"mlp_activations", K_STR, F(mlp_activations),
+     "MaxText's MLP activations, checked against the graph: two (gated) for llama, one for gpt3"},
+    {"logits_via_embedding", K_BOOL, F(logits_via_embedding),
+     "MaxText's tied output head: the gpt3 graph ties it, the llama graph does not"},
+    {"num_experts", K_I64, F(num_experts), "MaxText's experts per MoE layer; above 1 is refused"},
+    {"use_qk_norm", K_BOOL, F(use_qk_norm), "MaxText's query/key norms; true is refused"},
+    {"use_post_attn_norm", K_BOOL, F(use_post_attn_norm),
+     "MaxText's norm after attention; true is refused"},
+    {"use_post_ffw_norm", K_BOOL, F(use_post_ffw_norm), "MaxText's norm after the MLP; true is refused"},
     {"num_pipeline_microbatches", K_U64, F(num_pipeline_microbatches),
      "micro-batches per step through the pipeline (default: the stage count)"},
     MESH("data", 0), MESH("fsdp", 1), MESH("fsdp_transpose", 2), MESH("sequence", 3),
@@ -191,25 +208,9 @@ void remat_config_defaults(remat_config_t *c) {
     }
     c->ici[REMAT_AXIS_FSDP] = -1; /* MaxText: FSDP takes the devices left */
     c->fsdp_prefetch = true;
-}
-
-static const char *nearest_key(const char *key) {
-    const char *best = NULL;
-    size_t bestd = (size_t)-1;
-    for (size_t i = 0; i < remat_config_nkeys(); i++) {
-        const char *k = remat_config_key_name(i);
-        size_t d = remat_i_edit_distance(key, k);
-        /* A prefix ("per_device_batch") is as good as a near miss. */
-        if (strncmp(k, key, strlen(key)) == 0 && strlen(key) >= 4) {
-            d = d < 2 ? d : 2;
-        }
-        if (d < bestd) {
-            bestd = d;
-            best = k;
-        }
-    }
-    size_t limit = strlen(key) / 3 + 2;
-    return bestd <= limit ? best : NULL;
+    strcpy(c->attention_type, "global");
+    c->num_experts = 1;
+    c->num_slices = -1;
 }
 
 static bool parse_u64(const char *s, uint64_t *out) {
@@ -273,12 +274,29 @@ static remat_status_t set_custom(remat_config_t *c, const char *key, const char 
             return REMAT_OK;
         }
     }
+    if (c->ncustom == sizeof c->custom / sizeof c->custom[0]) {
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "at most %zu custom placements", c->ncustom);
+    }
     if (c->ncustom == 0) {
         snprintf(c->custom_source, sizeof c->custom_source, "%s", source ? source : "");
     }
     snprintf(c->custom[c->ncustom].name, REMAT_NAME_LEN, "%s", key);
+    c->custom_graph_name[c->ncustom] = false;
     c->custom[c->ncustom++].place = place;
     return REMAT_OK;
+}
+
+/* A placement for a name MaxText does not have: a graph file's own
+   checkpoint name, which remat_resolve checks once the graph is loaded. */
+static remat_status_t set_graph_name(remat_config_t *c, const char *key, const char *value,
+                                     const char *source, const char *path, remat_error_t *err) {
+    size_t before = c->ncustom;
+    remat_status_t st = set_custom(c, key, value, source, path, err);
+    if (st == REMAT_OK && c->ncustom > before) {
+        c->custom_graph_name[c->ncustom - 1] = true;
+    }
+    return st;
 }
 
 /* One setting being applied, for the error messages of every type. */
@@ -417,39 +435,41 @@ static remat_status_t set_dtype_or_bool(remat_config_t *c, const key_t_ *k, cons
     return REMAT_OK;
 }
 
-/* The typed key named @p key, or an error suggesting the nearest one. */
-static const key_t_ *find_key(const char *key, const char *source, const char *path,
-                              remat_error_t *err) {
+/* The typed key named @p key, or NULL. */
+static const key_t_ *find_key(const char *key) {
     for (size_t i = 0; i < NKEYS; i++) {
         if (strcmp(key, keys[i].name) == 0) {
             return &keys[i];
         }
-    }
-    const char *near = nearest_key(key);
-    if (near) {
-        remat_error_set(err, REMAT_E_CONFIG, source, path,
-                        "unknown config key '%s' (did you mean '%s'?)", key, near);
-    } else {
-        remat_error_set(err, REMAT_E_CONFIG, source, path,
-                        "unknown config key '%s' ('remat list keys' shows them all)", key);
     }
     return NULL;
 }
 
 remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *value,
                                 const char *source, const char *path, remat_error_t *err) {
-    if (strcmp(key, "model") == 0) {
-        key = "model_name";
+    bool skip = false;
+    remat_status_t tst = remat_i_config_translate(c, &key, &value, source, path, &skip, err);
+    if (tst || skip) {
+        return tst;
     }
     for (size_t i = 0; i < NCUSTOM; i++) {
         if (strcmp(key, remat_policy_maxtext_name(i)) == 0) {
             return set_custom(c, key, value, source, path, err);
         }
     }
-    const key_t_ *k = find_key(key, source, path, err);
+    const key_t_ *k = find_key(key);
     if (!k) {
+        switch (remat_i_config_other_key(c, key, value, source, path, err)) {
+            case REMAT_OTHER_UNUSED:
+                return REMAT_OK;
+            case REMAT_OTHER_GRAPH_NAME:
+                return set_graph_name(c, key, value, source, path, err);
+            case REMAT_OTHER_UNKNOWN:
+                break;
+        }
         return REMAT_E_CONFIG;
     }
+    c->logits_via_embedding_set |= strcmp(key, "logits_via_embedding") == 0;
     const setting_t s = {key, value, source, path};
     if (strcmp(key, "topology") == 0) {
         remat_topology_t t;
@@ -640,33 +660,14 @@ static remat_status_t apply_model(remat_config_t *c, const char *name, remat_err
     return st;
 }
 
-/* The device count: num_devices, else the topology's, else the mesh's
-   product when no axis is left to fill, else 1. A topology and num_devices
-   that disagree are an error rather than a silent choice. */
-static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
-    if (c->topology[0]) {
-        remat_topology_t t;
-        remat_status_t st = remat_topology_parse(c->topology, NULL, "topology", &t, err);
-        if (st) {
-            return st;
-        }
-        if (c->num_devices_set && c->num_devices != t.devices) {
-            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                                   "topology=%s is %llu devices (%llu chips), but num_devices=%llu",
-                                   c->topology, (unsigned long long)t.devices,
-                                   (unsigned long long)t.chips,
-                                   (unsigned long long)c->num_devices);
-        }
-        c->num_devices = t.devices;
-        return REMAT_OK;
-    }
-    if (c->num_devices_set) {
-        return REMAT_OK;
-    }
+/* The mesh's device count when no axis is left to fill: the product of its
+   ici and dcn axes; 0 when an axis fills (-1). */
+static remat_status_t mesh_devices(const remat_config_t *c, uint64_t *out, remat_error_t *err) {
     uint64_t p = 1;
+    *out = 0;
     for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
         if (c->ici[a] < 1 || c->dcn[a] < 1) {
-            return REMAT_OK; /* an axis fills: the default of one device stands */
+            return REMAT_OK;
         }
         if (!remat_i_mul(p, (uint64_t)c->ici[a], &p) || !remat_i_mul(p, (uint64_t)c->dcn[a], &p) ||
             p > ((uint64_t)1 << 40)) {
@@ -674,8 +675,51 @@ static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
                                    "the mesh axes multiply past 2^40 devices");
         }
     }
-    c->num_devices = p;
+    *out = p;
     return REMAT_OK;
+}
+
+/* The device count: num_devices, else the topology's (times num_slices),
+   else the mesh's product when no axis is left to fill, else one device,
+   which c->num_devices_assumed records. A topology and num_devices that
+   disagree are an error rather than a silent choice. */
+static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
+    const uint64_t slices = c->num_slices > 0 ? (uint64_t)c->num_slices : 1;
+    if (c->topology[0]) {
+        remat_topology_t t;
+        remat_status_t st = remat_topology_parse(c->topology, NULL, "topology", &t, err);
+        if (st) {
+            return st;
+        }
+        uint64_t devices;
+        if (!remat_i_mul(t.devices, slices, &devices) || devices > ((uint64_t)1 << 40)) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "num_slices=%llu of topology=%s is past 2^40 devices",
+                                   (unsigned long long)slices, c->topology);
+        }
+        if (c->num_devices_set && c->num_devices != devices) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "topology=%s%s is %llu devices (%llu chips), but "
+                                   "num_devices=%llu",
+                                   c->topology, slices > 1 ? " times num_slices" : "",
+                                   (unsigned long long)devices,
+                                   (unsigned long long)(t.chips * slices),
+                                   (unsigned long long)c->num_devices);
+        }
+        c->num_devices = devices;
+        return REMAT_OK;
+    }
+    if (c->num_devices_set) {
+        return REMAT_OK;
+    }
+    uint64_t p;
+    remat_status_t st = mesh_devices(c, &p, err);
+    if (st == REMAT_OK && p) {
+        c->num_devices = p;
+    } else if (st == REMAT_OK) {
+        c->num_devices_assumed = true; /* the default of one device stands */
+    }
+    return st;
 }
 
 /* key=value arguments appended to @p entries (*n of them so far). */
@@ -718,36 +762,93 @@ static remat_status_t args_to_entries(size_t nargs, char *const *args, entry_t *
     return st;
 }
 
+static remat_status_t json_file_to_entries(const char *file, entry_t **entries, size_t *n,
+                                           remat_error_t *err) {
+    char *text = NULL;
+    remat_status_t st = remat_i_read_file(file, &text, err);
+    if (st) {
+        return st;
+    }
+    json_t *root;
+    st = remat_i_json_parse(text, file, &root, err);
+    free(text);
+    if (st) {
+        return st;
+    }
+    st = json_to_entries(root, file, entries, n, "$", err);
+    json_decref(root);
+    return st;
+}
+
+/* One YAML setting as an entry. A list is text remat's keys do not take,
+   mlp_activations aside; a MaxText key it does not model keeps any value
+   (cut to fit: it is only listed). */
+static remat_status_t yaml_entry(const remat_yaml_setting_t *y, entry_t *e, remat_error_t *err) {
+    memset(e, 0, sizeof *e);
+    e->source = y->source;
+    snprintf(e->path, sizeof e->path, "$.%s (line %d)", y->key, y->line);
+    const bool ours = find_key(y->key) != NULL;
+    if (strlen(y->key) >= sizeof e->key) {
+        return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path, "key is too long");
+    }
+    if (ours && !y->scalar && strcmp(y->key, "mlp_activations") != 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path,
+                               "'%s' takes one value, not a list or a mapping", y->key);
+    }
+    if (ours && strlen(y->value) >= sizeof e->value) {
+        return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path, "value is too long");
+    }
+    strcpy(e->key, y->key);
+    snprintf(e->value, sizeof e->value, "%s", y->value);
+    return REMAT_OK;
+}
+
+/* A MaxText YAML config and its base_config chain, root first. */
+static remat_status_t yaml_to_entries(const char *file, remat_yaml_config_t *yaml,
+                                      entry_t **entries, size_t *n, remat_config_t *c,
+                                      remat_error_t *err) {
+    remat_status_t st = remat_i_yaml_load(file, yaml, err);
+    if (st == REMAT_OK && yaml->maxtext_base) {
+        remat_i_config_note(c, "MaxText's base.yml is not read: remat's defaults are its values "
+                               "at MaxText e591f30 (docs/config.md)");
+    }
+    for (size_t i = 0; st == REMAT_OK && i < yaml->n; i++) {
+        entry_t *grown = remat_i_try_realloc_array(*entries, *n + 1, sizeof **entries, err);
+        if (!grown) {
+            remat_error_set_source(err, file);
+            return REMAT_E_NOMEM;
+        }
+        *entries = grown;
+        st = yaml_entry(&yaml->settings[i], &grown[*n], err);
+        *n += st == REMAT_OK;
+    }
+    return st;
+}
+
 remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
                                   remat_config_t *c, remat_error_t *err) {
     remat_config_defaults(c);
     entry_t *entries = NULL;
     size_t n = 0;
     remat_status_t st = REMAT_OK;
-    if (file) {
-        char *text = NULL;
-        if ((st = remat_i_read_file(file, &text, err))) {
-            return st;
-        }
-        json_t *root;
-        st = remat_i_json_parse(text, file, &root, err);
-        free(text);
-        if (st) {
-            return st;
-        }
-        st = json_to_entries(root, file, &entries, &n, "$", err);
-        json_decref(root);
-        if (st) {
-            free(entries);
-            return st;
-        }
+    remat_yaml_config_t yaml = {0}; /* a YAML file's settings, whose sources entries name */
+    if (file && remat_i_is_yaml_path(file)) {
+        st = yaml_to_entries(file, &yaml, &entries, &n, c, err);
+    } else if (file) {
+        st = json_file_to_entries(file, &entries, &n, err);
     }
-    if ((st = args_to_entries(nargs, args, &entries, &n, err))) {
+    if (st == REMAT_OK) {
+        st = args_to_entries(nargs, args, &entries, &n, err);
+    }
+    if (st) {
         free(entries);
+        remat_i_yaml_release(&yaml);
         return st;
     }
-    /* The model preset goes under everything the user set. */
-    const char *model = c->model_name;
+    /* The model preset goes under everything the user set. A MaxText YAML
+       config stands on base.yml, whose model_name is "default": its
+       defaults are base.yml's, not remat's llama3-8b. */
+    const char *model = file && remat_i_is_yaml_path(file) ? "default" : c->model_name;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(entries[i].key, "model_name") == 0 || strcmp(entries[i].key, "model") == 0) {
             model = entries[i].value;
@@ -764,6 +865,10 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
                               entries[i].path, err);
     }
     free(entries);
+    remat_i_yaml_release(&yaml);
+    if (st == REMAT_OK) {
+        st = remat_i_config_check_maxtext(c, err);
+    }
     if (st == REMAT_OK && !c->mu_dtype_set) {
         c->mu_dtype = c->weight_dtype;
     }

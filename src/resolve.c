@@ -10,6 +10,7 @@
 
 #include "remat/builtin.h"
 #include "remat/sim.h"
+#include "config_maxtext.h"
 #include "util.h"
 
 static bool ends_with_json(const char *s) {
@@ -45,6 +46,37 @@ remat_status_t remat_resolve_policy(const remat_config_t *cfg, remat_policy_t **
     return st;
 }
 
+/* The graph's checkpoint name nearest @p name, else the nearest key. */
+static const char *nearest_tag(const remat_graph_t *g, const char *name) {
+    const char *best = NULL;
+    size_t bestd = (size_t)-1;
+    for (size_t i = 0; i < g->layer.ntensors; i++) {
+        const remat_tensor_t *t = &g->layer.tensors[i];
+        best = remat_i_nearest_word(name, (const char *const *)t->tags, t->ntags, best, &bestd);
+    }
+    return best && remat_i_near_enough(name, bestd) ? best : remat_i_config_nearest_key(name);
+}
+
+/* A custom placement for a name MaxText does not have is the graph's own
+   checkpoint name (config.c lets it through for this check): a name the
+   graph does not tag either is an unknown key, reported as config.c would. */
+static remat_status_t check_graph_names(const remat_config_t *cfg, const remat_graph_t *g,
+                                        remat_error_t *err) {
+    for (size_t i = 0; i < cfg->ncustom; i++) {
+        const char *name = cfg->custom[i].name;
+        if (!cfg->custom_graph_name[i] || remat_policy_graph_knows(g, name)) {
+            continue;
+        }
+        const char *near = nearest_tag(g, name);
+        return remat_error_set(err, REMAT_E_CONFIG, cfg->custom_source, NULL,
+                               "unknown config key '%s': not one of remat's or MaxText's keys, "
+                               "nor a checkpoint name of graph '%s'%s%s%s",
+                               name, g->name, near ? " (did you mean '" : "", near ? near : "",
+                               near ? "'?)" : "");
+    }
+    return REMAT_OK;
+}
+
 remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
                              remat_policy_t **policy, remat_hw_t *hw, remat_error_t *err) {
     *graph = NULL;
@@ -76,7 +108,10 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
     if (st) {
         return st;
     }
-    st = remat_resolve_policy(cfg, policy, err);
+    st = check_graph_names(cfg, *graph, err);
+    if (st == REMAT_OK) {
+        st = remat_resolve_policy(cfg, policy, err);
+    }
     if (st == REMAT_OK) {
         st = remat_hw_resolve(cfg->hardware, hw, err);
     }

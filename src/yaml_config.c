@@ -259,7 +259,10 @@ static remat_status_t take_pair(yaml_document_t *doc, yaml_node_pair_t *p, const
         flow(doc, v, t, 0);
     }
     if (st == REMAT_OK && strcmp(key, "base_config") == 0) {
-        if (!scalar || !t->len) {
+        if (*base) {
+            st = remat_error_set(err, REMAT_E_SCHEMA, source, "$.base_config",
+                                 "line %d: duplicate key 'base_config'", line);
+        } else if (!scalar || !t->len) {
             st = remat_error_set(err, REMAT_E_SCHEMA, source, "$.base_config",
                                  "line %d: base_config must name a file", line);
         } else if (!(*base = remat_i_try_strdup(t->buf, err))) {
@@ -461,6 +464,10 @@ static remat_status_t follow_base(const char *path, const char *base, int depth,
     remat_status_t st = REMAT_OK;
     if (!file_exists(next) && strcmp(base_name(next), "base.yml") == 0) {
         out->maxtext_base = true; /* MaxText's, not at hand: remat's defaults are its */
+    } else if (!file_exists(next)) {
+        st = remat_error_set(err, REMAT_E_IO, path, "$.base_config",
+                             "base_config '%s' cannot be read (as %s, next to this file)", base,
+                             next);
     } else {
         st = load_chain(next, depth + 1, out, err);
     }
@@ -486,6 +493,7 @@ static remat_status_t load_chain(const char *path, int depth, remat_yaml_config_
         st = remat_i_read_file(path, &text, err);
     }
     if (st) {
+        remat_error_set_source(err, path);
         return st;
     }
     const char *source = out->sources[out->nsources - 1];
@@ -507,11 +515,25 @@ static remat_status_t load_chain(const char *path, int depth, remat_yaml_config_
     }
     free(base);
     remat_i_yaml_release(&mine);
+    if (st) {
+        remat_error_set_source(err, source); /* out of memory names the file too */
+    }
     return st;
 }
 
 remat_status_t remat_i_yaml_load(const char *path, remat_yaml_config_t *out, remat_error_t *err) {
     memset(out, 0, sizeof *out);
+    if (!file_exists(path) && strcmp(base_name(path), "base.yml") == 0) {
+        /* MaxText/configs/base.yml pasted from a launch command, on a
+           machine without MaxText: its defaults are remat's. */
+        out->maxtext_base = true;
+        remat_status_t st = add_source(out, path, err);
+        if (st) {
+            remat_error_set_source(err, path);
+            remat_i_yaml_release(out);
+        }
+        return st;
+    }
     remat_status_t st = load_chain(path, 0, out, err);
     if (st) {
         remat_i_yaml_release(out);

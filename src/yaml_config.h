@@ -43,8 +43,9 @@ typedef struct remat_yaml_config {
 
 /* Reads @p path and its base_config chain into @p out (zeroed first).
    base_config is looked up relative to the file that names it; a base.yml
-   that is not there, or a file named base.yml with no base_config of its own,
-   is MaxText's base config and ends the chain (maxtext_base). Errors name the
+   that is not there (named directly or as a base), or a file named base.yml
+   with no base_config of its own, is MaxText's base config and ends the
+   chain (maxtext_base). Errors name the
    file and the line: REMAT_E_IO, REMAT_E_SYNTAX, REMAT_E_SCHEMA (a root that
    is not a mapping, a key that is not a string, a chain too long or a cycle),
    REMAT_E_NOMEM. On error @p out is released. */

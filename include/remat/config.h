@@ -66,7 +66,28 @@ typedef struct remat_config {
     bool reserve_fraction_set;        /* else the hardware profile's */
     size_t ncustom;                   /* custom policy keys (query_proj=device ...) */
     remat_policy_rule_t custom[32];
+    /* custom[i] is not one of MaxText's names: a graph file's own name,
+       which remat_resolve checks against the graph it loads. */
+    bool custom_graph_name[32];
     char custom_source[REMAT_ERR_SOURCE_LEN]; /* where the first custom key came from */
+    /* MaxText keys remat reads to check the graph against the model
+       (config_maxtext.c): they select nothing, they refuse a mismatch. */
+    char decoder_block[32];           /* "" unset; llama2, mistral, gpt3 are remat's graphs */
+    char attention_type[32];          /* global (default) or another MaxText kind */
+    char mlp_activations[128];        /* as written, e.g. ['silu', 'linear']; "" unset */
+    bool logits_via_embedding;        /* MaxText's tied output head */
+    bool use_qk_norm, use_post_attn_norm, use_post_ffw_norm; /* MaxText's; true is refused */
+    bool logits_via_embedding_set;
+    int64_t num_experts;              /* MaxText's; above 1 is an MoE block */
+    int64_t num_slices;               /* slices of the topology; -1 (MaxText's default): one */
+    bool num_devices_assumed;         /* nothing gave the device count: one device */
+    bool gpu_assumed;                 /* hardware=gpu picked h100 */
+    /* For the user, not the analysis: notes one per line, each ending in
+       '\n' (assumptions made, MaxText settings adjusted), and the MaxText
+       keys that were set but that remat does not model. */
+    char notes[1024];
+    char unused_keys[1024];           /* ", "-separated, "..." once full */
+    size_t nunused;
 } remat_config_t;
 
 /** Sets MaxText's base.yml defaults (and remat's own: tpu7x, llama3-8b). */

@@ -326,9 +326,13 @@ static void test_configs(void **state) {
         {REMAT_SOURCE_DIR "/tests/cli/analyze_config_file/config.json", NULL},
         {REMAT_SOURCE_DIR "/tests/cli/analyze_config_file/config.json", over},
         {NULL, NULL}, /* defaults: the default model's preset alone */
+        /* a YAML chain of three files (libyaml's own allocations are not
+           counted: it calls malloc itself) */
+        {REMAT_SOURCE_DIR "/tests/cli/yaml_chain/run.yml", over},
     };
     static const char *const names[] = {"key=value with a model", "config file",
-                                        "config file and key=value", "config defaults"};
+                                        "config file and key=value", "config defaults",
+                                        "YAML chain and key=value"};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         inject_each(names[k], config_build, &cases[k], 1, 1);
     }

@@ -113,6 +113,9 @@ static void test_errors(void **state) {
     expect_error("? [a]\n: 1\n", REMAT_E_SCHEMA, "non-empty string");
     expect_error("logical_axis_rules: [[a, b, c]]\n", REMAT_E_SCHEMA, "[name, axis]");
     expect_error("base_config: [a]\n", REMAT_E_SCHEMA, "must name a file");
+    /* found by fuzzing: the second one leaked the first */
+    expect_error("base_config: a.yml\nbase_config: b.yml\n", REMAT_E_SCHEMA,
+                 "duplicate key 'base_config'");
     /* the syntax error's position */
     remat_yaml_config_t c = {0};
     remat_error_t err;

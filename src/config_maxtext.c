@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config_maxtext.c: MaxText's spellings in a remat config (config_maxtext.h).
+ *
+ * remat models the keys that change a step's memory or time for the layers
+ * its graphs express. Every other key MaxText has (maxtext/keys.txt) is
+ * accepted, since a pasted launch command or a YAML config carries dozens of
+ * them (run_name, steps, dataset_type, ...), and listed once so that nothing
+ * is dropped silently. MaxText's layer keys that would change the layer
+ * (an MoE block, another decoder block, an untied head on a tied graph) are
+ * refused rather than ignored: ignoring them would be a wrong answer.
+ *
+ * Invariants: c->notes and c->unused_keys stay NUL-terminated and are only
+ * appended to; a note is whole or absent.
+ */
+#include "config_maxtext.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "maxtext_keys.h"
+#include "remat/policy.h"
+#include "util.h"
+
+void remat_i_config_note(remat_config_t *c, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(c->notes);
+    if (n < 0 || (size_t)n >= sizeof line || strstr(c->notes, line) ||
+        len + (size_t)n + 2 > sizeof c->notes) {
+        return;
+    }
+    memcpy(c->notes + len, line, (size_t)n);
+    c->notes[len + (size_t)n] = '\n';
+    c->notes[len + (size_t)n + 1] = '\0';
+}
+
+static bool is_gpu_profile(const char *hw) {
+    return strcmp(hw, "h100") == 0 || strcmp(hw, "h200") == 0 || strcmp(hw, "b200") == 0;
+}
+
+/* MaxText's hardware key says tpu, gpu, gpu_multiprocess or cpu; remat's
+   names a profile. The kind alone changes nothing on a profile of that
+   kind; gpu on a TPU profile picks h100 (MaxText's a3 recipes). */
+static remat_status_t hardware_kind(remat_config_t *c, const char **value, const char *source,
+                                    const char *path, bool *skip, remat_error_t *err) {
+    const bool gpu = strcmp(*value, "gpu") == 0 || strcmp(*value, "gpu_multiprocess") == 0;
+    if (strcmp(*value, "cpu") == 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "remat models accelerator memory: give a TPU or GPU profile "
+                               "('remat list hardware')");
+    }
+    if (strcmp(*value, "tpu") == 0 && is_gpu_profile(c->hardware)) {
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "hardware=tpu, but the hardware is already the GPU '%s'",
+                               c->hardware);
+    }
+    if (strcmp(*value, "tpu") == 0 || (gpu && is_gpu_profile(c->hardware))) {
+        *skip = true;
+    } else if (gpu) {
+        *value = "h100";
+        c->gpu_assumed = true;
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_config_translate(remat_config_t *c, const char **key, const char **value,
+                                        const char *source, const char *path, bool *skip,
+                                        remat_error_t *err) {
+    *skip = false;
+    if (strcmp(*key, "model") == 0) {
+        *key = "model_name";
+    } else if (strcmp(*key, "compile_topology") == 0) {
+        /* train_compile's target slice is the run's topology; '' is unset */
+        *key = "topology";
+        *skip = !**value;
+    } else if (strcmp(*key, "compile_topology_num_slices") == 0) {
+        *key = "num_slices";
+    } else if (strcmp(*key, "hardware") == 0) {
+        return hardware_kind(c, value, source, path, skip, err);
+    }
+    return REMAT_OK;
+}
+
+static void record_unused(remat_config_t *c, const char *key) {
+    size_t len = strlen(c->unused_keys), k = strlen(key);
+    char needle[160];
+    snprintf(needle, sizeof needle, ", %s,", key);
+    char padded[sizeof c->unused_keys + 4];
+    snprintf(padded, sizeof padded, ", %s,", c->unused_keys);
+    if (strstr(padded, needle) || (len && strcmp(c->unused_keys + len - 3, "...") == 0)) {
+        return; /* listed once; or the list is full */
+    }
+    if (len + k + 2 + 5 >= sizeof c->unused_keys) {
+        snprintf(c->unused_keys + len, sizeof c->unused_keys - len, "%s...", len ? ", " : "");
+        return;
+    }
+    snprintf(c->unused_keys + len, sizeof c->unused_keys - len, "%s%s", len ? ", " : "", key);
+    c->nunused++;
+}
+
+remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key, const char *value,
+                                           const char *source, const char *path,
+                                           remat_error_t *err) {
+    if (remat_i_is_maxtext_key(key)) {
+        record_unused(c, key);
+        return REMAT_OTHER_UNUSED;
+    }
+    remat_place_t place;
+    if (remat_place_parse(value, &place) && strlen(key) < REMAT_NAME_LEN) {
+        return REMAT_OTHER_GRAPH_NAME;
+    }
+    const char *near = remat_i_config_nearest_key(key);
+    if (near) {
+        remat_error_set(err, REMAT_E_CONFIG, source, path,
+                        "unknown config key '%s' (did you mean '%s'?)", key, near);
+    } else {
+        remat_error_set(err, REMAT_E_CONFIG, source, path,
+                        "unknown config key '%s': not one of remat's or MaxText's "
+                        "('remat list keys' shows remat's)",
+                        key);
+    }
+    return REMAT_OTHER_UNKNOWN;
+}
+
+/* Edits from @p key to @p k; a prefix ("per_device_batch") counts as two.
+   Words that start differently are unrelated: 'my_name' is not 'hf_name'. */
+static size_t candidate_distance(const char *key, const char *k) {
+    if (key[0] != k[0]) {
+        return (size_t)-1;
+    }
+    size_t d = remat_i_edit_distance(key, k);
+    if (strlen(key) >= 4 && strncmp(k, key, strlen(key)) == 0) {
+        d = d < 2 ? d : 2;
+    }
+    return d;
+}
+
+const char *remat_i_nearest_word(const char *key, const char *const *words, size_t n,
+                                 const char *best, size_t *bestd) {
+    for (size_t i = 0; i < n; i++) {
+        size_t d = candidate_distance(key, words[i]);
+        /* ties go to the fewer real edits: enable_checkpoint is
+           enable_checkpointing before enable_checkpoint_cloud_logger */
+        if (d < *bestd || (d == *bestd && best &&
+                           remat_i_edit_distance(key, words[i]) < remat_i_edit_distance(key, best))) {
+            *bestd = d;
+            best = words[i];
+        }
+    }
+    return best;
+}
+
+const char *remat_i_config_nearest_key(const char *key) {
+    const char *best = NULL;
+    size_t bestd = (size_t)-1;
+    for (size_t i = 0; i < remat_config_nkeys(); i++) {
+        const char *name = remat_config_key_name(i);
+        best = remat_i_nearest_word(key, &name, 1, best, &bestd);
+    }
+    best = remat_i_nearest_word(key, remat_i_maxtext_keys, remat_i_nmaxtext_keys, best, &bestd);
+    return remat_i_near_enough(key, bestd) ? best : NULL;
+}
+
+bool remat_i_near_enough(const char *key, size_t d) {
+    /* Within a quarter of the word and at most three edits: 'lerning_rate'
+       is learning_rate, 'steps' is not dtype. */
+    size_t limit = strlen(key) / 4 + 1;
+    return d <= (limit < 3 ? limit : 3);
+}
+
+/* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
+   graph for each; NULL when remat has none, with what it would need. */
+static const struct {
+    const char *block, *graph, *needs;
+} blocks[] = {
+    {"llama2", "llama", NULL},
+    {"mistral", "llama", NULL},
+    {"gpt3", "gpt3", NULL},
+    {"default", NULL, "MaxText's default decoder layer"},
+    {"mixtral", NULL, "an MoE block"},
+    {"qwen3_moe", NULL, "an MoE block"},
+    {"qwen3_custom_moe", NULL, "an MoE block"},
+    {"gpt_oss", NULL, "an MoE block with alternating sliding-window attention"},
+    {"llama4", NULL, "interleaved MoE and dense layers"},
+    {"deepseek", NULL, "MLA attention and an MoE block"},
+    {"deepseek4", NULL, "MLA attention and an MoE block"},
+    {"gemma", NULL, "a tied output head (logits_via_embedding) on the llama layer"},
+    {"gemma2", NULL, "alternating local (sliding-window) and global attention with post-norms"},
+    {"gemma3", NULL, "alternating local (sliding-window) and global attention with post-norms"},
+    {"gemma4", NULL, "alternating local (sliding-window) and global attention with post-norms"},
+    {"gemma4_small", NULL, "alternating local (sliding-window) and global attention"},
+    /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
+       llama graph (docs/config.md, Models) */
+    {"qwen2", "llama", NULL},
+    {"qwen3", NULL, "per-head query and key norms"},
+    {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
+    {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
+    {"olmo3", NULL, "post-norm layers with query and key norms and sliding-window attention"},
+};
+
+static bool graph_is_file(const remat_config_t *c) {
+    size_t n = strlen(c->graph);
+    return n > 5 && strcmp(c->graph + n - 5, ".json") == 0;
+}
+
+static remat_status_t check_block(remat_config_t *c, remat_error_t *err) {
+    if (!c->decoder_block[0]) {
+        return REMAT_OK;
+    }
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        if (strcmp(c->decoder_block, blocks[i].block) != 0) {
+            continue;
+        }
+        if (!blocks[i].graph) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "decoder_block=%s needs %s, which remat's graphs do not have "
+                                   "yet (they express llama2, mistral, qwen2 and gpt3)",
+                                   c->decoder_block, blocks[i].needs);
+        }
+        if (graph_is_file(c) || strcmp(c->graph, blocks[i].graph) == 0) {
+            return REMAT_OK;
+        }
+        if (strcmp(c->model_name, "default") == 0) {
+            snprintf(c->graph, sizeof c->graph, "%s", blocks[i].graph);
+            return REMAT_OK;
+        }
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "decoder_block=%s is the %s graph, but model_name=%s runs the %s "
+                               "graph",
+                               c->decoder_block, blocks[i].graph, c->model_name, c->graph);
+    }
+    return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                           "decoder_block=%s is not a MaxText decoder block remat knows "
+                           "(llama2, mistral, qwen2 and gpt3 have graphs)",
+                           c->decoder_block);
+}
+
+/* Items of a list written as MaxText takes it: ['silu', 'linear'], or
+   [silu,linear] on a command line; a bare word is one. */
+static size_t list_items(const char *text) {
+    size_t n = 0;
+    bool prev_sep = true;
+    for (const char *p = text; *p; p++) {
+        bool sep = strchr("[]'\", ", *p) != NULL;
+        n += !sep && prev_sep;
+        prev_sep = sep;
+    }
+    return n;
+}
+
+static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
+    if (c->num_experts > 1) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "num_experts=%lld is an MoE block, which remat's graphs do not "
+                               "have yet",
+                               (long long)c->num_experts);
+    }
+    if (c->use_qk_norm || c->use_post_attn_norm || c->use_post_ffw_norm) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "%s=true: remat's graphs have no %s yet",
+                               c->use_qk_norm          ? "use_qk_norm"
+                               : c->use_post_attn_norm ? "use_post_attn_norm"
+                                                       : "use_post_ffw_norm",
+                               c->use_qk_norm ? "query and key norms" : "post-norms");
+    }
+    if (strcmp(c->attention_type, "global") != 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "attention_type=%s: remat's graphs run global attention only",
+                               c->attention_type);
+    }
+    if (graph_is_file(c)) {
+        return REMAT_OK;
+    }
+    const bool llama = strcmp(c->graph, "llama") == 0, gpt3 = strcmp(c->graph, "gpt3") == 0;
+    size_t acts = list_items(c->mlp_activations);
+    if (c->mlp_activations[0] && ((llama && acts != 2) || (gpt3 && acts != 1))) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "mlp_activations=%s: the %s graph's MLP is %s", c->mlp_activations,
+                               c->graph, llama ? "gated (two activations, e.g. ['silu', "
+                                                 "'linear'])"
+                                               : "one activation (['gelu'])");
+    }
+    if (c->logits_via_embedding_set && ((llama && c->logits_via_embedding) ||
+                                        (gpt3 && !c->logits_via_embedding))) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "logits_via_embedding=%s: the %s graph's output head is %s",
+                               c->logits_via_embedding ? "true" : "false", c->graph,
+                               llama ? "its own weight" : "tied to the embedding");
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err) {
+    remat_status_t st = check_block(c, err);
+    if (st == REMAT_OK) {
+        st = check_layer_keys(c, err);
+    }
+    if (st == REMAT_OK && c->gpu_assumed && strcmp(c->hardware, "h100") == 0) {
+        remat_i_config_note(c, "hardware=gpu names no GPU: assumed h100 (MaxText's a3 recipes); "
+                               "hardware=h200 or b200 for another");
+    }
+    return st;
+}
