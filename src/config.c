@@ -660,22 +660,50 @@ static remat_status_t apply_model(remat_config_t *c, const char *name, remat_err
     return st;
 }
 
-/* The mesh's device count when no axis is left to fill: the product of its
-   ici and dcn axes; 0 when an axis fills (-1). */
-static remat_status_t mesh_devices(const remat_config_t *c, uint64_t *out, remat_error_t *err) {
-    uint64_t p = 1;
-    *out = 0;
+/* The product of one kind of mesh axes (ici or dcn), and how many of them
+   fill (-1). */
+static remat_status_t axes_product(const int64_t *axes, uint64_t *product, int *fills,
+                                   remat_error_t *err) {
+    *product = 1;
+    *fills = 0;
     for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-        if (c->ici[a] < 1 || c->dcn[a] < 1) {
-            return REMAT_OK;
-        }
-        if (!remat_i_mul(p, (uint64_t)c->ici[a], &p) || !remat_i_mul(p, (uint64_t)c->dcn[a], &p) ||
-            p > ((uint64_t)1 << 40)) {
+        if (axes[a] < 1) {
+            (*fills)++;
+        } else if (!remat_i_mul(*product, (uint64_t)axes[a], product) ||
+                   *product > ((uint64_t)1 << 40)) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                    "the mesh axes multiply past 2^40 devices");
         }
     }
-    *out = p;
+    return REMAT_OK;
+}
+
+/* The mesh's device count, 0 when it cannot tell: the ici axes' product
+   (none may fill) times the slices, which are num_slices when given (a dcn
+   axis of -1 takes them, as in MaxText) or the dcn axes' product. */
+static remat_status_t mesh_devices(const remat_config_t *c, uint64_t *out, remat_error_t *err) {
+    uint64_t ici, dcn;
+    int ici_fills, dcn_fills;
+    *out = 0;
+    remat_status_t st = axes_product(c->ici, &ici, &ici_fills, err);
+    if (st == REMAT_OK) {
+        st = axes_product(c->dcn, &dcn, &dcn_fills, err);
+    }
+    if (st || ici_fills) {
+        return st;
+    }
+    if (c->num_slices > 0 && (dcn_fills ? (uint64_t)c->num_slices % dcn != 0
+                                        : (uint64_t)c->num_slices != dcn)) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "num_slices=%lld, but the dcn axes make %llu slices%s",
+                               (long long)c->num_slices, (unsigned long long)dcn,
+                               dcn_fills ? " and the one that fills cannot make up the rest" : "");
+    }
+    const uint64_t slices = c->num_slices > 0 ? (uint64_t)c->num_slices : dcn_fills ? 0 : dcn;
+    if (slices && (!remat_i_mul(ici, slices, out) || *out > ((uint64_t)1 << 40))) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "the mesh axes multiply past 2^40 devices");
+    }
     return REMAT_OK;
 }
 

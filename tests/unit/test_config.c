@@ -163,6 +163,66 @@ static void test_builtin_descriptions(void **state) {
     assert_true(described > 20);
 }
 
+/* Every model of the zoo either analyzes, on one device at batch 1, or is
+   refused with the block it needs named (its preset's "requires"). */
+static void test_every_model_analyzes_or_names_its_block(void **state) {
+    (void)state;
+    size_t analyzed = 0, refused = 0;
+    for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_MODEL); i++) {
+        const char *name = remat_builtin_name(REMAT_BUILTIN_MODEL, i);
+        char model[128];
+        snprintf(model, sizeof model, "model_name=%s", name);
+        const char *args[] = {model, "per_device_batch_size=1", "max_target_length=1024", NULL};
+        fx_run_t *f = fx_analyze(NULL, args);
+        json_t *root = json_loads(remat_builtin_find(REMAT_BUILTIN_MODEL, name), 0, NULL);
+        json_t *req = json_object_get(root, "requires");
+        if (req) {
+            assert_int_equal(f->st, REMAT_E_CONFIG);
+            if (!strstr(f->err.text, json_string_value(req))) {
+                fail_msg("%s: '%s' does not name '%s'", name, f->err.text, json_string_value(req));
+            }
+            refused++;
+        } else {
+            if (f->st != REMAT_OK) {
+                fail_msg("%s: %s", name, f->err.text);
+            }
+            assert_true(f->r.peak_bytes > 0);
+            analyzed++;
+        }
+        json_decref(root);
+        fx_free(f);
+    }
+    assert_int_equal(analyzed + refused, remat_builtin_count(REMAT_BUILTIN_MODEL));
+    assert_true(analyzed >= 16 && refused >= 50);
+}
+
+/* num_slices and dcn axes multiply as in MaxText: a topology's devices
+   times its slices, and a dcn axis of -1 takes the slices. */
+static void test_slices_multiply(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    const char *topo[] = {"topology=v6e-256", "num_slices=4", "dcn_data_parallelism=4", NULL};
+    assert_int_equal(build(topo, &c, &err), REMAT_OK);
+    assert_int_equal(c.num_devices, 1024);
+    const char *mesh[] = {"ici_fsdp_parallelism=8", "dcn_data_parallelism=-1", "num_slices=2",
+                          NULL};
+    assert_int_equal(build(mesh, &c, &err), REMAT_OK);
+    assert_int_equal(c.num_devices, 16);
+    assert_false(c.num_devices_assumed);
+    const char *whole[] = {"ici_fsdp_parallelism=8", "dcn_data_parallelism=2", NULL};
+    assert_int_equal(build(whole, &c, &err), REMAT_OK);
+    assert_int_equal(c.num_devices, 16);
+    const char *clash[] = {"ici_fsdp_parallelism=8", "dcn_data_parallelism=2", "num_slices=4",
+                           NULL};
+    assert_int_equal(build(clash, &c, &err), REMAT_E_CONFIG);
+    assert_non_null(strstr(err.text, "num_slices=4"));
+    const char *none[] = {"per_device_batch_size=1", NULL};
+    assert_int_equal(build(none, &c, &err), REMAT_OK);
+    assert_true(c.num_devices_assumed);
+    assert_int_equal(c.num_devices, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_are_maxtext_and_llama3_8b),
@@ -173,6 +233,8 @@ int main(void) {
         cmocka_unit_test(test_micro_batch),
         cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_builtin_descriptions),
+        cmocka_unit_test(test_every_model_analyzes_or_names_its_block),
+        cmocka_unit_test(test_slices_multiply),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
