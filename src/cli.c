@@ -509,11 +509,19 @@ static int cmd_list(int argc, char **argv) {
         if (strcmp(what, "all") && strcmp(what, kinds[k].name)) {
             continue;
         }
-        printf("%s:\n", kinds[k].name);
-        /* descriptions were read at build time: listing parses nothing */
-        for (size_t i = 0; i < remat_builtin_count(kinds[k].kind); i++) {
-            printf("  %-34s %s\n", remat_builtin_name(kinds[k].kind, i),
-                   remat_builtin_description(kinds[k].kind, i));
+        /* Descriptions were read at build time: listing parses nothing. A
+           model preset with a "requires" key is one remat refuses; those
+           are listed apart, after the ones it analyzes. */
+        for (int refused = 0; refused <= (kinds[k].kind == REMAT_BUILTIN_MODEL); refused++) {
+            printf("%s:\n", refused ? "models remat cannot analyze yet" : kinds[k].name);
+            for (size_t i = 0; i < remat_builtin_count(kinds[k].kind); i++) {
+                const char *name = remat_builtin_name(kinds[k].kind, i);
+                bool requires = kinds[k].kind == REMAT_BUILTIN_MODEL &&
+                                strstr(remat_builtin_find(kinds[k].kind, name), "\"requires\":");
+                if (requires == (refused != 0)) {
+                    printf("  %-34s %s\n", name, remat_builtin_description(kinds[k].kind, i));
+                }
+            }
         }
     }
     if (strcmp(what, "all") && strcmp(what, "keys")) {
