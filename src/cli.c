@@ -281,15 +281,15 @@ static int rank_cmp(const void *pa, const void *pb) {
 static int cmd_compare(const opts_t *o) {
     remat_error_t err;
     remat_error_init(&err);
-    char *names[64];
+    char *names[REMAT_MAX_COMPARED];
     size_t n = 0;
     char *list = NULL;
     if (o->policies) {
         list = remat_i_xstrdup(o->policies);
         for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-            if (n == 64) {
+            if (n == REMAT_MAX_COMPARED) {
                 free(list);
-                return usage_error("--policies takes at most 64 policies");
+                return usage_error("--policies takes at most %d policies", REMAT_MAX_COMPARED);
             }
             names[n++] = tok;
         }
@@ -298,7 +298,8 @@ static int cmd_compare(const opts_t *o) {
             return usage_error("--policies needs a comma-separated list");
         }
     } else {
-        for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_POLICY) && n < 64; i++) {
+        for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_POLICY) && n < REMAT_MAX_COMPARED;
+             i++) {
             const char *name = remat_builtin_name(REMAT_BUILTIN_POLICY, i);
             if (!policy_is_alias(name)) {
                 names[n++] = (char *)name;

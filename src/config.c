@@ -357,7 +357,7 @@ static remat_status_t set_integer(remat_config_t *c, const key_t_ *k, const sett
     if (k->type == K_I64) {
         bool neg = s->value[0] == '-';
         if (!parse_u64(neg ? s->value + 1 : s->value, &v) || v == 0 || (neg && v != 1) ||
-            v > 1000000000) {
+            v > REMAT_MAX_AXIS_SIZE) {
             return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
                                    "'%s' must be a positive integer or -1, not '%s'", s->key,
                                    s->value);
@@ -670,7 +670,7 @@ static remat_status_t axes_product(const int64_t *axes, uint64_t *product, int *
         if (axes[a] < 1) {
             (*fills)++;
         } else if (!remat_i_mul(*product, (uint64_t)axes[a], product) ||
-                   *product > ((uint64_t)1 << 40)) {
+                   *product > REMAT_MAX_DEVICES) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                    "the mesh axes multiply past 2^40 devices");
         }
@@ -700,7 +700,7 @@ static remat_status_t mesh_devices(const remat_config_t *c, uint64_t *out, remat
                                dcn_fills ? " and the one that fills cannot make up the rest" : "");
     }
     const uint64_t slices = c->num_slices > 0 ? (uint64_t)c->num_slices : dcn_fills ? 0 : dcn;
-    if (slices && (!remat_i_mul(ici, slices, out) || *out > ((uint64_t)1 << 40))) {
+    if (slices && (!remat_i_mul(ici, slices, out) || *out > REMAT_MAX_DEVICES)) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                "the mesh axes multiply past 2^40 devices");
     }
@@ -720,7 +720,7 @@ static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
             return st;
         }
         uint64_t devices;
-        if (!remat_i_mul(t.devices, slices, &devices) || devices > ((uint64_t)1 << 40)) {
+        if (!remat_i_mul(t.devices, slices, &devices) || devices > REMAT_MAX_DEVICES) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                    "num_slices=%llu of topology=%s is past 2^40 devices",
                                    (unsigned long long)slices, c->topology);
@@ -937,7 +937,7 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
     if (strcmp(key, "per_device_batch_size") == 0) {
         double global = c->per_device_batch_size * (double)c->num_devices;
         double micro = global / (double)c->gradient_accumulation_steps;
-        if (micro > 1e15) {
+        if (micro > REMAT_MAX_SEQUENCES) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                    "per_device_batch_size %g gives %g sequences per micro-batch, "
                                    "above the supported 1e15",

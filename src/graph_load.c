@@ -128,7 +128,7 @@ static remat_status_t load_dims(loader_t *L, json_t *dims) {
     if (!json_is_object(dims) || json_object_size(dims) == 0) {
         return fail(L, REMAT_E_SCHEMA, "'dims' must be a non-empty object");
     }
-    if (json_object_size(dims) > 64) {
+    if (json_object_size(dims) > REMAT_MAX_DIMS) {
         return fail(L, REMAT_E_SCHEMA, "at most 64 dims");
     }
     g->dims = remat_i_try_calloc(json_object_size(dims), sizeof *g->dims, L->err);

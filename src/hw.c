@@ -165,9 +165,12 @@ static remat_status_t derive_devices(json_t *root, const char *source, bool v2, 
         (st = get_u64(root, source, "cores_per_chip", &out->cores_per_chip, err))) {
         return st;
     }
-    if (out->devices_per_chip > 16 || out->cores_per_chip > 16) {
-        return bad(source, out->devices_per_chip > 16 ? "devices_per_chip" : "cores_per_chip",
-                   "at most 16", err);
+    if (out->devices_per_chip > REMAT_MAX_DEVICES_PER_CHIP ||
+        out->cores_per_chip > REMAT_MAX_DEVICES_PER_CHIP) {
+        return bad(source,
+                   out->devices_per_chip > REMAT_MAX_DEVICES_PER_CHIP ? "devices_per_chip"
+                                                                       : "cores_per_chip",
+                   "at most 16 (REMAT_MAX_DEVICES_PER_CHIP)", err);
     }
     const uint64_t d = out->devices_per_chip;
     const double dd = (double)d;

@@ -47,13 +47,9 @@
 #include "sim_internal.h"
 #include "util.h"
 
-/* The most layer plans one search makes (see (6)): 7 to 16 s and under
-   300 MB in a Release build (chains of 24 and 40 names). A build may set it
-   lower; the fuzz targets do, so that one input stays within libFuzzer's
-   timeout under their instrumentation. */
-#ifndef REMAT_SOLVE_MAX_PLANS
-#define REMAT_SOLVE_MAX_PLANS 1000000
-#endif
+/* REMAT_SOLVE_MAX_PLANS and REMAT_SOLVE_MAX_NAMES (remat/limits.h) bound
+   the work (see (6)); the fuzz build lowers the first so that one input
+   stays within libFuzzer's timeout under its instrumentation. */
 
 void remat_solution_init(remat_solution_t *s) {
     memset(s, 0, sizeof *s);
@@ -395,10 +391,10 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     if (st) {
         return st;
     }
-    if (s->nnames > 40) {
+    if (s->nnames > REMAT_SOLVE_MAX_NAMES) {
         return remat_error_set(err, REMAT_E_GRAPH, g->source, NULL,
-                               "%zu checkpoint names are too many to search (at most 40)",
-                               s->nnames);
+                               "%zu checkpoint names are too many to search (at most %d)",
+                               s->nnames, REMAT_SOLVE_MAX_NAMES);
     }
     uint64_t space = 2;
     for (size_t i = 1; i < s->nnames; i++) {

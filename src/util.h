@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "remat/error.h"
+#include "remat/limits.h"
 
 void *remat_i_xmalloc(size_t n);
 void *remat_i_xcalloc(size_t count, size_t size);
@@ -118,10 +119,7 @@ void remat_i_jpath_pop(remat_jpath_t *p);
    Errors are REMAT_E_IO naming the path, or REMAT_E_NOMEM. */
 remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *err);
 
-/* The most bytes an input file may hold (64 MiB: the largest built-in graph
-   is under 100 KB); a larger one, or an endless one (/dev/zero), is an
-   error rather than a read until memory runs out. */
-#define REMAT_MAX_INPUT_BYTES ((size_t)64 << 20)
+/* REMAT_MAX_INPUT_BYTES: remat/limits.h */
 
 /* Whether @p s holds no control character, ASCII or Unicode (C1, line
    and paragraph separators): a newline in a name would break the one-line

@@ -17,9 +17,9 @@
 #include <stddef.h>
 
 #include "remat/error.h"
+#include "remat/limits.h"
 
-/* The longest base_config chain, the file itself included. */
-#define REMAT_YAML_MAX_CHAIN 16
+/* REMAT_YAML_MAX_CHAIN: remat/limits.h */
 
 typedef struct remat_yaml_setting {
     char *key;

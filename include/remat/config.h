@@ -15,21 +15,12 @@
 #include <stdint.h>
 
 #include "remat/error.h"
+#include "remat/limits.h"
 #include "remat/graph.h"
 #include "remat/mesh.h"
 #include "remat/policy.h"
 
-#define REMAT_STR_LEN 256
-
-/* The largest byte count remat represents (4 EiB): budgets and sizes above
-   it are input errors, and any sum of bytes stays below 2^63 with room for
-   signed deltas. */
-#define REMAT_BYTES_MAX ((uint64_t)1 << 62)
-
-/* The most decoder layers a config may have: 80x MaxText's deepest model
-   (llama3.1-405b, 126), and small enough that an analysis and its per-layer
-   tables stay well under a second. */
-#define REMAT_MAX_LAYERS 10000
+/* REMAT_STR_LEN, REMAT_BYTES_MAX, REMAT_MAX_LAYERS: remat/limits.h */
 
 typedef struct remat_config {
     char model_name[REMAT_STR_LEN];
@@ -65,10 +56,10 @@ typedef struct remat_config {
     double reserve_fraction;          /* of the transient bytes */
     bool reserve_fraction_set;        /* else the hardware profile's */
     size_t ncustom;                   /* custom policy keys (query_proj=device ...) */
-    remat_policy_rule_t custom[32];
+    remat_policy_rule_t custom[REMAT_MAX_CUSTOM];
     /* custom[i] is not one of MaxText's names: a graph file's own name,
        which remat_resolve checks against the graph it loads. */
-    bool custom_graph_name[32];
+    bool custom_graph_name[REMAT_MAX_CUSTOM];
     char custom_source[REMAT_ERR_SOURCE_LEN]; /* where the first custom key came from */
     /* MaxText keys remat reads to check the graph against the model
        (config_maxtext.c): they select nothing, they refuse a mismatch. */

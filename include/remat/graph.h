@@ -15,11 +15,9 @@
 #include <stdint.h>
 
 #include "remat/error.h"
+#include "remat/limits.h"
 
 #define REMAT_NONE ((size_t)-1)
-#define REMAT_MAX_RANK 8
-#define REMAT_MAX_IO 8
-#define REMAT_MAX_TAGS 4
 
 typedef enum remat_dtype {
     REMAT_DTYPE_ACT,    /* the config's `dtype` (default bf16) */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "remat/error.h"
+#include "remat/limits.h"
 
 typedef enum remat_axis {
     REMAT_AXIS_DATA,
@@ -34,7 +35,6 @@ const char *remat_axis_name(remat_axis_t a);
 /** The key stem of an axis in ici_<stem>_parallelism ("pipeline" for stage). */
 const char *remat_axis_key(remat_axis_t a);
 
-#define REMAT_MAX_RULES 96
 
 typedef struct remat_axis_rule {
     char logical[48];  /* "activation_batch", "embed", ... */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "remat/error.h"
+#include "remat/limits.h"
 #include "remat/graph.h"
 
 typedef enum remat_place {
@@ -26,7 +27,6 @@ typedef enum remat_predicate {
     REMAT_PRED_DOTS_NO_BATCH /* every einsum output without batch dims */
 } remat_predicate_t;
 
-#define REMAT_NAME_LEN 48
 
 typedef struct remat_policy_rule {
     char name[REMAT_NAME_LEN];

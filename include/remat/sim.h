@@ -165,7 +165,7 @@ typedef struct remat_result {
     const remat_config_t *config;
     const remat_hw_t *hw;
     bool none_as_full; /* remat_policy none under scan_layers behaves as full */
-    uint64_t dim_size[64]; /* bound per-device size of each graph dim */
+    uint64_t dim_size[REMAT_MAX_DIMS]; /* bound per-device size of each graph dim */
 } remat_result_t;
 
 void remat_result_init(remat_result_t *r);

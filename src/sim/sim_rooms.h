@@ -29,7 +29,7 @@
 _Static_assert(REMAT_BYTES_MAX == REMAT_ACC_MAX, "one limit for bytes and the accumulator");
 
 /* The graph's dims a run can bind; the result reports each one's size. */
-#define SIM_MAX_DIMS 64
+#define SIM_MAX_DIMS REMAT_MAX_DIMS
 _Static_assert(sizeof(((remat_result_t *)0)->dim_size) == SIM_MAX_DIMS * sizeof(uint64_t),
                "the result reports every dim the analyzer binds");
 

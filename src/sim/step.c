@@ -178,7 +178,7 @@ static void plan_copy(remat_plan_t *dst, const remat_plan_t *src) {
 }
 
 static remat_status_t check_ranges(const remat_policy_t *policy, size_t L, remat_error_t *err) {
-    if (policy->nranges > 64) {
+    if (policy->nranges > REMAT_MAX_RANGES) {
         return remat_error_set(err, REMAT_E_POLICY, policy->source, "$.layers",
                                "at most 64 layer ranges");
     }
