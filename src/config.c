@@ -823,6 +823,15 @@ static remat_status_t yaml_entry(const remat_yaml_setting_t *y, entry_t *e, rema
         return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path,
                                "'%s' takes one value, not a list or a mapping", y->key);
     }
+    if (ours && strstr(y->value, "${")) {
+        /* OmegaConf would substitute another key or an environment
+           variable here; remat reads literals only, so say so rather than
+           parse the text as a value. */
+        return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path,
+                               "'%s' is an interpolation ('%s'): remat reads literal values; "
+                               "write the value",
+                               y->key, y->value);
+    }
     if (ours && strlen(y->value) >= sizeof e->value) {
         return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path, "value is too long");
     }
