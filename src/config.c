@@ -503,7 +503,7 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
 /* One setting from a file or the command line, as text. */
 typedef struct entry {
     char key[96];
-    char value[REMAT_STR_LEN];
+    char value[REMAT_RULES_LEN]; /* the longest value a key takes: axis rules */
     char path[REMAT_ERR_PATH_LEN];
     const char *source;
 } entry_t;

@@ -200,6 +200,7 @@ static const struct {
     {"qwen3", NULL, "per-head query and key norms"},
     {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
+    {"envy", NULL, "an MoE block"},
     {"olmo3", NULL, "post-norm layers with query and key norms and sliding-window attention"},
 };
 

@@ -30,7 +30,7 @@ typedef struct remat_config {
     char remat_policy[REMAT_STR_LEN]; /* preset name, "custom", or a file path */
     char opt_type[32];                /* adamw | adam_pax | sgd | adafactor */
     char quantization[32];            /* "" or fp8 (FP8 einsum residuals, gathers) */
-    char logical_axis_rules[REMAT_STR_LEN]; /* overrides: "logical:axis+axis,..." */
+    char logical_axis_rules[REMAT_RULES_LEN]; /* overrides: "logical:axis+axis,..." */
     int64_t ici[REMAT_AXIS_COUNT];    /* ici_<axis>_parallelism; -1 fills */
     int64_t dcn[REMAT_AXIS_COUNT];    /* dcn_<axis>_parallelism */
     uint64_t num_pipeline_microbatches; /* 0: one per stage */

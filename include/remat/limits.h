@@ -42,8 +42,10 @@
 #define REMAT_MAX_RANGES 64
 #define REMAT_MAX_CUSTOM 32
 
-/* Logical axis rules of a mesh (MaxText's base.yml has 82). */
+/* Logical axis rules of a mesh (MaxText's base.yml has 82), and the text of
+   a config's overrides (a model file's rule list runs to a few KB). */
 #define REMAT_MAX_RULES 96
+#define REMAT_RULES_LEN 4096
 
 /* Devices: one mesh axis, and the whole run (2^40, far past any slice). */
 #define REMAT_MAX_AXIS_SIZE 1000000000
