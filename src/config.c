@@ -607,8 +607,10 @@ static void nearest_models(const char *name, char *buf, size_t size) {
 /* Applies the built-in preset @p name. A preset with a "requires" field
    names a MaxText model whose layer needs a block remat's graphs lack
    (models/NAME.json; docs/config.md, "Models"): it is refused, not run as
-   the nearest graph. */
-static remat_status_t apply_model(remat_config_t *c, const char *name, remat_error_t *err) {
+   the nearest graph, unless the user brings a graph file (@p own_graph),
+   which then runs with the preset's dims. */
+static remat_status_t apply_model(remat_config_t *c, const char *name, bool own_graph,
+                                  remat_error_t *err) {
     if (strcmp(name, "default") == 0) {
         return REMAT_OK;
     }
@@ -637,7 +639,10 @@ static remat_status_t apply_model(remat_config_t *c, const char *name, remat_err
         return st == REMAT_E_NOMEM ? st : REMAT_E_INTERNAL;
     }
     json_t *req = json_object_get(root, "requires");
-    if (req) {
+    if (req && own_graph && json_is_string(req)) {
+        remat_i_config_note(c, "model_name '%s' needs %s: its dims run on the graph file given",
+                            name, json_string_value(req));
+    } else if (req) {
         if (json_is_string(req)) {
             st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                  "model_name '%s' needs %s, which remat's graphs do not have yet",
@@ -891,9 +896,15 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
             model = entries[i].value;
         }
     }
+    bool own_graph = false;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(entries[i].value);
+        own_graph |= strcmp(entries[i].key, "graph") == 0 && len > 5 &&
+                     strcmp(entries[i].value + len - 5, ".json") == 0;
+    }
     char model_buf[REMAT_STR_LEN];
     snprintf(model_buf, sizeof model_buf, "%s", model);
-    st = apply_model(c, model_buf, err);
+    st = apply_model(c, model_buf, own_graph, err);
     if (st == REMAT_OK) {
         snprintf(c->model_name, sizeof c->model_name, "%s", model_buf);
     }
