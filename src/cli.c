@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -27,9 +28,14 @@
 #include "yaml_config.h"
 #include "util.h"
 
-enum { EXIT_OK = 0, EXIT_NO = 1, EXIT_INPUT = 2, EXIT_INTERNAL = 3 };
+enum {
+    EXIT_OK = REMAT_EXIT_OK,
+    EXIT_NO = REMAT_EXIT_NO,
+    EXIT_INPUT = REMAT_EXIT_INPUT,
+    EXIT_INTERNAL = REMAT_EXIT_INTERNAL
+};
 
-static int report_error(const remat_error_t *err) {
+int remat_cli_report_error(const remat_error_t *err) {
     char line[1024];
     remat_error_format(err, line, sizeof line);
     fprintf(stderr, "remat: %s\n", line);
@@ -37,9 +43,7 @@ static int report_error(const remat_error_t *err) {
                                                                         : EXIT_INPUT;
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...) {
+int remat_cli_usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "remat: ");
@@ -49,20 +53,8 @@ static int usage_error(const char *fmt, ...) {
     return EXIT_INPUT;
 }
 
-/* The options given, parsed (cli.h declares the type). */
-struct remat_cli_opts {
-    unsigned given; /* CLI_OPT_* bits of the options on the command line */
-    bool help;      /* --help or -h */
-    const char *config;
-    const char *emit_policy;
-    unsigned solve_flags;
-    remat_format_t fmt;
-    const char *policies;
-    unsigned kinds;
-    int nargs;
-    char **args;
-};
 typedef remat_cli_opts_t opts_t;
+typedef remat_cli_job_t job_t;
 
 static int parse_kind(const char *arg, unsigned *kinds) {
     static const struct {
@@ -79,8 +71,10 @@ static int parse_kind(const char *arg, unsigned *kinds) {
             return 0;
         }
     }
-    return usage_error("unknown table kind '%s' (layers, tensors, names, stages, all)", arg);
+    return remat_cli_usage_error("unknown table kind '%s' (layers, tensors, names, stages, all)", arg);
 }
+
+static int take_view_option(int c, const char *arg, opts_t *o);
 
 /* One option's value into @p o; getopt's code @p c. */
 static int take_option(int c, const char *arg, opts_t *o) {
@@ -93,7 +87,8 @@ static int take_option(int c, const char *arg, opts_t *o) {
             o->given |= CLI_OPT_FORMAT;
             return remat_format_parse(arg, &o->fmt)
                        ? 0
-                       : usage_error("unknown format '%s' (text, json, csv, md)", arg);
+                       : remat_cli_usage_error("unknown format '%s' (text, json, csv, md, trace)",
+                                               arg);
         case 'p':
             o->given |= CLI_OPT_POLICIES;
             o->policies = arg;
@@ -112,7 +107,43 @@ static int take_option(int c, const char *arg, opts_t *o) {
             return 0;
         case 'k':
             o->given |= CLI_OPT_KIND;
-            return parse_kind(arg, &o->kinds);
+            o->kind = arg;
+            return 0;
+        default:
+            return take_view_option(c, arg, o);
+    }
+}
+
+/* The options of the drawing commands and analyze's chart. */
+static int take_view_option(int c, const char *arg, opts_t *o) {
+    switch (c) {
+        case 'u':
+            o->given |= CLI_OPT_UNFOLD;
+            o->unfold = true;
+            return 0;
+        case 's': {
+            o->given |= CLI_OPT_STAGE;
+            char *end = NULL;
+            unsigned long long k = strtoull(arg, &end, 10);
+            if (!*arg || *end || arg[0] == '-' || k > 1000000) {
+                return remat_cli_usage_error("--stage takes a stage number, not '%s'", arg);
+            }
+            o->stage = (size_t)k;
+            return 0;
+        }
+        case 'o':
+            o->given |= CLI_OPT_OUTPUT;
+            o->output = arg;
+            return 0;
+        case 'H':
+            o->given |= CLI_OPT_HTML;
+            o->html = arg;
+            return 0;
+        case 'C':
+        case 'N':
+            o->given |= c == 'C' ? CLI_OPT_CHART : CLI_OPT_NO_CHART;
+            o->chart = c == 'C';
+            return 0;
         case 'h':
             o->help = true;
             return 0;
@@ -130,13 +161,13 @@ static int take_config_file(opts_t *o) {
         char *a = o->args[i];
         if (!strchr(a, '=') && remat_i_is_yaml_path(a)) {
             if (o->config) {
-                return usage_error("two config files, '%s' and '%s': give one", o->config, a);
+                return remat_cli_usage_error("two config files, '%s' and '%s': give one", o->config, a);
             }
             o->config = a;
             continue;
         }
         if (!strchr(a, '=')) {
-            return usage_error("unexpected argument '%s': settings are key=value", a);
+            return remat_cli_usage_error("unexpected argument '%s': settings are key=value", a);
         }
         o->args[w++] = a;
     }
@@ -152,11 +183,16 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                                           {"frontier", no_argument, NULL, 'F'},
                                           {"exhaustive", no_argument, NULL, 'X'},
                                           {"emit-policy", required_argument, NULL, 'E'},
+                                          {"unfold", no_argument, NULL, 'u'},
+                                          {"stage", required_argument, NULL, 's'},
+                                          {"output", required_argument, NULL, 'o'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     o->fmt = REMAT_FMT_TEXT;
     o->kinds = REMAT_TABLE_ALL;
+    o->stage = REMAT_NONE;
+    o->chart = -1;
     /* A second parse in one process (tests, a fuzzer driving the CLI) must
        not resume inside the previous argv: glibc fully resets getopt only
        for optind = 0; elsewhere 1 is the reset. */
@@ -167,10 +203,10 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
 #endif
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "c:f:p:k:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:f:p:k:o:h", longs, NULL)) != -1) {
         int rc = take_option(c, optarg, o);
         if (rc < 0) {
-            return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+            return remat_cli_usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
         }
         if (rc) {
             return rc;
@@ -181,21 +217,18 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
     return o->help ? 0 : take_config_file(o);
 }
 
-/* Everything one analysis needs, owned together. */
-typedef struct job {
-    remat_config_t cfg;
-    remat_graph_t *graph;
-    remat_policy_t *policy;
-    remat_hw_t hw;
-    remat_result_t result;
-} job_t;
-
-static void job_release(job_t *j) {
+void remat_cli_job_release(job_t *j) {
     remat_result_release(&j->result);
     remat_graph_free(j->graph);
     remat_policy_free(j->policy);
     j->graph = NULL;
     j->policy = NULL;
+}
+
+remat_status_t remat_cli_job_resolve(job_t *j, const opts_t *o, remat_error_t *err) {
+    remat_result_init(&j->result);
+    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, err);
+    return st ? st : remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, err);
 }
 
 static remat_status_t job_run(job_t *j, remat_error_t *err) {
@@ -212,7 +245,7 @@ static remat_status_t job_run(job_t *j, remat_error_t *err) {
    not model, assumptions made, and, when the step does not pass, that the
    device count was assumed (a model sized for a slice, checked on one
    device, reads as a hopeless OOM). */
-static void print_notes(const remat_config_t *c, bool passes) {
+void remat_cli_print_notes(const remat_config_t *c, bool passes) {
     for (const char *p = c->notes; *p;) {
         const char *end = strchr(p, '\n');
         fprintf(stderr, "remat: note: %.*s\n", (int)(end - p), p);
@@ -239,10 +272,10 @@ static int cmd_analyze_like(const opts_t *o, int which) {
     }
     int rc = EXIT_OK;
     if (st == REMAT_OK) {
-        print_notes(&j->cfg, remat_result_passes(&j->result));
+        remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
     }
     if (st) {
-        rc = report_error(&err);
+        rc = remat_cli_report_error(&err);
     } else if (which == 0) {
         remat_report_analyze(stdout, &j->result, o->fmt);
     } else if (which == 1) {
@@ -251,7 +284,7 @@ static int cmd_analyze_like(const opts_t *o, int which) {
         remat_report_check(stdout, &j->result, o->fmt);
         rc = remat_result_passes(&j->result) ? EXIT_OK : EXIT_NO;
     }
-    job_release(j);
+    remat_cli_job_release(j);
     free(j);
     return rc;
 }
@@ -278,41 +311,48 @@ static int rank_cmp(const void *pa, const void *pb) {
     return strcmp(a->policy->name, b->policy->name);
 }
 
-static int cmd_compare(const opts_t *o) {
-    remat_error_t err;
-    remat_error_init(&err);
-    char *names[REMAT_MAX_COMPARED];
-    size_t n = 0;
-    char *list = NULL;
-    if (o->policies) {
-        list = remat_i_xstrdup(o->policies);
-        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-            if (n == REMAT_MAX_COMPARED) {
-                free(list);
-                return usage_error("--policies takes at most %d policies", REMAT_MAX_COMPARED);
-            }
-            names[n++] = tok;
-        }
-        if (n == 0) {
-            free(list);
-            return usage_error("--policies needs a comma-separated list");
-        }
-    } else {
-        for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_POLICY) && n < REMAT_MAX_COMPARED;
+/* The policies compare runs: --policies split into @p names (in @p list,
+   which the caller frees), else every preset but the alias. */
+static int compare_names(const opts_t *o, char **names, size_t *n, char **list) {
+    *n = 0;
+    if (!o->policies) {
+        for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_POLICY) && *n < REMAT_MAX_COMPARED;
              i++) {
             const char *name = remat_builtin_name(REMAT_BUILTIN_POLICY, i);
             if (!policy_is_alias(name)) {
-                names[n++] = (char *)name;
+                names[(*n)++] = (char *)name;
             }
         }
+        return EXIT_OK;
     }
-    job_t *jobs = remat_i_xcalloc(n, sizeof *jobs);
-    const remat_result_t **rs = remat_i_xcalloc(n, sizeof *rs);
-    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &jobs[0].cfg, &err);
-    for (size_t i = 0; st == REMAT_OK && i < n; i++) {
+    *list = remat_i_xstrdup(o->policies);
+    for (char *tok = strtok(*list, ","); tok; tok = strtok(NULL, ",")) {
+        if (*n == REMAT_MAX_COMPARED) {
+            return remat_cli_usage_error("--policies takes at most %d policies",
+                                         REMAT_MAX_COMPARED);
+        }
+        names[(*n)++] = tok;
+    }
+    return *n ? EXIT_OK : remat_cli_usage_error("--policies needs a comma-separated list");
+}
+
+int remat_cli_compare_run(const opts_t *o, remat_cli_compare_t *c, remat_status_t *st,
+                          remat_error_t *err) {
+    char *names[REMAT_MAX_COMPARED];
+    size_t n = 0;
+    *st = REMAT_OK;
+    int rc = compare_names(o, names, &n, &c->list);
+    if (rc) {
+        return rc;
+    }
+    job_t *jobs = c->jobs = remat_i_xcalloc(n, sizeof *jobs);
+    c->rs = remat_i_xcalloc(n, sizeof *c->rs);
+    c->n = n;
+    *st = remat_config_build(o->config, (size_t)o->nargs, o->args, &jobs[0].cfg, err);
+    for (size_t i = 0; *st == REMAT_OK && i < n; i++) {
         jobs[i].cfg = jobs[0].cfg;
         if (strlen(names[i]) >= sizeof jobs[i].cfg.remat_policy) {
-            st = remat_error_set(&err, REMAT_E_USAGE, NULL, NULL, "policy name too long");
+            *st = remat_error_set(err, REMAT_E_USAGE, NULL, NULL, "policy name too long");
             break;
         }
         strcpy(jobs[i].cfg.remat_policy, names[i]);
@@ -322,31 +362,46 @@ static int cmd_compare(const opts_t *o) {
         /* One graph and hardware for all; each entry resolves its policy. */
         remat_result_init(&jobs[i].result);
         if (i == 0) {
-            st = remat_resolve(&jobs[0].cfg, &jobs[0].graph, &jobs[0].policy, &jobs[0].hw, &err);
+            *st = remat_resolve(&jobs[0].cfg, &jobs[0].graph, &jobs[0].policy, &jobs[0].hw, err);
         } else {
             jobs[i].hw = jobs[0].hw;
-            st = remat_resolve_policy(&jobs[i].cfg, &jobs[i].policy, &err);
+            *st = remat_resolve_policy(&jobs[i].cfg, &jobs[i].policy, err);
         }
-        if (st == REMAT_OK) {
-            st = remat_analyze(jobs[0].graph, &jobs[i].cfg, jobs[i].policy, &jobs[i].hw,
-                               &jobs[i].result, &err);
+        if (*st == REMAT_OK) {
+            *st = remat_analyze(jobs[0].graph, &jobs[i].cfg, jobs[i].policy, &jobs[i].hw,
+                                &jobs[i].result, err);
         }
-        rs[i] = &jobs[i].result;
+        c->rs[i] = &jobs[i].result;
     }
-    int rc = EXIT_OK;
-    if (st) {
-        rc = report_error(&err);
-    } else {
-        qsort(rs, n, sizeof *rs, rank_cmp);
-        print_notes(&jobs[0].cfg, n && remat_result_passes(rs[0]));
-        remat_report_compare(stdout, rs, n, o->fmt);
+    if (*st == REMAT_OK) {
+        qsort(c->rs, n, sizeof *c->rs, rank_cmp);
     }
-    for (size_t i = 0; i < n; i++) {
-        job_release(&jobs[i]);
+    return EXIT_OK;
+}
+
+void remat_cli_compare_release(remat_cli_compare_t *c) {
+    for (size_t i = 0; i < c->n; i++) {
+        remat_cli_job_release(&c->jobs[i]);
     }
-    free(jobs);
-    free(rs);
-    free(list);
+    free(c->jobs);
+    free(c->rs);
+    free(c->list);
+    memset(c, 0, sizeof *c);
+}
+
+static int cmd_compare(const opts_t *o) {
+    remat_error_t err;
+    remat_error_init(&err);
+    remat_cli_compare_t c = {0};
+    remat_status_t st;
+    int rc = remat_cli_compare_run(o, &c, &st, &err);
+    if (rc == EXIT_OK && st) {
+        rc = remat_cli_report_error(&err);
+    } else if (rc == EXIT_OK) {
+        remat_cli_print_notes(&c.jobs[0].cfg, c.n && remat_result_passes(c.rs[0]));
+        remat_report_compare(stdout, c.rs, c.n, o->fmt);
+    }
+    remat_cli_compare_release(&c);
     return rc;
 }
 
@@ -384,7 +439,7 @@ static void solve_run_release(solve_run_t *s) {
     free(s->rows);
     remat_policy_free(s->solved);
     remat_solution_release(&s->sol);
-    job_release(s->j);
+    remat_cli_job_release(s->j);
     free(s->j);
 }
 
@@ -482,9 +537,9 @@ static int cmd_solve(const opts_t *o) {
         st = emit_solved_policy(&s, o->emit_policy, &err);
     }
     if (st) {
-        rc = report_error(&err);
+        rc = remat_cli_report_error(&err);
     } else {
-        print_notes(&s.j->cfg, s.sol.found);
+        remat_cli_print_notes(&s.j->cfg, s.sol.found);
         remat_report_solve(stdout, &s.sol, s.rows, s.sol.found ? &s.j->result : NULL, s.pres, s.np,
                            s.batches, s.nb, o->fmt);
         rc = s.sol.found ? EXIT_OK : EXIT_NO;
@@ -497,7 +552,7 @@ static int cmd_list(int argc, char **argv) {
     const char *what = argc > 1 ? argv[1] : "all";
     if (argc > 2 || (strcmp(what, "all") && strcmp(what, "models") && strcmp(what, "graphs") &&
                      strcmp(what, "policies") && strcmp(what, "hardware") && strcmp(what, "keys"))) {
-        return usage_error("usage: remat list [models|graphs|policies|hardware|keys]");
+        return remat_cli_usage_error("usage: remat list [models|graphs|policies|hardware|keys]");
     }
     static const struct {
         const char *name;
@@ -546,12 +601,12 @@ static int cmd_validate(int argc, char **argv) {
     char *text = NULL;
     remat_status_t st = remat_i_read_file(path, &text, &err);
     if (st) {
-        return report_error(&err);
+        return remat_cli_report_error(&err);
     }
     json_t *root = remat_i_json_load(text, path, &err);
     if (!root) {
         free(text);
-        return report_error(&err);
+        return remat_cli_report_error(&err);
     }
     json_t *format = json_object_get(root, "format");
     const char *f = json_is_string(format) ? json_string_value(format) : "";
@@ -594,11 +649,11 @@ static int cmd_validate(int argc, char **argv) {
             printf("%s: ok: config for %s, remat_policy=%s on %s\n", path, j->cfg.model_name,
                    j->policy->name, j->hw.name);
         }
-        job_release(j);
+        remat_cli_job_release(j);
         free(j);
     }
     if (st) {
-        rc = report_error(&err);
+        rc = remat_cli_report_error(&err);
     }
     json_decref(root);
     free(text);
@@ -614,18 +669,21 @@ static int run_analyze(const remat_cli_command_t *c, const opts_t *o, int argc, 
 
 static int run_table(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
     (void)c, (void)argc, (void)argv;
+    opts_t t = *o;
+    if (o->kind && parse_kind(o->kind, &t.kinds)) {
+        return EXIT_INPUT;
+    }
     /* A CSV file holds one table, with one header, as pandas and
        spreadsheets read it: the per-layer table unless --kind says. */
-    if (o->fmt == REMAT_FMT_CSV && !(o->given & CLI_OPT_KIND)) {
-        opts_t layers = *o;
-        layers.kinds = REMAT_TABLE_LAYERS;
-        return cmd_analyze_like(&layers, 1);
+    if (t.fmt == REMAT_FMT_CSV && !(t.given & CLI_OPT_KIND)) {
+        t.kinds = REMAT_TABLE_LAYERS;
+        return cmd_analyze_like(&t, 1);
     }
-    if (o->fmt == REMAT_FMT_CSV && o->kinds == REMAT_TABLE_ALL) {
-        return usage_error("a CSV file holds one table: --kind layers, tensors, names or stages "
-                           "(or --format json or md for all)");
+    if (t.fmt == REMAT_FMT_CSV && t.kinds == REMAT_TABLE_ALL) {
+        return remat_cli_usage_error("a CSV file holds one table: --kind layers, tensors, names or "
+                                     "stages (or --format json or md for all)");
     }
-    return cmd_analyze_like(o, 1);
+    return cmd_analyze_like(&t, 1);
 }
 
 static int run_check(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
@@ -643,6 +701,11 @@ static int run_solve(const remat_cli_command_t *c, const opts_t *o, int argc, ch
     return cmd_solve(o);
 }
 
+static int run_timeline(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)argc, (void)argv;
+    return remat_cli_timeline(o);
+}
+
 static int run_list(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
     (void)c, (void)o;
     return cmd_list(argc, argv);
@@ -656,7 +719,7 @@ static int run_validate(const remat_cli_command_t *c, const opts_t *o, int argc,
 static int run_version(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
     (void)c, (void)o, (void)argv;
     if (argc > 1) {
-        return usage_error("'version' takes no arguments");
+        return remat_cli_usage_error("'version' takes no arguments");
     }
     printf("remat " REMAT_VERSION_STRING "\n");
     return EXIT_OK;
@@ -669,6 +732,9 @@ static int run_help(const remat_cli_command_t *c, const opts_t *o, int argc, cha
     (CLI_FMT(REMAT_FMT_TEXT) | CLI_FMT(REMAT_FMT_JSON) | CLI_FMT(REMAT_FMT_CSV) | \
      CLI_FMT(REMAT_FMT_MD))
 #define TEXT_JSON (CLI_FMT(REMAT_FMT_TEXT) | CLI_FMT(REMAT_FMT_JSON))
+#define TIMELINE_FORMATS                                                                    \
+    (CLI_FMT(REMAT_FMT_TEXT) | CLI_FMT(REMAT_FMT_JSON) | CLI_FMT(REMAT_FMT_CSV) | \
+     CLI_FMT(REMAT_FMT_TRACE))
 
 static const remat_cli_command_t commands[] = {
     {"analyze", "analyze", "analyze" SETTINGS,
@@ -698,6 +764,16 @@ static const remat_cli_command_t commands[] = {
      "Per pipeline stage: static, in-flight and peak bytes. --kind picks one; CSV\n"
      "holds one table, the per-layer one unless --kind names another.\n",
      CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_KIND, ALL_FORMATS, run_table},
+    {"timeline", "timeline", "timeline" SETTINGS,
+     "the step event by event: times and live bytes by category",
+     "Every moment the simulator measures on one pipeline stage (the worst unless\n"
+     "--stage), in the order the step runs: an op's forward, re-run or backward, a\n"
+     "layer's host fetch, with its start and end time (time model) and the live bytes\n"
+     "of each category. The highest event is analyze's peak. Layers of one profile\n"
+     "that run in a row are folded into one (--unfold lists every layer). --format\n"
+     "trace writes Chrome's trace event JSON (always unfolded) for Perfetto.\n",
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_UNFOLD | CLI_OPT_STAGE | CLI_OPT_OUTPUT,
+     TIMELINE_FORMATS, run_timeline},
     {"solve", "solve", "solve" SETTINGS,
      "the fastest placement that fits, why, largest batches, Pareto frontier",
      "Places every checkpoint name of the graph on the device, rematerialized or\n"
@@ -756,7 +832,7 @@ static int unknown_command(const char *name) {
 static int run_help(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
     (void)c, (void)o;
     if (argc > 2) {
-        return usage_error("usage: remat help [COMMAND]");
+        return remat_cli_usage_error("usage: remat help [COMMAND]");
     }
     if (argc < 2) {
         remat_cli_overview(stdout, commands, NCOMMANDS);
@@ -780,7 +856,7 @@ static int check_options(const remat_cli_command_t *cmd, const opts_t *o) {
             return EXIT_INPUT;
         }
     }
-    if (!(cmd->formats & CLI_FMT(o->fmt))) {
+    if (cmd->formats && !(cmd->formats & CLI_FMT(o->fmt))) {
         char fmts[64];
         remat_cli_formats_text(cmd->formats, false, fmts, sizeof fmts);
         fprintf(stderr, "remat: '%s' cannot print %s (it prints %s; see 'remat help %s')\n",

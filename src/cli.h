@@ -7,7 +7,8 @@
  * Invariants: every command's options are a subset of CLI_OPT_ALL; a
  * command that parses its own arguments (list, validate, help, version)
  * takes no options (opts == 0); formats is non-zero exactly when the
- * command takes --format, and always holds text.
+ * command takes --format, and always holds text (the default); a command
+ * without --format writes one kind of file (chart: SVG, report: HTML).
  */
 #ifndef REMAT_CLI_H
 #define REMAT_CLI_H
@@ -15,7 +16,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "remat/config.h"
+#include "remat/error.h"
+#include "remat/graph.h"
+#include "remat/hw.h"
+#include "remat/policy.h"
 #include "remat/report.h"
+#include "remat/sim.h"
 
 /* The options, as bits of a command's opts. */
 enum {
@@ -26,7 +33,13 @@ enum {
     CLI_OPT_FRONTIER = 1u << 4,
     CLI_OPT_EXHAUSTIVE = 1u << 5,
     CLI_OPT_EMIT_POLICY = 1u << 6,
-    CLI_OPT_ALL = (1u << 7) - 1
+    CLI_OPT_UNFOLD = 1u << 7,
+    CLI_OPT_STAGE = 1u << 8,
+    CLI_OPT_OUTPUT = 1u << 9,
+    CLI_OPT_HTML = 1u << 10,
+    CLI_OPT_CHART = 1u << 11,
+    CLI_OPT_NO_CHART = 1u << 12,
+    CLI_OPT_ALL = (1u << 13) - 1
 };
 
 /* A format's bit in a command's formats. */
@@ -43,7 +56,67 @@ typedef struct remat_cli_option {
 extern const remat_cli_option_t remat_cli_options[];
 extern const size_t remat_cli_noptions;
 
-typedef struct remat_cli_opts remat_cli_opts_t;
+/* The options given, parsed. */
+typedef struct remat_cli_opts {
+    unsigned given; /* CLI_OPT_* bits of the options on the command line */
+    bool help;      /* --help or -h */
+    const char *config;
+    const char *emit_policy;
+    unsigned solve_flags;
+    remat_format_t fmt;
+    const char *policies;
+    const char *kind;  /* --kind as given: each command reads its own kinds */
+    unsigned kinds;    /* table's, from kind (REMAT_TABLE_ALL without one) */
+    bool unfold;
+    size_t stage;      /* REMAT_NONE: the worst */
+    const char *output; /* NULL or "-": standard output */
+    const char *html;
+    int chart;         /* analyze's chart: 1 --chart, 0 --no-chart, -1 on a terminal */
+    int nargs;
+    char **args;
+} remat_cli_opts_t;
+
+/* Everything one analysis needs, owned together. */
+typedef struct remat_cli_job {
+    remat_config_t cfg;
+    remat_graph_t *graph;
+    remat_policy_t *policy;
+    remat_hw_t hw;
+    remat_result_t result;
+} remat_cli_job_t;
+
+/* Exit codes. */
+enum { REMAT_EXIT_OK = 0, REMAT_EXIT_NO = 1, REMAT_EXIT_INPUT = 2, REMAT_EXIT_INTERNAL = 3 };
+
+/* The error's one line on stderr; its exit code (2 input, 3 internal). */
+int remat_cli_report_error(const remat_error_t *err);
+
+/* "remat: ..." with a pointer to 'remat help' on stderr; exit code 2. */
+int remat_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The config's notes on standard error (keys not modeled, assumptions). */
+void remat_cli_print_notes(const remat_config_t *c, bool passes);
+
+/* Builds @p j's config from the options and resolves its graph, policy and
+   hardware (the result is left initialized, not computed). */
+remat_status_t remat_cli_job_resolve(remat_cli_job_t *j, const remat_cli_opts_t *o,
+                                     remat_error_t *err);
+void remat_cli_job_release(remat_cli_job_t *j);
+
+/* compare's analyses: every preset (or --policies), ranked. */
+typedef struct remat_cli_compare {
+    remat_cli_job_t *jobs; /* jobs[0] owns the graph the others borrow */
+    const remat_result_t **rs; /* ranked: passing first, then by step time */
+    size_t n;
+    char *list; /* --policies, split in place */
+} remat_cli_compare_t;
+
+/* Runs compare's analyses into @p c (zeroed). Returns an exit code for a
+   usage error, else REMAT_EXIT_OK with *st the analyses' status (an error
+   in @p err). Release @p c either way. */
+int remat_cli_compare_run(const remat_cli_opts_t *o, remat_cli_compare_t *c, remat_status_t *st,
+                          remat_error_t *err);
+void remat_cli_compare_release(remat_cli_compare_t *c);
 
 /* One command, as git's builtin table lists them. */
 typedef struct remat_cli_command {
@@ -67,5 +140,8 @@ void remat_cli_command_help(FILE *out, const remat_cli_command_t *cmd);
 /* "text, json, csv" for a formats mask, "text (default), ..." with
    @p mark_default. */
 void remat_cli_formats_text(unsigned formats, bool mark_default, char *buf, size_t size);
+
+/* The drawing commands (cli_view.c). */
+int remat_cli_timeline(const remat_cli_opts_t *o);
 
 #endif

@@ -21,23 +21,22 @@ const remat_cli_option_t remat_cli_options[] = {
     {CLI_OPT_EXHAUSTIVE, "--exhaustive", NULL,
      "enumerate instead of branch and bound (same answer)"},
     {CLI_OPT_EMIT_POLICY, "--emit-policy", "FILE", "write the placement as a policy file"},
+    {CLI_OPT_UNFOLD, "--unfold", NULL, "list every layer's events (else identical layers fold)"},
+    {CLI_OPT_STAGE, "--stage", "K", "the pipeline stage to show (default: the worst)"},
+    {CLI_OPT_OUTPUT, "--output", "FILE", "write to FILE instead of standard output (also -o)"},
 };
 const size_t remat_cli_noptions = sizeof remat_cli_options / sizeof remat_cli_options[0];
 
 void remat_cli_formats_text(unsigned formats, bool mark_default, char *buf, size_t size) {
     static const remat_format_t order[] = {REMAT_FMT_TEXT, REMAT_FMT_JSON, REMAT_FMT_CSV,
-                                           REMAT_FMT_MD};
-    static const char *const names[] = {[REMAT_FMT_TEXT] = "text",
-                                        [REMAT_FMT_JSON] = "json",
-                                        [REMAT_FMT_CSV] = "csv",
-                                        [REMAT_FMT_MD] = "md"};
+                                           REMAT_FMT_MD, REMAT_FMT_TRACE};
     assert(formats & CLI_FMT(REMAT_FMT_TEXT));
     size_t len = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof order / sizeof order[0] && len < size; i++) {
         if (formats & CLI_FMT(order[i])) {
             len += (size_t)snprintf(buf + len, size - len, "%s%s%s", len ? ", " : "",
-                                    names[order[i]],
+                                    remat_format_name(order[i]),
                                     mark_default && order[i] == REMAT_FMT_TEXT ? " (default)" : "");
         }
     }

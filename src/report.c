@@ -5,6 +5,7 @@
  * seconds were computed by the simulator); JSON carries exact integers.
  */
 #include "remat/report.h"
+#include "report_internal.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -15,15 +16,16 @@
 
 static const double GIB = 1073741824.0;
 
-static const char *const format_names[] = {"text", "json", "csv", "md"};
+static const char *const format_names[] = {"text", "json", "csv", "md", "trace"};
+enum { NFORMATS = sizeof format_names / sizeof format_names[0] };
 
 const char *remat_format_name(remat_format_t f) {
-    assert((size_t)f < sizeof format_names / sizeof format_names[0]);
+    assert((size_t)f < NFORMATS);
     return format_names[f];
 }
 
 bool remat_format_parse(const char *s, remat_format_t *out) {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < NFORMATS; i++) {
         if (strcmp(s, format_names[i]) == 0) {
             *out = (remat_format_t)i;
             return true;
@@ -36,12 +38,12 @@ void remat_format_bytes(uint64_t bytes, char *buf, size_t size) {
     snprintf(buf, size, "%.2f GiB", (double)bytes / GIB);
 }
 
-static const char *step_name(remat_step_t s) {
+const char *remat_i_step_name(remat_step_t s) {
     static const char *const names[] = {"forward", "fetch", "recompute", "backward"};
     return (unsigned)s < 4 ? names[s] : "?";
 }
 
-static const char *where_name(remat_where_t w) {
+const char *remat_i_where_name(remat_where_t w) {
     static const char *const names[] = {"head_pre", "layer", "head_post"};
     return (unsigned)w < 3 ? names[w] : "?";
 }
@@ -53,11 +55,11 @@ void remat_format_moment(const remat_moment_t *m, char *buf, size_t size) {
     }
     if (m->where == REMAT_AT_LAYER) {
         if (m->op) {
-            snprintf(buf, size, "%slayer %zu %s, op '%s'", stage, m->layer, step_name(m->step),
+            snprintf(buf, size, "%slayer %zu %s, op '%s'", stage, m->layer, remat_i_step_name(m->step),
                      m->op);
         } else {
             snprintf(buf, size, "%slayer %zu %s (host-to-device copies)", stage, m->layer,
-                     step_name(m->step));
+                     remat_i_step_name(m->step));
         }
     } else {
         snprintf(buf, size, "%shead %s, op '%s'", stage,
@@ -88,11 +90,11 @@ static json_t *jint(uint64_t v) {
     return json_integer((json_int_t)v);
 }
 
-static json_t *moment_json(const remat_moment_t *m) {
+json_t *remat_i_moment_json(const remat_moment_t *m) {
     json_t *o = json_object();
     json_object_set_new(o, "stage", jint(m->stage));
-    json_object_set_new(o, "step", json_string(step_name(m->step)));
-    json_object_set_new(o, "where", json_string(where_name(m->where)));
+    json_object_set_new(o, "step", json_string(remat_i_step_name(m->step)));
+    json_object_set_new(o, "where", json_string(remat_i_where_name(m->where)));
     json_object_set_new(o, "layer", m->where == REMAT_AT_LAYER ? jint(m->layer) : json_null());
     json_object_set_new(o, "op", m->op ? json_string(m->op) : json_null());
     return o;
@@ -212,7 +214,7 @@ static json_t *stages_json(const remat_result_t *r) {
         json_object_set_new(o, "peak_hbm_bytes", jint(s->peak_bytes));
         json_object_set_new(o, "static_bytes", jint(s->static_bytes));
         json_object_set_new(o, "inflight_bytes", jint(s->inflight_bytes));
-        json_object_set_new(o, "peak_at", moment_json(&s->peak_at));
+        json_object_set_new(o, "peak_at", remat_i_moment_json(&s->peak_at));
         json_object_set_new(o, "breakdown", breakdown_json(s->breakdown));
         json_array_append_new(a, o);
     }
@@ -282,7 +284,7 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "fits", json_boolean(r->fits));
     json_object_set_new(o, "fits_with_margin", json_boolean(r->fits_margin));
     json_object_set_new(o, "breakdown", breakdown_json(r->breakdown));
-    json_object_set_new(o, "peak_at", moment_json(&r->peak_at));
+    json_object_set_new(o, "peak_at", remat_i_moment_json(&r->peak_at));
     json_object_set_new(o, "static", static_json(r));
     json_object_set_new(o, "forward_flops", jint(r->forward_flops));
     json_object_set_new(o, "backward_flops", jint(r->backward_flops));
@@ -310,7 +312,7 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     return o;
 }
 
-static void emit_json(FILE *out, json_t *o) {
+void remat_i_emit_json(FILE *out, json_t *o) {
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     if (s) {
         fputs(s, out);
@@ -604,7 +606,7 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
     char m[256];
     remat_format_moment(&r->peak_at, m, sizeof m);
     if (fmt == REMAT_FMT_JSON) {
-        emit_json(out, result_json(r, true));
+        remat_i_emit_json(out, result_json(r, true));
         return;
     }
     if (fmt == REMAT_FMT_CSV) {
@@ -656,7 +658,7 @@ typedef struct table_spec {
     void (*row)(const void *ctx, size_t i, remat_format_t fmt, cells_t v);
 } table_spec_t;
 
-static void csv_cell(FILE *out, const char *text, bool quoted) {
+void remat_i_csv_cell(FILE *out, const char *text, bool quoted) {
     if (!quoted && !strpbrk(text, ",\"\r\n")) {
         fputs(text, out);
         return;
@@ -680,7 +682,7 @@ static void draw_row(FILE *out, remat_format_t fmt, const column_t *cols, size_t
     for (size_t i = 0; i < n; i++) {
         if (fmt == REMAT_FMT_CSV) {
             fputs(i ? "," : "", out);
-            csv_cell(out, text[i], cols[i].quoted && !header);
+            remat_i_csv_cell(out, text[i], cols[i].quoted && !header);
         } else if (fmt == REMAT_FMT_MD) {
             fprintf(out, "%s%s", i ? " | " : "", text[i]);
         } else {
@@ -826,7 +828,7 @@ static json_t *table_json(const remat_result_t *r, unsigned kinds) {
 
 void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, unsigned kinds) {
     if (fmt == REMAT_FMT_JSON) {
-        emit_json(out, table_json(r, kinds));
+        remat_i_emit_json(out, table_json(r, kinds));
         return;
     }
     const table_spec_t specs[] = {
@@ -893,7 +895,7 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
             json_array_append_new(a, ri);
         }
         json_object_set_new(o, "results", a);
-        emit_json(out, o);
+        remat_i_emit_json(out, o);
         return;
     }
     if (fmt == REMAT_FMT_TEXT && n) {
@@ -927,13 +929,13 @@ static json_t *check_json(const remat_result_t *r) {
     json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
     json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
     json_object_set_new(o, "host_fits", json_boolean(r->host_fits));
-    json_object_set_new(o, "peak_at", moment_json(&r->peak_at));
+    json_object_set_new(o, "peak_at", remat_i_moment_json(&r->peak_at));
     return o;
 }
 
 void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt) {
     if (fmt == REMAT_FMT_JSON) {
-        emit_json(out, check_json(r));
+        remat_i_emit_json(out, check_json(r));
         return;
     }
     char a[64], b[64], m[256], slice[192];
@@ -969,7 +971,7 @@ void remat_report_policy_file(FILE *out, const remat_choice_t *choices, size_t n
     json_object_set_new(o, "name", json_string("solved"));
     json_object_set_new(o, "description", json_string(description));
     json_object_set_new(o, "names", choices_json(choices, n));
-    emit_json(out, o);
+    remat_i_emit_json(out, o);
 }
 
 /* The overrides a user pastes after a MaxText command line. */
@@ -1217,7 +1219,7 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
                         size_t npresets, const remat_batch_row_t *batches, size_t nbatches,
                         remat_format_t fmt) {
     if (fmt == REMAT_FMT_JSON) {
-        emit_json(out, solve_json(s, rows, best, presets, npresets, batches, nbatches));
+        remat_i_emit_json(out, solve_json(s, rows, best, presets, npresets, batches, nbatches));
         return;
     }
     solve_summary_text(out, s, best);

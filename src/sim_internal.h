@@ -18,6 +18,35 @@
 
 typedef struct remat_analyzer remat_analyzer_t;
 
+/* One moment the simulator measured: the live bytes right after an op ran
+   (or a layer's host fetch), by category, the reserve included, exactly as
+   the peak is measured. */
+typedef struct remat_trace_event {
+    size_t stage;
+    size_t layer;   /* REMAT_NONE for a head op */
+    size_t profile; /* the layer's profile; REMAT_NONE for a head op */
+    remat_step_t step;
+    remat_where_t where;
+    const char *op; /* borrowed from the graph; NULL for a fetch */
+    double seconds; /* the op's roofline time in this step (0 for a fetch) */
+    int64_t live;   /* the sum of cats */
+    int64_t cats[REMAT_CAT_COUNT];
+} remat_trace_event_t;
+
+/* What a traced run fills, in the order the simulator measured: every
+   stage's events, stage by stage. The per-profile lists are the layer
+   room's own measures (relative to a layer's start), which the step turns
+   into events; they are the simulator's and nobody else's to read. */
+typedef struct remat_trace {
+    remat_trace_event_t *events;
+    size_t nevents, cap;
+    struct remat_i_rel_events *fwd, *bwd; /* per profile */
+    size_t nprof;
+} remat_trace_t;
+
+void remat_i_trace_init(remat_trace_t *t);
+void remat_i_trace_release(remat_trace_t *t);
+
 typedef struct remat_run_opts {
     /* The already computed plan of a policy without layer ranges, or NULL.
        Ignored for a policy with ranges (each layer is planned). */
@@ -25,6 +54,9 @@ typedef struct remat_run_opts {
     /* Skip the per-tensor and per-name tables: the result's profiles then
        have no tensor rows and it has no name rows. */
     bool lite;
+    /* When set, every measured moment is appended to it (the timeline).
+       A run without one does no tracing work beyond a branch per stage. */
+    remat_trace_t *trace;
 } remat_run_opts_t;
 
 /**

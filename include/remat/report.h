@@ -12,15 +12,17 @@
 
 #include "remat/sim.h"
 #include "remat/solve.h"
+#include "remat/timeline.h"
 
 typedef enum remat_format {
     REMAT_FMT_TEXT,
     REMAT_FMT_JSON,
     REMAT_FMT_CSV,
-    REMAT_FMT_MD
+    REMAT_FMT_MD,
+    REMAT_FMT_TRACE /* Chrome's trace event JSON (the timeline only) */
 } remat_format_t;
 
-/** "text", "json", "csv" or "md" into @p out; false for any other string. */
+/** "text", "json", "csv", "md" or "trace" into @p out; false for any other string. */
 bool remat_format_parse(const char *s, remat_format_t *out);
 
 /** The spelling remat_format_parse() accepts for @p f (a static string). */
@@ -67,6 +69,15 @@ void remat_report_solve(FILE *out, const remat_solution_t *s, const remat_explai
 /** A policy file (remat-policy/1) holding @p n placements. */
 void remat_report_policy_file(FILE *out, const remat_choice_t *choices, size_t n,
                               const char *description);
+
+/**
+ * `remat timeline`: the events of @p tl (the timeline of @p r) as a text
+ * table, CSV or JSON ("remat-timeline/1"), or as Chrome's trace event JSON
+ * (REMAT_FMT_TRACE; docs/json-output.md). The trace wants an unfolded
+ * timeline: a folded one's times are not one clock.
+ */
+void remat_report_timeline(FILE *out, const remat_result_t *r, const remat_timeline_t *tl,
+                           remat_format_t fmt);
 
 /** "12.34 GiB" into @p buf. */
 void remat_format_bytes(uint64_t bytes, char *buf, size_t size);

@@ -118,12 +118,10 @@ static void result_begin(const remat_analyzer_t *an, const remat_policy_t *polic
     r->param_count = an->param_count;
 }
 
-remat_status_t remat_analyzer_run(remat_analyzer_t *an, const remat_policy_t *policy,
-                                  const remat_run_opts_t *opts, remat_result_t *r,
-                                  remat_error_t *err) {
-    const remat_run_opts_t full = {0};
-    opts = opts ? opts : &full;
-    result_begin(an, policy, r);
+/* The rooms in pipeline order, into @p r begun by result_begin. */
+static remat_status_t run_rooms(remat_analyzer_t *an, const remat_policy_t *policy,
+                                const remat_run_opts_t *opts, remat_result_t *r,
+                                remat_error_t *err) {
     remat_status_t st;
     if ((st = remat_policy_check(policy, an->g, err)) ||
         (st = remat_i_plan_profiles(an, policy, opts->plan, r, err)) ||
@@ -136,6 +134,18 @@ remat_status_t remat_analyzer_run(remat_analyzer_t *an, const remat_policy_t *po
         (st = remat_i_verdict(an, r, err))) {
         remat_result_release(r);
     }
+    return st;
+}
+
+remat_status_t remat_analyzer_run(remat_analyzer_t *an, const remat_policy_t *policy,
+                                  const remat_run_opts_t *opts, remat_result_t *r,
+                                  remat_error_t *err) {
+    const remat_run_opts_t full = {0};
+    opts = opts ? opts : &full;
+    result_begin(an, policy, r);
+    an->trace = opts->trace; /* read by the layer and step rooms, for this run only */
+    remat_status_t st = run_rooms(an, policy, opts, r, err);
+    an->trace = NULL;
     return st;
 }
 

@@ -68,6 +68,9 @@ void remat_i_scratch_release(scratch_t *s) {
 
 static void measure(meter_t *m, remat_step_t step, size_t op) {
     assert(meter_consistent(m));
+    if (m->rec) {
+        remat_i_rel_push(m->rec, m, step, op);
+    }
     if (!m->any || m->live > m->peak) {
         m->any = true;
         m->peak = m->live;
@@ -318,10 +321,12 @@ static void totals(const remat_block_t *b, const bound_t *bd, const remat_plan_t
     }
 }
 
-/* Forward (1)-(4). The layer input's buffer is in the caller's baseline. */
-static void play_forward(const remat_block_t *b, const bound_t *bd, scratch_t *s, tpl_t *t) {
+/* Forward (1)-(4). The layer input's buffer is in the caller's baseline.
+   @p rec, when traced, gets every measure. */
+static void play_forward(const remat_block_t *b, const bound_t *bd, scratch_t *s, tpl_t *t,
+                         rel_events_t *rec) {
     const size_t x = b->inputs[0], ys = b->tensors[b->outputs[0]].storage;
-    meter_t m = {0};
+    meter_t m = {.rec = rec};
     s->live[x] = 1;
     s->cat[x] = REMAT_CAT_SAVED;
     s->cur[x] = bd->kbytes[x];
@@ -418,8 +423,8 @@ static void play_recompute(const remat_block_t *b, const bound_t *bd, const rema
 /* Backward (5)-(7). Baseline: kept buffers (SAVED) and the output's
    gradient. */
 static void play_backward(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                          scratch_t *s, tpl_t *t) {
-    meter_t w = {0};
+                          scratch_t *s, tpl_t *t, rel_events_t *rec) {
+    meter_t w = {.rec = rec};
     for (size_t i = 0; i < b->ntensors; i++) {
         s->live[i] = 0;
         if (b->tensors[i].storage == i && s->cls[i] == B_KEEP) {
@@ -449,13 +454,15 @@ static void play_backward(const remat_block_t *b, const bound_t *bd, const remat
     memcpy(t->bwd_dcats, w.cats, sizeof w.cats);
 }
 
+/* One profile; a traced run records its measures in @p fwd and @p bwd
+   (else both are NULL). */
 static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                          scratch_t *s, tpl_t *t) {
+                          scratch_t *s, tpl_t *t, rel_events_t *fwd, rel_events_t *bwd) {
     memset(t, 0, sizeof *t);
     classify(b, bd, plan, s);
     totals(b, bd, plan, s, t);
-    play_forward(b, bd, s, t);
-    play_backward(b, bd, plan, s, t);
+    play_forward(b, bd, s, t, fwd);
+    play_backward(b, bd, plan, s, t, bwd);
     assert(t->fwd_dcats[REMAT_CAT_GATHERED] == 0 && t->bwd_dcats[REMAT_CAT_GATHERED] == 0 &&
            t->bwd_dcats[REMAT_CAT_GRAD_BUFFER] == 0 && t->fwd_dcats[REMAT_CAT_KV_GATHER] == 0 &&
            t->bwd_dcats[REMAT_CAT_KV_GATHER] == 0);
@@ -585,10 +592,15 @@ remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t
         an->tpls = remat_i_xrealloc(an->tpls, r->nprofiles * sizeof *an->tpls);
         an->tpls_cap = r->nprofiles;
     }
+    remat_trace_t *tr = an->trace;
+    if (tr) {
+        remat_i_trace_profiles(tr, r->nprofiles);
+    }
     for (size_t p = 0; p < r->nprofiles; p++) {
         remat_profile_t *pr = &r->profiles[p];
         tpl_t *t = &an->tpls[p];
-        profile_layer(&an->g->layer, &an->lb, &pr->plan, &an->s, t);
+        profile_layer(&an->g->layer, &an->lb, &pr->plan, &an->s, t, tr ? &tr->fwd[p] : NULL,
+                      tr ? &tr->bwd[p] : NULL);
         pr->fwd_peak_rel = t->fwd_peak > 0 ? (uint64_t)t->fwd_peak : 0;
         pr->bwd_peak_rel = t->bwd_peak > 0 ? (uint64_t)t->bwd_peak : 0;
         if (lite) {

@@ -96,6 +96,22 @@ typedef struct scratch {
                              nor for its gradient) */
 } scratch_t;
 
+/* A layer's measures relative to its start, kept for the trace: its
+   profile's events, which every layer of the profile repeats on top of the
+   live bytes it starts from. */
+typedef struct rel_event {
+    int64_t live;
+    int64_t cats[REMAT_CAT_COUNT];
+    remat_step_t step;
+    size_t op; /* REMAT_NONE for the fetch */
+} rel_event_t;
+
+struct remat_i_rel_events {
+    rel_event_t *ev;
+    size_t n, cap;
+};
+typedef struct remat_i_rel_events rel_events_t;
+
 typedef struct meter {
     int64_t live;
     int64_t cats[REMAT_CAT_COUNT];
@@ -104,6 +120,7 @@ typedef struct meter {
     bool any;
     remat_step_t step;
     size_t op;
+    rel_events_t *rec; /* a traced run: every measure is appended here; else NULL */
 } meter_t;
 
 /* What a layer's FSDP collectives move (the time model): its weights
@@ -156,6 +173,7 @@ struct remat_analyzer {
     size_t *profile_of;      /* per layer: its profile */
     tpl_t *tpls;             /* per profile */
     size_t tpls_cap;
+    remat_trace_t *trace;    /* the run's trace (remat_run_opts_t), or NULL */
 };
 
 /* ---- helpers every room uses (inline: some run once per op or layer) --- */
@@ -264,6 +282,11 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
 void remat_i_layer_rows(const remat_analyzer_t *an, remat_result_t *r);
 remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
                                  remat_error_t *err);
+
+/* trace.c */
+void remat_i_rel_push(rel_events_t *l, const meter_t *m, remat_step_t step, size_t op);
+void remat_i_trace_profiles(remat_trace_t *t, size_t nprofiles);
+void remat_i_trace_push(remat_trace_t *t, const remat_trace_event_t *e);
 
 /* verdict.c */
 remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,

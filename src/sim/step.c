@@ -17,7 +17,10 @@
  *    below zero: what a layer or the head frees was counted before;
  *  - a stage's peak is at least its static bytes plus its in-flight bytes
  *    (they are live from its start to its end);
- *  - the worst stage (the largest peak, the first on ties) is the verdict.
+ *  - the worst stage (the largest peak, the first on ties) is the verdict;
+ *  - a traced run measures every event as the peak is measured (the live
+ *    bytes plus the reserve), so the highest event of a stage is its peak;
+ *    tracing only reads the step, never changes it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,8 @@ typedef struct step {
     meter_t m;
     remat_moment_t at;
     double reserve_fraction; /* XLA's temporaries: a fraction of the transient bytes */
+    remat_trace_t *tr;       /* a traced run's events; NULL in an ordinary analysis */
+    size_t stage;
 } step_t;
 
 /* The bytes that come and go within the step at a moment: all but the
@@ -49,14 +54,18 @@ static int64_t transient_bytes(const int64_t *cats) {
    peak above its baseline, with its categories), plus the reserve for what
    XLA adds that liveness misses (temporaries, fragmentation), which grows
    with the transient bytes (docs/memory-model.md). */
+static int64_t moment_cats(const step_t *st, const int64_t *extra_cats, int64_t *cats) {
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        cats[c] = st->m.cats[c] + (extra_cats ? extra_cats[c] : 0);
+    }
+    return (int64_t)(st->reserve_fraction * (double)transient_bytes(cats));
+}
+
 static void step_measure(step_t *st, int64_t extra, const int64_t *extra_cats,
                          remat_moment_t at) {
     assert(meter_consistent(&st->m) && st->m.live >= 0);
     int64_t cats[REMAT_CAT_COUNT];
-    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
-        cats[c] = st->m.cats[c] + (extra_cats ? extra_cats[c] : 0);
-    }
-    const int64_t reserve = (int64_t)(st->reserve_fraction * (double)transient_bytes(cats));
+    const int64_t reserve = moment_cats(st, extra_cats, cats);
     int64_t v = st->m.live + extra + reserve;
     if (!st->m.any || v > st->m.peak) {
         st->m.any = true;
@@ -65,6 +74,23 @@ static void step_measure(step_t *st, int64_t extra, const int64_t *extra_cats,
         st->m.peak_cats[REMAT_CAT_RESERVE] += reserve;
         st->at = at;
     }
+}
+
+/* A traced run's event at moment @p at, measured exactly as step_measure
+   measures it (so that the events' highest live bytes are the peak). */
+static void step_event(const step_t *st, int64_t extra, const int64_t *extra_cats,
+                       remat_moment_t at, size_t profile, double seconds) {
+    remat_trace_event_t e = {.stage = st->stage,
+                             .layer = at.where == REMAT_AT_LAYER ? at.layer : REMAT_NONE,
+                             .profile = profile,
+                             .step = at.step,
+                             .where = at.where,
+                             .op = at.op,
+                             .seconds = seconds};
+    const int64_t reserve = moment_cats(st, extra_cats, e.cats);
+    e.cats[REMAT_CAT_RESERVE] += reserve;
+    e.live = st->m.live + extra + reserve;
+    remat_i_trace_push(st->tr, &e);
 }
 
 static void step_add(step_t *st, int64_t delta, const int64_t *dcats) {
@@ -104,11 +130,14 @@ static void head_forward(const remat_analyzer_t *an, scratch_t *s, step_t *st, s
         }
         uint64_t gx = head_gathers_per_op(an, p) ? bd->op_gather_mem[j] : 0;
         gcats[REMAT_CAT_GATHERED] = (int64_t)gx;
-        step_measure(st, (int64_t)gx, gcats,
-                     (remat_moment_t){.step = cat == REMAT_CAT_RECOMPUTE ? REMAT_STEP_RECOMPUTE
-                                                                         : REMAT_STEP_FORWARD,
-                                      .where = where,
-                                      .op = op->name});
+        const remat_moment_t at = {
+            .step = cat == REMAT_CAT_RECOMPUTE ? REMAT_STEP_RECOMPUTE : REMAT_STEP_FORWARD,
+            .where = where,
+            .op = op->name};
+        step_measure(st, (int64_t)gx, gcats, at);
+        if (st->tr) {
+            step_event(st, (int64_t)gx, gcats, at, REMAT_NONE, bd->fwd_s[j]);
+        }
         for (size_t k = 0; k < op->nin + op->nout; k++) {
             size_t buf = operand_buf(b, op, k);
             if (buf != feeds && s->cls[buf] == B_TRANS && s->free_fwd[buf] == p) {
@@ -137,8 +166,12 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
         bool own = head_gathers_per_op(an, p);
         gcats[REMAT_CAT_GATHERED] = own ? (int64_t)bd->op_gather_mem[j] : 0;
         gcats[REMAT_CAT_GRAD_BUFFER] = own ? (int64_t)bd->op_wgrad[j] : 0;
-        step_measure(st, gcats[REMAT_CAT_GATHERED] + gcats[REMAT_CAT_GRAD_BUFFER], gcats,
-                     (remat_moment_t){.step = REMAT_STEP_BACKWARD, .where = where, .op = op->name});
+        const int64_t extra = gcats[REMAT_CAT_GATHERED] + gcats[REMAT_CAT_GRAD_BUFFER];
+        const remat_moment_t at = {.step = REMAT_STEP_BACKWARD, .where = where, .op = op->name};
+        step_measure(st, extra, gcats, at);
+        if (st->tr) {
+            step_event(st, extra, gcats, at, REMAT_NONE, bd->bwd_s[j]);
+        }
         remat_i_backward_end(&st->m, s, b, bd, op, p);
     }
 }
@@ -376,6 +409,37 @@ static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool 
     s->glive[g->head_takes] = 0; /* dy of the last layer: the layers free it */
 }
 
+/* A traced run's events of layers [first, last], forward or backward: each
+   layer's profile events on top of the live bytes it starts from, which
+   move by the profile's delta from layer to layer, as in stage_layers. */
+static void trace_layers(const remat_analyzer_t *an, size_t first, size_t last, bool backward,
+                         const step_t *stp) {
+    const remat_block_t *b = &an->g->layer;
+    const bound_t *lb = &an->lb;
+    step_t st = *stp;
+    for (size_t k = 0; k <= last - first; k++) {
+        const size_t l = backward ? last - k : first + k, p = an->profile_of[l];
+        const tpl_t *t = &an->tpls[p];
+        const rel_events_t *rel = backward ? &an->trace->bwd[p] : &an->trace->fwd[p];
+        for (size_t i = 0; i < rel->n; i++) {
+            const rel_event_t *e = &rel->ev[i];
+            const bool none = e->op == REMAT_NONE;
+            const double secs = none                           ? 0
+                                : e->step == REMAT_STEP_BACKWARD ? lb->bwd_s[e->op]
+                                                                 : lb->fwd_s[e->op];
+            step_event(&st, e->live, e->cats,
+                       (remat_moment_t){.step = e->step, .where = REMAT_AT_LAYER, .layer = l,
+                                        .op = none ? NULL : b->ops[e->op].name},
+                       p, secs);
+        }
+        if (backward) {
+            step_add(&st, t->bwd_delta, t->bwd_dcats);
+        } else {
+            step_add(&st, t->fwd_delta, t->fwd_dcats);
+        }
+    }
+}
+
 /* Layers [first, last] forward, then backward in reverse, as profiles.
    The hottest loop of an analysis: it works on a local copy of the meter,
    which the profiles it reads cannot alias, so the categories stay in
@@ -385,6 +449,9 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
     const remat_block_t *b = &an->g->layer;
     const tpl_t *tpls = an->tpls;
     const size_t *profile_of = an->profile_of;
+    if (stp->tr) {
+        trace_layers(an, first, last, backward, stp);
+    }
     step_t st = *stp;
     if (!backward) {
         for (size_t l = first; l <= last; l++) {
@@ -407,20 +474,23 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
     *stp = st;
 }
 
-/* One stage's step for one micro-batch on top of its static bytes and the
+/* Stage @p k's step for one micro-batch on top of its static bytes and the
    residuals of the micro-batches in flight (@p base_cats). The weight
    gradients (@p grads bytes) exist from the backward pass on: XLA allocates
    the backward scan's stacked gradients before the loop, as the head's
    backward begins. */
-static void simulate_stage(remat_analyzer_t *an, size_t first, size_t last, bool pre, bool post,
+static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
                            const int64_t *base_cats, uint64_t grads, step_t *stp) {
+    const size_t Ls = an->nlayers / an->nstages, first = k * Ls, last = first + Ls - 1;
     const remat_graph_t *g = an->g;
     scratch_t *s = &an->s;
     memset(stp, 0, sizeof *stp);
     stp->reserve_fraction = an->reserve_fraction;
-    for (int k = 0; k < REMAT_CAT_COUNT; k++) {
-        stp->m.cats[k] = base_cats[k];
-        stp->m.live += base_cats[k];
+    stp->tr = an->trace;
+    stp->stage = k;
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        stp->m.cats[c] = base_cats[c];
+        stp->m.live += base_cats[c];
     }
     stage_begin(an, s, pre, stp);
     stage_layers(an, first, last, false, stp);
@@ -460,8 +530,9 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     row->static_bytes = ss->bytes;
     step_t stp;
     const bool has_head = an->g->has_head;
-    simulate_stage(an, row->first_layer, row->last_layer, has_head && k == 0,
-                   has_head && k == stages - 1, ss->cats, ss->grads, &stp);
+    assert(row->first_layer == Ls * k && row->last_layer == Ls * k + Ls - 1);
+    simulate_stage(an, k, has_head && k == 0, has_head && k == stages - 1, ss->cats, ss->grads,
+                   &stp);
     row->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
     memcpy(row->breakdown, stp.m.peak_cats, sizeof row->breakdown);
     row->peak_at = stp.at;

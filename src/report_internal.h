@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report_internal.h: what the report modules share (not public): report.c
+ * defines these for its own tables and JSON; the timeline, chart and HTML
+ * modules use them so that a moment or a CSV cell is written one way.
+ *
+ * Invariants: remat_i_emit_json takes the reference it is given (the
+ * object is freed after printing); the names returned are static strings.
+ */
+#ifndef REMAT_REPORT_INTERNAL_H
+#define REMAT_REPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "remat/sim.h"
+
+/* "forward", "fetch", "recompute", "backward". */
+const char *remat_i_step_name(remat_step_t s);
+
+/* "head_pre", "layer", "head_post". */
+const char *remat_i_where_name(remat_where_t w);
+
+/* A moment as remat-result/1 writes it (stage, step, where, layer, op). */
+json_t *remat_i_moment_json(const remat_moment_t *m);
+
+/* Prints @p o indented with 10 significant digits and a newline; frees it. */
+void remat_i_emit_json(FILE *out, json_t *o);
+
+/* One CSV cell (RFC 4180), quoted when it must be or when @p quoted. */
+void remat_i_csv_cell(FILE *out, const char *text, bool quoted);
+
+#endif

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_timeline.c: the step event by event (remat/timeline.h). The mini
+ * layer of test_sim.c by hand, every event's bytes; then, for every
+ * built-in graph under several presets and meshes, that the timeline's
+ * peak is the analysis's peak at the analysis's moment on every stage,
+ * that a traced run gives the result an ordinary one gives, and that the
+ * trace (Chrome's format) parses and holds its tracks and counters.
+ *
+ * The mini layer under full (test_sim.c works it): 2304 static bytes, x0
+ * 16, reserve 0. Forward, relative to a layer's start: fc1 32, act 64, fc2
+ * 48, res 32; each layer leaves 16 more (its output). Layers start at 2320,
+ * 2336, 2352. The turn adds the weight gradients (768; dy replaces y):
+ * 3136. Backward, relative: re-run fc1 32, act 64; res 80, fc2 112, act
+ * 64, fc1 32; each layer leaves 16 less. Layers start at 3136, 3120, 3104.
+ */
+#include "fixtures.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "remat/report.h"
+#include "remat/timeline.h"
+
+static const char *const mini_base[] = {"model_name=default",      "per_device_batch_size=2",
+                                        "base_emb_dim=4",          "base_mlp_dim=8",
+                                        "base_num_decoder_layers=3", "reserve_fraction=0",
+                                        "remat_policy=full",       NULL};
+
+/* Analyzes @p f's inputs again with a timeline. */
+static void timeline_of(const fx_run_t *f, bool unfold, size_t stage, remat_result_t *r,
+                        remat_timeline_t *tl) {
+    remat_error_t err;
+    remat_error_init(&err);
+    remat_result_init(r);
+    remat_timeline_init(tl);
+    const remat_timeline_opts_t o = {.stage = stage, .unfold = unfold};
+    remat_status_t st = remat_timeline_analyze(f->graph, &f->cfg, f->policy, &f->hw, &o, r, tl,
+                                               &err);
+    if (st) {
+        char line[768];
+        remat_error_format(&err, line, sizeof line);
+        fail_msg("%s", line);
+    }
+}
+
+static void test_mini_by_hand(void **state) {
+    (void)state;
+    fx_run_t *f = fx_analyze_ok(fx_mini_graph, mini_base);
+    remat_result_t r;
+    remat_timeline_t tl;
+    timeline_of(f, true, REMAT_NONE, &r, &tl);
+    static const uint64_t fwd[] = {32, 64, 48, 32}, bwd[] = {32, 64, 80, 112, 64, 32};
+    static const remat_step_t bstep[] = {REMAT_STEP_RECOMPUTE, REMAT_STEP_RECOMPUTE,
+                                         REMAT_STEP_BACKWARD, REMAT_STEP_BACKWARD,
+                                         REMAT_STEP_BACKWARD, REMAT_STEP_BACKWARD};
+    static const char *const fop[] = {"fc1", "act", "fc2", "res"};
+    static const char *const bop[] = {"fc1", "act", "res", "fc2", "act", "fc1"};
+    assert_int_equal(tl.nevents, 3 * 4 + 3 * 6);
+    for (size_t l = 0; l < 3; l++) {
+        for (size_t i = 0; i < 4; i++) {
+            const remat_event_t *e = &tl.events[4 * l + i];
+            assert_int_equal(e->live_bytes, 2320 + 16 * l + fwd[i]);
+            assert_int_equal(e->layer, l);
+            assert_int_equal(e->step, REMAT_STEP_FORWARD);
+            assert_string_equal(e->op, fop[i]);
+        }
+        for (size_t i = 0; i < 6; i++) {
+            const remat_event_t *e = &tl.events[12 + 6 * l + i];
+            assert_int_equal(e->live_bytes, 3136 - 16 * l + bwd[i]);
+            assert_int_equal(e->layer, 2 - l);
+            assert_int_equal(e->step, bstep[i]);
+            assert_string_equal(e->op, bop[i]);
+        }
+    }
+    /* Layer 0's forward by category: x0 kept; h, then h and a, then a and
+       o working; at the add y is kept beside x0 while o is still live. */
+    static const int64_t saved[] = {16, 16, 16, 32}, act[] = {32, 64, 48, 16};
+    for (size_t i = 0; i < 4; i++) {
+        const remat_event_t *e = &tl.events[i];
+        assert_int_equal(e->bytes[REMAT_CAT_PARAMS], 768);
+        assert_int_equal(e->bytes[REMAT_CAT_OPTIMIZER], 1536);
+        assert_int_equal(e->bytes[REMAT_CAT_GRADS], 0);
+        assert_int_equal(e->bytes[REMAT_CAT_SAVED], saved[i]);
+        assert_int_equal(e->bytes[REMAT_CAT_ACTIVATIONS], act[i]);
+    }
+    /* The peak: layer 2's fc2 backward, 3248, the breakdown of test_sim. */
+    assert_int_equal(tl.peak, 15);
+    assert_int_equal(tl.peak_bytes, 3248);
+    assert_int_equal(tl.peak_bytes, f->r.peak_bytes);
+    const remat_event_t *pk = &tl.events[tl.peak];
+    assert_int_equal(pk->bytes[REMAT_CAT_SAVED], 48);
+    assert_int_equal(pk->bytes[REMAT_CAT_RECOMPUTE], 64);
+    assert_int_equal(pk->bytes[REMAT_CAT_ACT_GRADS], 64);
+    assert_int_equal(pk->bytes[REMAT_CAT_GRADS], 768);
+    for (size_t i = 1; i < tl.nevents; i++) {
+        assert_true(tl.events[i].start_seconds >= tl.events[i - 1].end_seconds);
+        assert_true(tl.events[i].end_seconds >= tl.events[i].start_seconds);
+    }
+    /* One micro-batch, no pipeline: the step time. */
+    assert_float_equal(tl.seconds, f->r.step_seconds, 1e-12 * f->r.step_seconds);
+    remat_timeline_release(&tl);
+    remat_result_release(&r);
+    fx_free(f);
+}
+
+/* Folded: each run of identical layers shows its highest layer: layer 2
+   forward (the last: each layer adds 16), layer 2 backward (the first to
+   run: each frees 16). */
+static void test_mini_folded(void **state) {
+    (void)state;
+    fx_run_t *f = fx_analyze_ok(fx_mini_graph, mini_base);
+    remat_result_t r;
+    remat_timeline_t tl;
+    timeline_of(f, false, REMAT_NONE, &r, &tl);
+    assert_true(tl.folded);
+    assert_int_equal(tl.nevents, 10);
+    for (size_t i = 0; i < tl.nevents; i++) {
+        const remat_event_t *e = &tl.events[i];
+        assert_int_equal(e->layer, 2);
+        assert_int_equal(e->layer_first, 0);
+        assert_int_equal(e->layer_last, 2);
+        assert_int_equal(e->repeat, 3);
+    }
+    assert_int_equal(tl.events[1].live_bytes, 2352 + 64);
+    assert_int_equal(tl.peak, 7);
+    assert_int_equal(tl.peak_bytes, 3248);
+    remat_timeline_release(&tl);
+    remat_result_release(&r);
+    fx_free(f);
+}
+
+/* Offloading h: a fetch event (no op, no time) before the re-run, with h
+   fetched; the D2H and H2D transfers of each layer. */
+static void test_mini_offload(void **state) {
+    (void)state;
+    const char *extra[] = {"remat_policy=custom", "mlpwi=offload", NULL};
+    fx_run_t *f = fx_analyze_with(fx_mini_graph, mini_base, extra);
+    remat_result_t r;
+    remat_timeline_t tl;
+    timeline_of(f, true, REMAT_NONE, &r, &tl);
+    size_t fetches = 0, d2h = 0, h2d = 0;
+    for (size_t i = 0; i < tl.nevents; i++) {
+        const remat_event_t *e = &tl.events[i];
+        if (e->step == REMAT_STEP_FETCH) {
+            fetches++;
+            assert_null(e->op);
+            assert_int_equal(e->bytes[REMAT_CAT_FETCHED], 32);
+            assert_true(e->end_seconds == e->start_seconds);
+        }
+    }
+    for (size_t i = 0; i < tl.ntransfers; i++) {
+        d2h += tl.transfers[i].kind == REMAT_XFER_D2H;
+        h2d += tl.transfers[i].kind == REMAT_XFER_H2D;
+        assert_int_equal(tl.transfers[i].bytes, 32);
+    }
+    assert_int_equal(fetches, 3);
+    assert_int_equal(d2h, 3);
+    assert_int_equal(h2d, 3);
+    assert_int_equal(tl.peak_bytes, f->r.peak_bytes);
+    remat_timeline_release(&tl);
+    remat_result_release(&r);
+    fx_free(f);
+}
+
+/* The timeline of @p f, every stage, folded and not: its peak is the
+   stage's, at the stage's moment, with the stage's breakdown; the traced
+   result equals the ordinary one. */
+static void check_peaks(const fx_run_t *f, const char *what) {
+    for (int unfold = 0; unfold <= 1; unfold++) {
+        for (size_t k = 0; k < f->r.nstages; k++) {
+            remat_result_t r;
+            remat_timeline_t tl;
+            timeline_of(f, unfold, k, &r, &tl);
+            const remat_stage_row_t *s = &f->r.stages[k];
+            const remat_event_t *pk = &tl.events[tl.peak];
+            if (tl.peak_bytes != s->peak_bytes) {
+                fail_msg("%s stage %zu: timeline peak %llu, analysis %llu", what, k,
+                         (unsigned long long)tl.peak_bytes, (unsigned long long)s->peak_bytes);
+            }
+            assert_int_equal(pk->step, s->peak_at.step);
+            assert_int_equal(pk->where, s->peak_at.where);
+            if (pk->where == REMAT_AT_LAYER) {
+                assert_int_equal(pk->layer, s->peak_at.layer);
+            }
+            assert_true(pk->op == s->peak_at.op);
+            assert_memory_equal(pk->bytes, s->breakdown, sizeof s->breakdown);
+            for (size_t i = 0; i < tl.nevents; i++) {
+                int64_t sum = 0;
+                for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+                    sum += tl.events[i].bytes[c];
+                }
+                assert_int_equal(sum, tl.events[i].live_bytes);
+                assert_true(tl.events[i].live_bytes <= tl.peak_bytes);
+            }
+            assert_int_equal(r.peak_bytes, f->r.peak_bytes);
+            assert_true(r.step_seconds == f->r.step_seconds);
+            assert_memory_equal(r.breakdown, f->r.breakdown, sizeof r.breakdown);
+            remat_timeline_release(&tl);
+            remat_result_release(&r);
+        }
+    }
+}
+
+static void test_every_graph_peak(void **state) {
+    (void)state;
+    static const char *const models[][3] = {
+        {"model_name=llama3-8b", NULL, NULL},
+        {"model_name=llama3-8b", "attention=dot_product", NULL},
+        {"model_name=gpt3-175b", NULL, NULL},
+        {"model_name=gpt3-175b", "attention=dot_product", NULL},
+        {"model_name=gpt3-175b", "attention=dot_product", "dropout_rate=0.1"}};
+    static const char *const policies[] = {"remat_policy=full",
+                                           "remat_policy=minimal",
+                                           "remat_policy=save_dot_except_mlp",
+                                           "remat_policy=minimal_offloaded",
+                                           "remat_policy=qkv_proj_offloaded"};
+    static const char *const meshes[][3] = {
+        {"per_device_batch_size=1", NULL, NULL},
+        {"topology=tpu7x-16", "per_device_batch_size=2", NULL},
+        {"num_devices=4", "ici_pipeline_parallelism=2", "num_pipeline_microbatches=4"},
+        {"per_device_batch_size=2", "num_vocab_tiling=4", "gradient_accumulation_steps=2"}};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        for (size_t p = 0; p < sizeof policies / sizeof policies[0]; p++) {
+            for (size_t k = 0; k < sizeof meshes / sizeof meshes[0]; k++) {
+                const char *args[10];
+                size_t n = 0;
+                for (size_t i = 0; i < 3; i++) {
+                    args[n] = models[m][i];
+                    n += models[m][i] != NULL;
+                    args[n] = meshes[k][i];
+                    n += meshes[k][i] != NULL;
+                }
+                args[n++] = policies[p];
+                args[n++] = "base_num_decoder_layers=8";
+                args[n] = NULL;
+                fx_run_t *f = fx_analyze_ok(NULL, args);
+                char what[256];
+                snprintf(what, sizeof what, "%s %s %s %s", models[m][0],
+                         models[m][1] ? models[m][1] : "", policies[p], meshes[k][0]);
+                check_peaks(f, what);
+                fx_free(f);
+            }
+        }
+    }
+}
+
+/* Chrome's trace format: it parses; ops on the compute track, host copies
+   on their own, memory as counters. */
+static void test_trace_parses(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=llama3-8b", "per_device_batch_size=1",
+                          "topology=tpu7x-16", "remat_policy=minimal_offloaded",
+                          "base_num_decoder_layers=4", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    remat_result_t r;
+    remat_timeline_t tl;
+    timeline_of(f, true, REMAT_NONE, &r, &tl);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    assert_non_null(mem);
+    remat_report_timeline(mem, &r, &tl, REMAT_FMT_TRACE);
+    fclose(mem);
+    json_error_t jerr;
+    json_t *root = json_loads(buf, 0, &jerr);
+    assert_non_null(root);
+    json_t *evs = json_object_get(root, "traceEvents");
+    assert_true(json_is_array(evs));
+    size_t counters = 0, ops = 0, d2h = 0, ici = 0, i;
+    json_t *e;
+    json_array_foreach(evs, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+        if (strcmp(ph, "C") == 0) {
+            counters++;
+        } else if (strcmp(ph, "X") == 0) {
+            ops += tid == 1;
+            d2h += tid == 2;
+            ici += tid == 4;
+            assert_true(json_number_value(json_object_get(e, "dur")) >= 0);
+        }
+    }
+    assert_true(counters >= 2 * tl.nevents);
+    assert_true(ops >= tl.nevents);
+    assert_int_equal(d2h, 4); /* one copy a layer */
+    assert_true(ici >= 8);     /* FSDP gathers, each pass, and scatters */
+    json_decref(root);
+    free(buf);
+    remat_timeline_release(&tl);
+    remat_result_release(&r);
+    fx_free(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mini_by_hand),   cmocka_unit_test(test_mini_folded),
+        cmocka_unit_test(test_mini_offload),   cmocka_unit_test(test_every_graph_peak),
+        cmocka_unit_test(test_trace_parses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
