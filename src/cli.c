@@ -706,6 +706,11 @@ static int run_timeline(const remat_cli_command_t *c, const opts_t *o, int argc,
     return remat_cli_timeline(o);
 }
 
+static int run_chart(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)argc, (void)argv;
+    return remat_cli_chart(o);
+}
+
 static int run_list(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
     (void)c, (void)o;
     return cmd_list(argc, argv);
@@ -774,6 +779,16 @@ static const remat_cli_command_t commands[] = {
      "trace writes Chrome's trace event JSON (always unfolded) for Perfetto.\n",
      CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_UNFOLD | CLI_OPT_STAGE | CLI_OPT_OUTPUT,
      TIMELINE_FORMATS, run_timeline},
+    {"chart", "chart", "chart" SETTINGS,
+     "an SVG chart: the memory timeline, the layers or the policies",
+     "Draws an SVG chart (to standard output, or to -o FILE). --kind timeline (the\n"
+     "default): live HBM over the step by category, the budget, the safety margin and\n"
+     "the peak with its moment (--stage picks a pipeline stage). --kind layers: per\n"
+     "layer, the bytes kept and offloaded and the recompute FLOPs. --kind policies:\n"
+     "every preset (or --policies) as peak against step time, with the budget and the\n"
+     "solver's Pareto frontier.\n",
+     CLI_OPT_CONFIG | CLI_OPT_KIND | CLI_OPT_STAGE | CLI_OPT_OUTPUT | CLI_OPT_POLICIES, 0,
+     run_chart},
     {"solve", "solve", "solve" SETTINGS,
      "the fastest placement that fits, why, largest batches, Pareto frontier",
      "Places every checkpoint name of the graph on the device, rematerialized or\n"

@@ -23,6 +23,7 @@
 #include "remat/policy.h"
 #include "remat/report.h"
 #include "remat/sim.h"
+#include "remat/solve.h"
 
 /* The options, as bits of a command's opts. */
 enum {
@@ -143,5 +144,13 @@ void remat_cli_formats_text(unsigned formats, bool mark_default, char *buf, size
 
 /* The drawing commands (cli_view.c). */
 int remat_cli_timeline(const remat_cli_opts_t *o);
+int remat_cli_chart(const remat_cli_opts_t *o);
+
+/* compare's analyses (remat_cli_compare_run, exit code in *rc) and the
+   solver's Pareto frontier of the run into @p sol, or, when there is none,
+   why into @p note (else note is ""). Release @p c and @p sol either way. */
+remat_status_t remat_cli_policies(const remat_cli_opts_t *o, remat_cli_compare_t *c,
+                                  remat_solution_t *sol, char *note, size_t size, int *rc,
+                                  remat_error_t *err);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli_view.c: the commands that show the step rather than sum it up:
- * `timeline` (events as text, CSV, JSON or a Chrome trace). Part of the
+ * `timeline` (events as text, CSV, JSON or a Chrome trace) and `chart`
+ * (SVG: the memory timeline, the layers, the policies). Part of the
  * remat program, like cli.c, whose helpers it shares through cli.h.
  *
  * Invariants: a command writes its output only once the analysis has
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "remat/chart.h"
+#include "remat/solve.h"
 #include "remat/timeline.h"
 #include "cli.h"
 #include "util.h"
@@ -76,4 +79,107 @@ int remat_cli_timeline(const remat_cli_opts_t *o) {
     remat_cli_job_release(j);
     free(j);
     return rc;
+}
+
+/* Writes @p r's chart of @p kind: the run's timeline, its layers. */
+static remat_status_t chart_of_run(const remat_cli_opts_t *o, remat_chart_kind_t kind,
+                                   remat_error_t *err) {
+    remat_cli_job_t *j = remat_i_xcalloc(1, sizeof *j);
+    remat_timeline_t tl;
+    remat_timeline_init(&tl);
+    remat_status_t st;
+    if (kind == REMAT_CHART_TIMELINE) {
+        st = job_timeline(j, o, true, &tl, err);
+    } else if ((st = remat_cli_job_resolve(j, o, err)) == REMAT_OK) {
+        st = remat_analyze(j->graph, &j->cfg, j->policy, &j->hw, &j->result, err);
+    }
+    FILE *f = NULL;
+    if (st == REMAT_OK) {
+        remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
+        f = open_output(o->output, err);
+        st = f ? REMAT_OK : REMAT_E_IO;
+    }
+    if (st == REMAT_OK) {
+        if (kind == REMAT_CHART_TIMELINE) {
+            remat_chart_timeline(f, &j->result, &tl, false);
+        } else {
+            remat_chart_layers(f, &j->result, false);
+        }
+        st = close_output(f, o->output, err);
+    }
+    remat_timeline_release(&tl);
+    remat_cli_job_release(j);
+    free(j);
+    return st;
+}
+
+/* The solver's Pareto frontier for the compared run, or why there is none
+   (into @p note): a search too large for an enumeration is not an error
+   here, the chart just goes without it. */
+static void policies_frontier(const remat_cli_compare_t *c, remat_solution_t *sol, char *note,
+                              size_t size) {
+    remat_error_t err;
+    remat_error_init(&err);
+    const remat_cli_job_t *j = &c->jobs[0];
+    note[0] = '\0';
+    if (remat_solve(j->graph, &j->cfg, &j->hw, REMAT_SOLVE_FRONTIER, sol, &err)) {
+        char line[512];
+        remat_error_format(&err, line, sizeof line);
+        snprintf(note, size, "no Pareto frontier: %s", line);
+    } else if (sol->npoints == 0) {
+        snprintf(note, size, "no Pareto frontier: the solver found no placement");
+    }
+}
+
+/* Every preset (or --policies) and the frontier: into @p out's policies
+   chart, or @p c and @p sol for the caller (the HTML report). */
+remat_status_t remat_cli_policies(const remat_cli_opts_t *o, remat_cli_compare_t *c,
+                                  remat_solution_t *sol, char *note, size_t size, int *rc,
+                                  remat_error_t *err) {
+    remat_status_t st = REMAT_OK;
+    *rc = remat_cli_compare_run(o, c, &st, err);
+    if (*rc == REMAT_EXIT_OK && st == REMAT_OK) {
+        policies_frontier(c, sol, note, size);
+    }
+    return st;
+}
+
+static remat_status_t chart_policies(const remat_cli_opts_t *o, int *rc, remat_error_t *err) {
+    remat_cli_compare_t c = {0};
+    remat_solution_t sol;
+    remat_solution_init(&sol);
+    char note[640];
+    remat_status_t st = remat_cli_policies(o, &c, &sol, note, sizeof note, rc, err);
+    if (*rc == REMAT_EXIT_OK && st == REMAT_OK) {
+        remat_cli_print_notes(&c.jobs[0].cfg, c.n && remat_result_passes(c.rs[0]));
+        FILE *f = open_output(o->output, err);
+        st = f ? REMAT_OK : REMAT_E_IO;
+        if (f) {
+            remat_chart_policies(f, c.rs, c.n, &sol, note[0] ? note : NULL, false);
+            st = close_output(f, o->output, err);
+        }
+    }
+    remat_solution_release(&sol);
+    remat_cli_compare_release(&c);
+    return st;
+}
+
+int remat_cli_chart(const remat_cli_opts_t *o) {
+    remat_chart_kind_t kind = REMAT_CHART_TIMELINE;
+    if (o->kind && !remat_chart_kind_parse(o->kind, &kind)) {
+        return remat_cli_usage_error("unknown chart kind '%s' (timeline, layers, policies)",
+                                     o->kind);
+    }
+    if (kind != REMAT_CHART_TIMELINE && (o->given & CLI_OPT_STAGE)) {
+        return remat_cli_usage_error("--stage chooses the stage of --kind timeline");
+    }
+    if (kind != REMAT_CHART_POLICIES && (o->given & CLI_OPT_POLICIES)) {
+        return remat_cli_usage_error("--policies lists the policies of --kind policies");
+    }
+    remat_error_t err;
+    remat_error_init(&err);
+    int rc = REMAT_EXIT_OK;
+    remat_status_t st = kind == REMAT_CHART_POLICIES ? chart_policies(o, &rc, &err)
+                                                     : chart_of_run(o, kind, &err);
+    return rc ? rc : st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
 }

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chart_internal.h: the SVG primitives the chart modules share (not
+ * public): chart_svg.c draws frames, axes, legends and the budget marks;
+ * chart_timeline.c and chart_bars.c draw the charts of remat/chart.h with
+ * them, and report_html.c reuses the escaping and the timeline's columns.
+ *
+ * Invariants: every string from the inputs passes remat_i_xml_text before
+ * it reaches the output; a frame's data range is never empty (x1 > x0,
+ * y1 > y0: the callers widen a degenerate one).
+ */
+#ifndef REMAT_CHART_INTERNAL_H
+#define REMAT_CHART_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "remat/sim.h"
+#include "remat/timeline.h"
+
+/* A plot area in pixels and the data range it shows. */
+typedef struct remat_i_frame {
+    double x, y, w, h;
+    double x0, x1, y0, y1;
+} remat_i_frame_t;
+
+/* Data to pixels. */
+double remat_i_px(const remat_i_frame_t *f, double v);
+double remat_i_py(const remat_i_frame_t *f, double v);
+
+/* @p s with &, <, >, " and ' escaped (text and attribute values alike). */
+void remat_i_xml_text(FILE *out, const char *s);
+
+/* The root <svg> (ids prefixed @p id), its <title>, a white background and
+   the hatch and margin patterns; no XML declaration when @p embedded. */
+void remat_i_svg_begin(FILE *out, const char *id, int w, int h, const char *title,
+                       bool embedded);
+void remat_i_svg_end(FILE *out);
+
+/* <text> at (x, y) with @p anchor and extra attributes @p attrs (trusted,
+   may be NULL); @p text is escaped. */
+void remat_i_svg_text(FILE *out, double x, double y, const char *anchor, const char *attrs,
+                      const char *text);
+
+/* Grid, round ticks with their labels, the frame and the axis titles. */
+void remat_i_axes(FILE *out, const remat_i_frame_t *f, const char *xlabel, const char *ylabel);
+
+/* Legend row @p row at (x, y): a swatch of @p fill, hatched with pattern id
+   @p hatch when not NULL, and its name. */
+void remat_i_swatch(FILE *out, double x, double y, size_t row, const char *fill,
+                    const char *hatch, const char *name);
+
+/* The budget line and the safety-margin band below it (a frame in GiB). */
+void remat_i_budget_marks(FILE *out, const char *id, const remat_i_frame_t *f,
+                          const remat_result_t *r);
+
+/* Whether band @p i of @p n is dark (hatched in white, else in black). */
+bool remat_i_dark_fill(size_t i, size_t n);
+
+/* The categories the timeline ever holds, bottom of the stack first, into
+   @p cats (REMAT_CAT_COUNT entries); returns how many. */
+size_t remat_i_used_cats(const remat_timeline_t *tl, remat_cat_t *cats);
+
+/* The timeline chart's pixel columns. */
+enum { REMAT_I_TL_COLS = 700 };
+
+/* For each of @p ncols (REMAT_I_TL_COLS) columns the index of the highest
+   event falling in it; a column no event reaches holds the previous one's.
+   @p tl has at least one event. */
+void remat_i_timeline_columns(const remat_timeline_t *tl, size_t *best, size_t ncols);
+
+/* An event's moment as analyze writes one ("layer 3 backward, op 'wo'"). */
+void remat_i_event_text(const remat_event_t *e, size_t nstages, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chart_timeline.c: the stacked memory timeline (remat_chart_timeline):
+ * each pixel column shows the highest event of the timeline that falls in
+ * it, its categories stacked in a fixed order, under the budget line and
+ * the safety-margin band, with the peak marked and labelled.
+ *
+ * Invariants: the peak event is drawn (a column keeps its highest event,
+ * so the peak's column shows it, and its marker sits at its bytes); the
+ * bands of a column sum to that event's live bytes; a column no event
+ * reaches holds the previous column's event (memory between measures is
+ * shown as it was last measured).
+ */
+#include <assert.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remat/chart.h"
+#include "remat/report.h"
+#include "chart_internal.h"
+#include "report_internal.h"
+#include "util.h"
+
+static const double GIB = 1073741824.0;
+
+/* ---- the memory timeline ------------------------------------------------ */
+
+enum { TL_W = 1000, TL_H = 560, TL_COLS = REMAT_I_TL_COLS };
+
+/* The stack's order, bottom to top: the step's static state first, then
+   what the layers keep, then the working sets. */
+static const remat_cat_t stack_order[REMAT_CAT_COUNT] = {
+    REMAT_CAT_PARAMS,      REMAT_CAT_OPTIMIZER,   REMAT_CAT_GRAD_ACCUM, REMAT_CAT_GRADS,
+    REMAT_CAT_INFLIGHT,    REMAT_CAT_SAVED,       REMAT_CAT_HEAD,       REMAT_CAT_ACTIVATIONS,
+    REMAT_CAT_RECOMPUTE,   REMAT_CAT_FETCHED,     REMAT_CAT_ACT_GRADS,  REMAT_CAT_GATHERED,
+    REMAT_CAT_GRAD_BUFFER, REMAT_CAT_KV_GATHER,   REMAT_CAT_RESERVE};
+
+size_t remat_i_used_cats(const remat_timeline_t *tl, remat_cat_t *cats) {
+    size_t n = 0;
+    for (size_t k = 0; k < REMAT_CAT_COUNT; k++) {
+        const remat_cat_t c = stack_order[k];
+        bool used = false;
+        for (size_t i = 0; i < tl->nevents && !used; i++) {
+            used = tl->events[i].bytes[c] > 0;
+        }
+        if (used) {
+            cats[n++] = c;
+        }
+    }
+    return n;
+}
+
+static size_t col_of(double t, double T) {
+    double c = T > 0 ? floor(t / T * TL_COLS) : 0;
+    return c < 0 ? 0 : c >= TL_COLS ? TL_COLS - 1 : (size_t)c;
+}
+
+/* For each pixel column, the highest event that falls in it (an event
+   that takes no time falls in its start's); a column no event reaches
+   holds the previous one's. */
+void remat_i_timeline_columns(const remat_timeline_t *tl, size_t *best, size_t ncols) {
+    assert(ncols == TL_COLS && tl->nevents > 0);
+    for (size_t c = 0; c < ncols; c++) {
+        best[c] = REMAT_NONE;
+    }
+    for (size_t i = 0; i < tl->nevents; i++) {
+        const remat_event_t *e = &tl->events[i];
+        size_t c0 = col_of(e->start_seconds, tl->seconds), c1 = c0;
+        if (e->end_seconds > e->start_seconds) {
+            c1 = col_of(e->end_seconds - (e->end_seconds - e->start_seconds) * 1e-9, tl->seconds);
+        }
+        for (size_t c = c0; c <= c1; c++) {
+            if (best[c] == REMAT_NONE || e->live_bytes > tl->events[best[c]].live_bytes) {
+                best[c] = i;
+            }
+        }
+    }
+    for (size_t c = 0; c < ncols; c++) {
+        if (best[c] == REMAT_NONE) {
+            best[c] = c ? best[c - 1] : 0;
+        }
+    }
+}
+
+/* One band: the area between the stack below category @p k and its top,
+   as a step path over the columns (a point only where the height
+   changes). */
+static void band(FILE *out, const remat_i_frame_t *f, const remat_timeline_t *tl, const size_t *best,
+                 const remat_cat_t *cats, size_t k, const char *fill, const char *hatch) {
+    double lo[TL_COLS], hi[TL_COLS];
+    for (size_t c = 0; c < TL_COLS; c++) {
+        const int64_t *b = tl->events[best[c]].bytes;
+        double below = 0;
+        for (size_t j = 0; j < k; j++) {
+            below += b[cats[j]] > 0 ? (double)b[cats[j]] : 0;
+        }
+        lo[c] = below / GIB;
+        hi[c] = (below + (b[cats[k]] > 0 ? (double)b[cats[k]] : 0)) / GIB;
+    }
+    const double cw = f->w / TL_COLS;
+    for (int pass = 0; pass < (hatch ? 2 : 1); pass++) {
+        fprintf(out, "<path d=\"M%.1f,%.1f", f->x, remat_i_py(f, hi[0]));
+        for (size_t c = 0; c < TL_COLS; c++) {
+            if (c && hi[c] != hi[c - 1]) {
+                fprintf(out, "H%.1fV%.1f", f->x + cw * (double)c, remat_i_py(f, hi[c]));
+            }
+        }
+        fprintf(out, "H%.1fV%.1f", f->x + f->w, remat_i_py(f, lo[TL_COLS - 1]));
+        for (size_t c = TL_COLS; c-- > 0;) {
+            if (c && lo[c] != lo[c - 1]) {
+                fprintf(out, "H%.1fV%.1f", f->x + cw * (double)c, remat_i_py(f, lo[c - 1]));
+            }
+        }
+        fprintf(out, "H%.1fZ\" fill=\"%s\"/>\n", f->x, pass ? hatch : fill);
+    }
+}
+
+/* "head backward, op 'logits'" for an event. */
+void remat_i_event_text(const remat_event_t *e, size_t nstages, char *buf, size_t size) {
+    const remat_moment_t m = {.step = e->step,
+                              .where = e->where,
+                              .layer = e->layer,
+                              .stage = e->stage,
+                              .stages = nstages,
+                              .op = e->op};
+    remat_format_moment(&m, buf, size);
+}
+
+/* Transparent strips over runs of columns showing one event, each with
+   the event as its <title>: what a pointer over the chart shows. */
+static void hover_strips(FILE *out, const remat_i_frame_t *f, const remat_timeline_t *tl,
+                         const size_t *best, const remat_cat_t *cats, size_t ncats) {
+    const double cw = f->w / TL_COLS;
+    for (size_t c = 0; c < TL_COLS;) {
+        size_t d = c + 1;
+        while (d < TL_COLS && best[d] == best[c]) {
+            d++;
+        }
+        const remat_event_t *e = &tl->events[best[c]];
+        char m[256];
+        remat_i_event_text(e, tl->nstages, m, sizeof m);
+        fprintf(out,
+                "<rect class=\"remat-hover\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                "height=\"%.1f\" fill=\"#ffffff\" fill-opacity=\"0\"><title>",
+                f->x + cw * (double)c, f->y, cw * (double)(d - c), f->h);
+        remat_i_xml_text(out, m);
+        fprintf(out, " at %.6f s: %.2f GiB live", e->start_seconds, (double)e->live_bytes / GIB);
+        for (size_t k = ncats; k-- > 0;) {
+            if (e->bytes[cats[k]] > 0) {
+                fprintf(out, "; %s %.2f", remat_cat_name(cats[k]),
+                        (double)e->bytes[cats[k]] / GIB);
+            }
+        }
+        fputs("</title></rect>\n", out);
+        c = d;
+    }
+}
+
+/* The peak's marker and its label: bytes, time and moment. */
+static void peak_mark(FILE *out, const remat_i_frame_t *f, const remat_timeline_t *tl) {
+    const remat_event_t *e = &tl->events[tl->peak];
+    const double x = f->x + f->w / TL_COLS * ((double)col_of(e->start_seconds, tl->seconds) + 0.5);
+    const double y = remat_i_py(f, (double)tl->peak_bytes / GIB);
+    char m[256], t[400];
+    remat_i_event_text(e, tl->nstages, m, sizeof m);
+    snprintf(t, sizeof t, "peak %.2f GiB at %.4f s: %s", (double)tl->peak_bytes / GIB,
+             e->start_seconds, m);
+    fprintf(out,
+            "<circle id=\"remat-peak-marker\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#ffffff\" "
+            "stroke=\"#000000\" stroke-width=\"2\"/>\n",
+            x, y);
+    const bool right = x > f->x + f->w * 0.55;
+    remat_i_svg_text(out, right ? x - 9 : x + 9, y - 9, right ? "end" : "start",
+                     "id=\"remat-peak-label\" font-weight=\"bold\"", t);
+}
+
+static void timeline_legend(FILE *out, const char *id, double x, double y,
+                            const remat_cat_t *cats, size_t n) {
+    char fill[8], hatch[64];
+    remat_i_svg_text(out, x, y - 8, "start", "font-weight=\"bold\"", "live bytes by category");
+    for (size_t k = n; k-- > 0;) {
+        remat_chart_fill(k, n, fill);
+        snprintf(hatch, sizeof hatch, "%s-hatch-%c", id, remat_i_dark_fill(k, n) ? 'w' : 'k');
+        remat_i_swatch(out, x, y, n - 1 - k, fill, k % 2 ? hatch : NULL, remat_cat_name(cats[k]));
+    }
+    snprintf(hatch, sizeof hatch, "%s-margin", id);
+    remat_i_swatch(out, x, y + 10, n, "#ffffff", hatch, "safety margin");
+    fprintf(out,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#b22222\" "
+            "stroke-width=\"2\" stroke-dasharray=\"8 4\"/>\n",
+            x, y + 17 + 20.0 * (double)(n + 1), x + 14, y + 17 + 20.0 * (double)(n + 1));
+    remat_i_svg_text(out, x + 20, y + 21 + 20.0 * (double)(n + 1), "start", NULL, "budget");
+}
+
+void remat_chart_timeline(FILE *out, const remat_result_t *r, const remat_timeline_t *tl,
+                          bool embedded) {
+    const char *id = "remat-timeline";
+    char title[512], fill[8], hatch[64];
+    snprintf(title, sizeof title, "%s on %s, remat_policy=%s: live HBM over one step (stage %zu of %zu)",
+             r->config->model_name, r->hw->name, r->policy->name, tl->stage, tl->nstages);
+    remat_i_svg_begin(out, id, TL_W, TL_H, title, embedded);
+    remat_i_svg_text(out, TL_W / 2.0, 26, "middle", "font-size=\"15\" font-weight=\"bold\"", title);
+    if (tl->nevents == 0) {
+        remat_i_svg_end(out);
+        return;
+    }
+    const double top = (double)(tl->peak_bytes > r->budget_bytes ? tl->peak_bytes : r->budget_bytes);
+    const remat_i_frame_t f = {78, 56, TL_COLS, 420, 0, tl->seconds > 0 ? tl->seconds : 1, 0,
+                       top / GIB * 1.1};
+    size_t *best = remat_i_xcalloc(TL_COLS, sizeof *best);
+    remat_i_timeline_columns(tl, best, TL_COLS);
+    remat_cat_t cats[REMAT_CAT_COUNT];
+    const size_t n = remat_i_used_cats(tl, cats);
+    remat_i_axes(out, &f, "time in the step (s), one micro-batch", "live HBM per device (GiB)");
+    for (size_t k = 0; k < n; k++) {
+        remat_chart_fill(k, n, fill);
+        snprintf(hatch, sizeof hatch, "url(#%s-hatch-%c)", id, remat_i_dark_fill(k, n) ? 'w' : 'k');
+        band(out, &f, tl, best, cats, k, fill, k % 2 ? hatch : NULL);
+    }
+    remat_i_budget_marks(out, id, &f, r);
+    hover_strips(out, &f, tl, best, cats, n);
+    peak_mark(out, &f, tl);
+    timeline_legend(out, id, f.x + f.w + 24, f.y + 10, cats, n);
+    free(best);
+    remat_i_svg_end(out);
+}
