@@ -186,6 +186,7 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                                           {"unfold", no_argument, NULL, 'u'},
                                           {"stage", required_argument, NULL, 's'},
                                           {"output", required_argument, NULL, 'o'},
+                                          {"html", required_argument, NULL, 'H'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
@@ -711,6 +712,11 @@ static int run_chart(const remat_cli_command_t *c, const opts_t *o, int argc, ch
     return remat_cli_chart(o);
 }
 
+static int run_report(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
+    (void)c, (void)argc, (void)argv;
+    return remat_cli_report(o);
+}
+
 static int run_list(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
     (void)c, (void)o;
     return cmd_list(argc, argv);
@@ -789,6 +795,14 @@ static const remat_cli_command_t commands[] = {
      "solver's Pareto frontier.\n",
      CLI_OPT_CONFIG | CLI_OPT_KIND | CLI_OPT_STAGE | CLI_OPT_OUTPUT | CLI_OPT_POLICIES, 0,
      run_chart},
+    {"report", "report", "report --html FILE" SETTINGS,
+     "one self-contained HTML page: verdict, breakdown, charts, tables, config",
+     "Writes one HTML page (no network: the charts are inline SVG) with the verdict,\n"
+     "the breakdown at the peak, the step's costs, the memory timeline (hover it for\n"
+     "each moment's op and bytes), the per-layer chart and table, the per-name table,\n"
+     "every preset (or --policies) against the solver's Pareto frontier, the notes and\n"
+     "the configuration. --html - writes it to standard output.\n",
+     CLI_OPT_CONFIG | CLI_OPT_HTML | CLI_OPT_STAGE | CLI_OPT_POLICIES, 0, run_report},
     {"solve", "solve", "solve" SETTINGS,
      "the fastest placement that fits, why, largest batches, Pareto frontier",
      "Places every checkpoint name of the graph on the device, rematerialized or\n"

@@ -25,6 +25,7 @@ const remat_cli_option_t remat_cli_options[] = {
     {CLI_OPT_UNFOLD, "--unfold", NULL, "list every layer's events (else identical layers fold)"},
     {CLI_OPT_STAGE, "--stage", "K", "the pipeline stage to show (default: the worst)"},
     {CLI_OPT_OUTPUT, "--output", "FILE", "write to FILE instead of standard output (also -o)"},
+    {CLI_OPT_HTML, "--html", "FILE", "write the HTML report to FILE ('-': standard output)"},
 };
 const size_t remat_cli_noptions = sizeof remat_cli_options / sizeof remat_cli_options[0];
 

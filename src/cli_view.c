@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli_view.c: the commands that show the step rather than sum it up:
- * `timeline` (events as text, CSV, JSON or a Chrome trace) and `chart`
- * (SVG: the memory timeline, the layers, the policies). Part of the
+ * `timeline` (events as text, CSV, JSON or a Chrome trace), `chart` (SVG:
+ * the memory timeline, the layers, the policies) and `report` (one HTML
+ * page with all of them). Part of the
  * remat program, like cli.c, whose helpers it shares through cli.h.
  *
  * Invariants: a command writes its output only once the analysis has
@@ -181,5 +182,43 @@ int remat_cli_chart(const remat_cli_opts_t *o) {
     int rc = REMAT_EXIT_OK;
     remat_status_t st = kind == REMAT_CHART_POLICIES ? chart_policies(o, &rc, &err)
                                                      : chart_of_run(o, kind, &err);
+    return rc ? rc : st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+}
+
+int remat_cli_report(const remat_cli_opts_t *o) {
+    if (!o->html) {
+        return remat_cli_usage_error("report writes an HTML page: --html FILE ('-' for standard "
+                                     "output)");
+    }
+    remat_error_t err;
+    remat_error_init(&err);
+    remat_cli_job_t *j = remat_i_xcalloc(1, sizeof *j);
+    remat_timeline_t tl;
+    remat_timeline_init(&tl);
+    remat_cli_compare_t c = {0};
+    remat_solution_t sol;
+    remat_solution_init(&sol);
+    char note[640] = "";
+    int rc = REMAT_EXIT_OK;
+    remat_status_t st = job_timeline(j, o, true, &tl, &err);
+    if (st == REMAT_OK) {
+        st = remat_cli_policies(o, &c, &sol, note, sizeof note, &rc, &err);
+    }
+    if (rc == REMAT_EXIT_OK && st == REMAT_OK) {
+        remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
+        const remat_html_t in = {&j->result, &tl, c.rs, c.n, &sol, note[0] ? note : NULL,
+                                 o->config, (const char *const *)o->args, (size_t)o->nargs};
+        FILE *f = open_output(o->html, &err);
+        st = f ? REMAT_OK : REMAT_E_IO;
+        if (f) {
+            remat_report_html(f, &in);
+            st = close_output(f, o->html, &err);
+        }
+    }
+    remat_solution_release(&sol);
+    remat_cli_compare_release(&c);
+    remat_timeline_release(&tl);
+    remat_cli_job_release(j);
+    free(j);
     return rc ? rc : st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
 }

@@ -324,7 +324,7 @@ void remat_i_emit_json(FILE *out, json_t *o) {
 
 /* ---- notes -------------------------------------------------------------- */
 
-typedef void (*note_fn)(void *ctx, const char *text);
+typedef remat_i_note_fn note_fn;
 
 /* Whether rule @p i of rule set @p k (0: the policy's own, k: range k-1) is
    the first placement of its name in the policy. */
@@ -366,7 +366,7 @@ static void absent_name_notes(const remat_result_t *r, note_fn fn, void *ctx) {
     }
 }
 
-static void for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
+void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
     char buf[512];
     if (r->none_as_full) {
         fn(ctx, "remat_policy none with scan_layers=true behaves as full: MaxText checkpoints "
@@ -416,7 +416,7 @@ static void note_to_json(void *ctx, const char *text) {
 
 static json_t *notes_json(const remat_result_t *r) {
     json_t *a = json_array();
-    for_each_note(r, note_to_json, a);
+    remat_i_for_each_note(r, note_to_json, a);
     return a;
 }
 
@@ -595,10 +595,10 @@ static void costs_text(FILE *out, const remat_result_t *r) {
 /* The notes as a bulleted list under @p heading; nothing when there are none. */
 static void notes_text(FILE *out, const remat_result_t *r, const char *heading) {
     size_t nnotes = 0;
-    for_each_note(r, note_count, &nnotes);
+    remat_i_for_each_note(r, note_count, &nnotes);
     if (nnotes) {
         fputs(heading, out);
-        for_each_note(r, note_to_text, out);
+        remat_i_for_each_note(r, note_to_text, out);
     }
 }
 
@@ -917,6 +917,10 @@ static const struct {
                 [REMAT_VERDICT_RISK] = {"risk", "RISK"},
                 [REMAT_VERDICT_HOST_OOM] = {"host_oom", "HOST-OOM"},
                 [REMAT_VERDICT_OK] = {"ok", "OK"}};
+
+const char *remat_i_verdict_word(remat_verdict_t v) {
+    return verdicts[v].text;
+}
 
 static json_t *check_json(const remat_result_t *r) {
     json_t *o = json_object();

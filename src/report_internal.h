@@ -32,4 +32,11 @@ void remat_i_emit_json(FILE *out, json_t *o);
 /* One CSV cell (RFC 4180), quoted when it must be or when @p quoted. */
 void remat_i_csv_cell(FILE *out, const char *text, bool quoted);
 
+/* Calls @p fn with each of the result's notes for people, in order. */
+typedef void (*remat_i_note_fn)(void *ctx, const char *text);
+void remat_i_for_each_note(const remat_result_t *r, remat_i_note_fn fn, void *ctx);
+
+/* "OK", "RISK", "HOST-OOM" or "OOM", as check prints it. */
+const char *remat_i_verdict_word(remat_verdict_t v);
+
 #endif

@@ -79,6 +79,27 @@ void remat_report_policy_file(FILE *out, const remat_choice_t *choices, size_t n
 void remat_report_timeline(FILE *out, const remat_result_t *r, const remat_timeline_t *tl,
                            remat_format_t fmt);
 
+/** What `remat report --html` shows; everything is borrowed. */
+typedef struct remat_html {
+    const remat_result_t *result;          /* the run */
+    const remat_timeline_t *timeline;      /* its timeline, unfolded */
+    const remat_result_t *const *presets;  /* the run under each policy, ranked; may be NULL */
+    size_t npresets;
+    const remat_solution_t *frontier;      /* the solver's Pareto frontier; may be NULL */
+    const char *frontier_note;             /* why there is none; may be NULL */
+    const char *config_file;               /* --config as given; may be NULL */
+    const char *const *settings;           /* key=value arguments as given */
+    size_t nsettings;
+} remat_html_t;
+
+/**
+ * One self-contained HTML page (no network: inline SVG charts, style and a
+ * few lines of script): the verdict, the breakdown at the peak, the step's
+ * costs, the charts, the per-layer, per-name and per-policy tables, the
+ * notes and the configuration.
+ */
+void remat_report_html(FILE *out, const remat_html_t *in);
+
 /** "12.34 GiB" into @p buf. */
 void remat_format_bytes(uint64_t bytes, char *buf, size_t size);
 
