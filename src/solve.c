@@ -2,39 +2,55 @@
 /*
  * solve.c: exact placement search (solve.h).
  *
- * Design notes (docs/solver.md has the proof).
+ * Design notes (docs/solver.md has the proofs).
  * (1) Only names that backward can read matter: a tagged tensor that is not
  *     an ancestor of any residual is never needed under any placement
  *     (igraph reachability against the forward edges), so it stays remat.
  * (2) Many placements give the same layer plan (same fate for every
  *     tensor); results are memoized by plan, so each plan is analyzed once.
- * (3) Branch and bound over the names: the completion of a partial
- *     placement that puts every undecided name in HBM is never slower than
- *     any other completion. Saving more shrinks the recompute set and the
- *     needed (so offloaded) set, and a layer's time is a max of terms each
- *     monotone in those. A subtree whose bound is slower than the incumbent
- *     is pruned; ties are explored, so the result equals exhaustive
- *     enumeration's, (step time, peak, first in enumeration order).
- * (4) The argument in (3) assumes a buffer's class follows its own names;
- *     graphs where views share a buffer under different names, one of them
- *     kept only for a re-run, are searched exhaustively instead.
- * (5) Feasibility: the completion that offloads every undecided name keeps
- *     the fewest bytes in HBM of all completions (its saveable set is the
- *     largest, so it re-runs the fewest ops and needs the fewest inputs
- *     kept, and it asks HBM for no undecided name). Every stage's peak is at
- *     least its floor (static, in flight, the residuals kept in HBM), so a
- *     subtree whose all-offload floor exceeds the usable budget holds no
- *     feasible placement and is pruned. Same (4) caveat.
+ * (3) Branch and bound. A node decides some names; its bound completion
+ *     keeps every undecided name in HBM and is never slower than any other
+ *     completion (keeping more shrinks the recompute set and the offloaded
+ *     set, and a layer's time is a max of terms monotone in those). A
+ *     subtree whose bound is slower than the incumbent is pruned; ties are
+ *     explored.
+ * (4) The arguments assume a buffer's class follows its own names; graphs
+ *     where views share a buffer under different names, one of them kept
+ *     only for a re-run, are searched exhaustively instead.
+ * (5) Feasibility: the completion that offloads every undecided name has
+ *     the least floor (static, in flight, the residuals kept in HBM) of all
+ *     completions, and every stage's peak is at least its floor: when that
+ *     floor is over the usable budget nothing below fits.
  * (6) The work is bounded: a search stops with an error once it has made
  *     REMAT_SOLVE_MAX_PLANS layer plans, and an enumeration of more
  *     placements than that is refused up front. Branch and bound prunes
- *     little when placements tie: a chain of 20 named silu outputs took
- *     790,000 plans and 5 s, and the count grows about 1.7-fold per name,
- *     so 40 names, the most accepted, would take days while the memo grew
- *     past any memory.
+ *     little when placements tie or when names weigh alike on the budget: a
+ *     chain of 20 equal named tensors at a budget half way between `full`
+ *     and `selective` takes 440,000 analyses (5 s), and the count about
+ *     doubles per name, so such a chain of 22 names stops at the bound.
+ * (7) Host RAM: the bound completion offloads least of all completions
+ *     (only decided names offload), so when even its offloaded bytes break
+ *     the host's RAM nothing below fits.
+ * (8) Every placement analyzed is a candidate, wherever the search meets
+ *     it (bounds, seed, leaves), and the incumbent is the least feasible one
+ *     by (step time, peak, enumeration order): the answer is exhaustive
+ *     enumeration's whatever the order of the search, which is therefore
+ *     free to seed, to pick the next name and to order the children.
+ * (9) Forcing: (5) and (7) applied to one undecided name at a time rule
+ *     options out (`device` when keeping just that name in HBM already
+ *     breaks the budget, `offload` when offloading just that name breaks
+ *     the host's RAM); the name with the most options ruled out is decided
+ *     next.
+ * (10) A child that keeps its name in HBM has its parent's bound
+ *     completion: it is not planned again.
+ *
+ * Invariants (asserted): a node's decided, ruled-out and picked names are
+ * names of the search (fewer than 64, so one bit each), the name picked is
+ * undecided and has an option left; the incumbent is feasible.
  */
 #include "remat/solve.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +65,9 @@
 
 /* REMAT_SOLVE_MAX_PLANS and REMAT_SOLVE_MAX_NAMES (remat/limits.h) bound
    the work (see (6)); the fuzz build lowers the first so that one input
-   stays within libFuzzer's timeout under its instrumentation. */
+   stays within libFuzzer's timeout under its instrumentation. A node keeps
+   one bit a name. */
+_Static_assert(REMAT_SOLVE_MAX_NAMES < 64, "a node holds the names as bits of a uint64_t");
 
 void remat_solution_init(remat_solution_t *s) {
     memset(s, 0, sizeof *s);
@@ -144,11 +162,18 @@ static bool shared_buffers(const remat_graph_t *g) {
     return false;
 }
 
-/* (2) Results memoized by layer plan. */
+/* (2) Results memoized by layer plan. What the search reads of an
+   analysis: the public point, and whether the placement's offloaded bytes
+   alone break the host's RAM (7). */
+typedef struct eval {
+    remat_point_t point;
+    bool host_over;
+} eval_t;
+
 typedef struct memo_entry {
     uint64_t hash;
     unsigned char *key; /* the plan's fates, nt bytes; NULL when empty */
-    remat_point_t point;
+    eval_t e;
 } memo_entry_t;
 
 typedef struct ctx {
@@ -167,10 +192,12 @@ typedef struct ctx {
     uint64_t plans;          /* layer plans made, bounded by REMAT_SOLVE_MAX_PLANS */
     remat_place_t *cur, *tmp;
     unsigned char *key;      /* the plan's fates, as the memo key */
-    remat_point_t best;
+    remat_point_t best;      /* the incumbent, when found */
+    remat_place_t *best_at;  /* its placement, n entries */
     bool found;
     remat_analyzer_t *an; /* bound on the first analysis */
     uint64_t usable;      /* the usable budget, from the first analysis */
+    uint64_t tried, ruled; /* (9) forcing analyses run, and options they ruled out */
     remat_error_t *err;
 } ctx_t;
 
@@ -208,7 +235,49 @@ static size_t save_assign(ctx_t *c, const remat_place_t *a) {
     return c->nassigns++;
 }
 
-static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, remat_point_t *out) {
+static uint64_t mul_sat(uint64_t a, uint64_t b) {
+    return a && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+}
+
+/* (7) A lower bound on the host bytes of every placement that offloads at
+   least what this one does: each stage's offloaded residuals times the
+   micro-batches it holds, the least over the stages (the host counts the
+   worst stage, which may differ), plus the host-resident params and
+   optimizer when there is one stage (with more, only the worst stage's
+   are known, and 0 is a bound). Saturating: past 2^64 nothing fits. */
+static bool host_over(const remat_result_t *r, const remat_hw_t *hw) {
+    uint64_t least = UINT64_MAX;
+    for (size_t k = 0; k < r->nstages; k++) {
+        const remat_stage_row_t *w = &r->stages[k];
+        uint64_t off = 0;
+        for (size_t l = w->first_layer; l <= w->last_layer; l++) {
+            off = off + r->layers[l].offloaded_bytes < off ? UINT64_MAX
+                                                           : off + r->layers[l].offloaded_bytes;
+        }
+        off = mul_sat(off, w->in_flight);
+        least = off < least ? off : least;
+    }
+    if (r->nstages == 1) {
+        least = least + r->host_static_bytes < least ? UINT64_MAX : least + r->host_static_bytes;
+    }
+    return mul_sat(least, hw->devices_per_host) > r->host_ram_bytes;
+}
+
+/* The memo's slot for the plan in c->key (@p klen bytes): its entry, or
+   the empty slot to fill. */
+static size_t memo_slot(ctx_t *c, size_t klen, uint64_t h) {
+    if (2 * (c->used + 1) > c->cap) {
+        memo_grow(c);
+    }
+    size_t k = h & (c->cap - 1);
+    while (c->memo[k].key &&
+           !(c->memo[k].hash == h && memcmp(c->memo[k].key, c->key, klen) == 0)) {
+        k = (k + 1) & (c->cap - 1);
+    }
+    return k;
+}
+
+static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
     if (++c->plans > REMAT_SOLVE_MAX_PLANS) {
         return remat_error_set(c->err, REMAT_E_GRAPH, c->g->source, NULL,
                                "the search over %zu checkpoint names (%llu placements) did "
@@ -224,21 +293,14 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, remat_point_t *
         return st;
     }
     const size_t klen = c->plan.ntensors;
-    unsigned char *key = c->key;
     for (size_t i = 0; i < klen; i++) {
-        key[i] = (unsigned char)c->plan.fate[i];
+        c->key[i] = (unsigned char)c->plan.fate[i];
     }
-    uint64_t h = fnv(key, klen);
-    if (2 * (c->used + 1) > c->cap) {
-        memo_grow(c);
-    }
-    size_t k = h & (c->cap - 1);
-    while (c->memo[k].key) {
-        if (c->memo[k].hash == h && memcmp(c->memo[k].key, key, klen) == 0) {
-            *out = c->memo[k].point;
-            return REMAT_OK;
-        }
-        k = (k + 1) & (c->cap - 1);
+    uint64_t h = fnv(c->key, klen);
+    size_t k = memo_slot(c, klen, h);
+    if (c->memo[k].key) {
+        *out = c->memo[k].e;
+        return REMAT_OK;
     }
     /* Bound only once a plan is made, so that a planning error is reported
        ahead of a binding one. The solver reads only the verdict and the
@@ -249,32 +311,56 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, remat_point_t *
         return st;
     }
     c->s->evaluated++;
-    remat_point_t p = {c->r.peak_bytes, c->r.step_seconds, remat_result_passes(&c->r),
-                       save_assign(c, a), 0};
+    eval_t e = {{c->r.peak_bytes, c->r.step_seconds, remat_result_passes(&c->r),
+                 save_assign(c, a), 0},
+                host_over(&c->r, c->hw)};
     for (size_t sk = 0; sk < c->r.nstages; sk++) {
-        p.floor_bytes = c->r.stages[sk].floor_bytes > p.floor_bytes ? c->r.stages[sk].floor_bytes
-                                                                   : p.floor_bytes;
+        uint64_t f = c->r.stages[sk].floor_bytes;
+        e.point.floor_bytes = f > e.point.floor_bytes ? f : e.point.floor_bytes;
     }
     c->usable = c->r.usable_bytes;
     c->memo[k].hash = h;
     c->memo[k].key = remat_i_xmalloc(klen);
-    memcpy(c->memo[k].key, key, klen);
-    c->memo[k].point = p;
+    memcpy(c->memo[k].key, c->key, klen);
+    c->memo[k].e = e;
     c->used++;
-    *out = p;
+    *out = e;
     return REMAT_OK;
 }
 
-/* Strictly better: faster, then lower peak. Ties keep the earlier. */
+/* Strictly better: faster, then lower peak. */
 static bool better(const remat_point_t *a, const remat_point_t *b) {
     return a->step_seconds < b->step_seconds ||
            (a->step_seconds == b->step_seconds && a->peak_bytes < b->peak_bytes);
 }
 
-static void consider(ctx_t *c, const remat_point_t *p) {
-    if (p->feasible && (!c->found || better(p, &c->best))) {
+/* An option's position in enumeration order: device, offload, remat. */
+static int rank(remat_place_t p) {
+    return p == REMAT_PLACE_DEVICE ? 0 : p == REMAT_PLACE_OFFLOAD ? 1 : 2;
+}
+
+/* Whether placement @p a comes before @p b in enumeration order (the first
+   name varies slowest). */
+static bool earlier(const remat_place_t *a, const remat_place_t *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (a[i] != b[i]) {
+            return rank(a[i]) < rank(b[i]);
+        }
+    }
+    return false;
+}
+
+/* (8) Every placement analyzed is a candidate, wherever the search met it:
+   the incumbent is the least feasible one by (step, peak, enumeration
+   order), so the answer does not depend on the order of the search. */
+static void consider(ctx_t *c, const remat_point_t *p, const remat_place_t *a) {
+    if (p->feasible &&
+        (!c->found || better(p, &c->best) ||
+         (!better(&c->best, p) && earlier(a, c->best_at, c->n)))) {
         c->best = *p;
+        memcpy(c->best_at, a, c->n * sizeof *a);
         c->found = true;
+        assert(c->best.feasible);
     }
 }
 
@@ -286,50 +372,264 @@ static size_t options(size_t i, remat_place_t *o) {
     return i == 0 ? 2 : 3; /* the layer input is always kept somewhere */
 }
 
-/* The completion of cur[0..i) that puts every undecided name in @p place. */
-static remat_status_t complete(ctx_t *c, size_t i, remat_place_t place, remat_point_t *out) {
-    memcpy(c->tmp, c->cur, i * sizeof *c->cur);
-    for (size_t k = i; k < c->n; k++) {
-        c->tmp[k] = place;
+/* Analyzes placement @p a and makes it a candidate. */
+static remat_status_t visit(ctx_t *c, const remat_place_t *a, eval_t *out) {
+    remat_status_t st = evaluate(c, a, out);
+    if (st == REMAT_OK) {
+        consider(c, &out->point, a);
     }
-    return evaluate(c, c->tmp, out);
+    return st;
 }
 
-/* (3) Branch and bound over names i.. with cur[0..i) decided. */
-static remat_status_t bnb(ctx_t *c, size_t i) {
-    c->s->visited++;
-    remat_point_t bound;
-    remat_status_t st = complete(c, i, REMAT_PLACE_DEVICE, &bound);
-    if (st) {
-        return st;
+/* A node of the search: the names decided (their placements in cur[]),
+   and the placements that no feasible completion gives a name (9). */
+typedef struct node {
+    uint64_t decided;
+    uint64_t no_device;
+    uint64_t no_offload;
+} node_t;
+
+static uint64_t bit(size_t i) {
+    return (uint64_t)1 << i;
+}
+
+/* The completion of the node that puts every undecided name in @p fill,
+   except name @p j (when not REMAT_NONE), which gets @p place. */
+static remat_status_t complete(ctx_t *c, const node_t *nd, remat_place_t fill, size_t j,
+                               remat_place_t place, eval_t *out) {
+    for (size_t k = 0; k < c->n; k++) {
+        c->tmp[k] = nd->decided & bit(k) ? c->cur[k] : fill;
     }
-    if (c->found && bound.step_seconds > c->best.step_seconds) {
-        return REMAT_OK; /* no completion beats the incumbent */
+    if (j != REMAT_NONE) {
+        c->tmp[j] = place;
     }
-    if (i == c->n) {
-        consider(c, &bound);
-        return REMAT_OK;
+    return visit(c, c->tmp, out);
+}
+
+/* The options of name @p j that a feasible completion of @p nd may give it. */
+static size_t allowed(const node_t *nd, size_t j, remat_place_t *o) {
+    remat_place_t all[3];
+    size_t m = options(j, all), n = 0;
+    for (size_t k = 0; k < m; k++) {
+        if (!(all[k] == REMAT_PLACE_DEVICE && (nd->no_device & bit(j))) &&
+            !(all[k] == REMAT_PLACE_OFFLOAD && (nd->no_offload & bit(j)))) {
+            o[n++] = all[k];
+        }
     }
-    /* (5) When keeping everything undecided does not fit, ask whether
-       anything can: the all-offload completion keeps the least in HBM. */
-    remat_point_t lean;
-    if (!bound.feasible) {
-        if ((st = complete(c, i, REMAT_PLACE_OFFLOAD, &lean))) {
+    return n;
+}
+
+/* Forcing runs while at least one of its analyses in FORCE_TRIAL rules an
+   option out (and for the first FORCE_TRIAL): on the built-in models one
+   option ruled out removes a subtree of hundreds of placements, while on
+   layers whose names weigh alike on the budget (a chain of equal tensors)
+   it rules out nothing and would only add analyses. Either way the answer
+   is the same. */
+#define FORCE_TRIAL 64
+
+/* (9) Rules options out of the undecided names. Keeping name j in HBM and
+   offloading the other undecided names gives the least floor of every
+   completion that keeps j in HBM: above the budget, none of them fits.
+   Offloading j and keeping the others in HBM gives the least host bytes of
+   every completion that offloads j: over the host's RAM, none fits (asked
+   only when the all-offload completion breaks the host's RAM, the sign
+   that host RAM binds). @p floor gets each name's first figure. */
+static remat_status_t force(ctx_t *c, node_t *nd, bool host_binds, uint64_t *floor) {
+    for (size_t j = 0; j < c->n; j++) {
+        eval_t e;
+        remat_status_t st;
+        if (nd->decided & bit(j)) {
+            continue;
+        }
+        if (!(nd->no_device & bit(j))) {
+            if ((st = complete(c, nd, REMAT_PLACE_OFFLOAD, j, REMAT_PLACE_DEVICE, &e))) {
+                return st;
+            }
+            floor[j] = e.point.floor_bytes;
+            nd->no_device |= e.point.floor_bytes > c->usable ? bit(j) : 0;
+            c->tried++;
+            c->ruled += e.point.floor_bytes > c->usable;
+        }
+        if (host_binds && !(nd->no_offload & bit(j))) {
+            if ((st = complete(c, nd, REMAT_PLACE_DEVICE, j, REMAT_PLACE_OFFLOAD, &e))) {
+                return st;
+            }
+            nd->no_offload |= e.host_over ? bit(j) : 0;
+            c->tried++;
+            c->ruled += e.host_over;
+        }
+    }
+    return REMAT_OK;
+}
+
+/* The name to branch on (REMAT_NONE when some name has no option left):
+   the one with the most options ruled out, then the largest floor when
+   kept in HBM (the name that weighs most on the budget), then the first.
+   Which name is chosen changes the work, never the answer. */
+static size_t pick(const ctx_t *c, const node_t *nd, const uint64_t *floor) {
+    size_t best = REMAT_NONE;
+    int best_out = -1;
+    for (size_t j = 0; j < c->n; j++) {
+        remat_place_t o[3];
+        if (nd->decided & bit(j)) {
+            continue;
+        }
+        if (allowed(nd, j, o) == 0) {
+            return REMAT_NONE;
+        }
+        int out = ((nd->no_device & bit(j)) != 0) + ((nd->no_offload & bit(j)) != 0);
+        if (out > best_out || (out == best_out && floor[j] > floor[best])) {
+            best = j;
+            best_out = out;
+        }
+    }
+    return best;
+}
+
+/* Whether the subtree of @p nd, whose bound completion is @p up, can hold
+   the answer; narrows @p nd's options and fills @p floor. */
+static remat_status_t promising(ctx_t *c, node_t *nd, const eval_t *up, uint64_t *floor,
+                                bool *keep) {
+    *keep = false;
+    if ((c->found && up->point.step_seconds > c->best.step_seconds) || up->host_over ||
+        nd->decided == bit(c->n) - 1) {
+        return REMAT_OK; /* (3) slower than the incumbent, (7) host RAM, or a leaf */
+    }
+    if (!up->point.feasible) {
+        eval_t down;
+        remat_status_t st = complete(c, nd, REMAT_PLACE_OFFLOAD, REMAT_NONE, 0, &down);
+        if (st || down.point.floor_bytes > c->usable) {
+            return st; /* (5) nothing fits */
+        }
+        /* (9) while it pays: it costs an analysis a name */
+        const bool pays = c->tried < FORCE_TRIAL || c->ruled * FORCE_TRIAL >= c->tried;
+        if (pays && (st = force(c, nd, down.host_over, floor))) {
             return st;
         }
-        if (lean.floor_bytes > c->usable) {
-            return REMAT_OK; /* no completion fits */
+    }
+    *keep = true;
+    return REMAT_OK;
+}
+
+/* A child of a node: its name's placement and its bound completion. */
+typedef struct child {
+    remat_place_t place;
+    eval_t up;
+} child_t;
+
+/* Feasible bounds first, then the faster, then enumeration order: the
+   first descent is a greedy dive that finds a good incumbent early. */
+static bool child_before(const child_t *a, const child_t *b) {
+    if (a->up.point.feasible != b->up.point.feasible) {
+        return a->up.point.feasible;
+    }
+    if (a->up.point.step_seconds != b->up.point.step_seconds) {
+        return a->up.point.step_seconds < b->up.point.step_seconds;
+    }
+    return rank(a->place) < rank(b->place);
+}
+
+/* (3) Branch and bound below @p nd, whose bound completion is @p up. */
+static remat_status_t bnb(ctx_t *c, node_t nd, const eval_t *up) {
+    c->s->visited++;
+    uint64_t floor[64] = {0};
+    bool keep;
+    remat_status_t st = promising(c, &nd, up, floor, &keep);
+    size_t i = keep ? pick(c, &nd, floor) : REMAT_NONE;
+    if (st || i == REMAT_NONE) {
+        return st;
+    }
+    assert(i < c->n && !(nd.decided & bit(i)));
+    assert(((nd.decided | nd.no_device | nd.no_offload) >> c->n) == 0);
+    remat_place_t o[3];
+    child_t kid[3];
+    size_t nk = allowed(&nd, i, o);
+    for (size_t k = 0; k < nk; k++) {
+        kid[k].place = c->cur[i] = o[k];
+        node_t sub = {nd.decided | bit(i), nd.no_device, nd.no_offload};
+        /* (10) keeping name i in HBM leaves the bound completion as it was */
+        if (o[k] == REMAT_PLACE_DEVICE) {
+            kid[k].up = *up;
+        } else if ((st = complete(c, &sub, REMAT_PLACE_DEVICE, REMAT_NONE, 0, &kid[k].up))) {
+            return st;
+        }
+        for (size_t m = k; m > 0 && child_before(&kid[m], &kid[m - 1]); m--) {
+            child_t t = kid[m];
+            kid[m] = kid[m - 1];
+            kid[m - 1] = t;
         }
     }
-    remat_place_t o[3];
-    size_t no = options(i, o);
-    for (size_t k = 0; k < no; k++) {
-        c->cur[i] = o[k];
-        if ((st = bnb(c, i + 1))) {
+    for (size_t k = 0; k < nk; k++) {
+        c->cur[i] = kid[k].place;
+        node_t sub = {nd.decided | bit(i), nd.no_device, nd.no_offload};
+        if ((st = bnb(c, sub, &kid[k].up))) {
             return st;
         }
     }
     return REMAT_OK;
+}
+
+/* The start of the seed's sweep: the layer input in HBM (else offloaded)
+   and every other name re-run, MaxText's `full`, which keeps least. In
+   @p a, its analysis in @p e; *ok false when neither fits. */
+static remat_status_t seed_start(ctx_t *c, remat_place_t *a, eval_t *e, bool *ok) {
+    for (size_t k = 0; k < c->n; k++) {
+        a[k] = k == 0 ? REMAT_PLACE_DEVICE : REMAT_PLACE_REMAT;
+    }
+    remat_status_t st = visit(c, a, e);
+    if (st == REMAT_OK && !e->point.feasible) {
+        a[0] = REMAT_PLACE_OFFLOAD;
+        st = visit(c, a, e);
+    }
+    *ok = st == REMAT_OK && e->point.feasible;
+    return st;
+}
+
+/* (8) An incumbent before the search: one upward sweep from `full`, trying
+   each name in HBM, then offloaded, and keeping the first change that
+   fits and is better. At most 2n analyses, which the search mostly meets
+   again (memoized); with a good incumbent the time bound prunes from the
+   first node. Every placement it analyzes is a candidate, so it cannot
+   change the answer. */
+static remat_status_t seed(ctx_t *c) {
+    static const remat_place_t raise[2] = {REMAT_PLACE_DEVICE, REMAT_PLACE_OFFLOAD};
+    remat_place_t *a = c->cur; /* scratch until the search starts */
+    eval_t e;
+    bool ok;
+    remat_status_t st = seed_start(c, a, &e, &ok);
+    for (size_t k = 0; ok && k < c->n; k++) {
+        for (size_t u = 0; u < 2 && a[k] != raise[u]; u++) {
+            memcpy(c->tmp, a, c->n * sizeof *a);
+            c->tmp[k] = raise[u];
+            eval_t f;
+            if ((st = visit(c, c->tmp, &f))) {
+                return st;
+            }
+            if (f.point.feasible && better(&f.point, &e.point)) {
+                a[k] = raise[u];
+                e = f;
+                break;
+            }
+        }
+    }
+    return st;
+}
+
+/* Searches from the root (no name decided). Seeded first, unless keeping
+   every name in HBM fits (that placement is then the fastest of all and
+   the search only breaks ties) or nothing can fit (5). */
+static remat_status_t search(ctx_t *c) {
+    node_t root = {0, 0, 0};
+    eval_t up, down;
+    remat_status_t st = complete(c, &root, REMAT_PLACE_DEVICE, REMAT_NONE, 0, &up);
+    if (st || up.point.feasible) {
+        return st ? st : bnb(c, root, &up);
+    }
+    if ((st = complete(c, &root, REMAT_PLACE_OFFLOAD, REMAT_NONE, 0, &down)) ||
+        down.point.floor_bytes > c->usable || (st = seed(c))) {
+        return st;
+    }
+    return bnb(c, root, &up);
 }
 
 static remat_status_t exhaustive(ctx_t *c) {
@@ -340,13 +640,12 @@ static remat_status_t exhaustive(ctx_t *c) {
             options(i, o);
             c->cur[i] = o[digit[i]];
         }
-        remat_point_t p;
-        remat_status_t st = evaluate(c, c->cur, &p);
+        eval_t e;
+        remat_status_t st = visit(c, c->cur, &e);
         if (st) {
             return st;
         }
         c->s->visited++;
-        consider(c, &p);
         size_t i = c->n;
         while (i-- > 0) {
             if (++digit[i] < options(i, o)) {
@@ -371,8 +670,9 @@ static int point_cmp(const void *pa, const void *pb) {
     return a->first < b->first ? -1 : a->first > b->first;
 }
 
-static void copy_choices(const ctx_t *c, remat_solution_t *s, remat_point_t *p) {
-    const remat_place_t *a = c->assigns + p->first * c->n;
+/* Appends placement @p a as the choices of point @p p. */
+static void copy_choices(const ctx_t *c, remat_solution_t *s, const remat_place_t *a,
+                         remat_point_t *p) {
     s->choices = remat_i_xrealloc(s->choices, (s->nchoices + c->n) * sizeof *s->choices);
     for (size_t i = 0; i < c->n; i++) {
         remat_choice_t *ch = &s->choices[s->nchoices + i];
@@ -381,6 +681,45 @@ static void copy_choices(const ctx_t *c, remat_solution_t *s, remat_point_t *p) 
     }
     p->first = s->nchoices;
     s->nchoices += c->n;
+}
+
+/* The Pareto frontier over every memoized plan (the enumeration's), each
+   point with the first placement in enumeration order that made it. */
+static void frontier(const ctx_t *c, remat_solution_t *s) {
+    remat_point_t *all = remat_i_xcalloc(c->used + 1, sizeof *all);
+    size_t n = 0;
+    for (size_t i = 0; i < c->cap; i++) {
+        if (c->memo[i].key) {
+            all[n++] = c->memo[i].e.point;
+        }
+    }
+    qsort(all, n, sizeof *all, point_cmp);
+    s->points = remat_i_xcalloc(n + 1, sizeof *s->points);
+    for (size_t i = 0; i < n; i++) {
+        /* Non-dominated: faster than every point of lower or equal peak. */
+        if (s->npoints == 0 || all[i].step_seconds < s->points[s->npoints - 1].step_seconds) {
+            s->points[s->npoints] = all[i];
+            copy_choices(c, s, c->assigns + all[i].first * c->n, &s->points[s->npoints]);
+            s->npoints++;
+        }
+    }
+    free(all);
+}
+
+static void ctx_release(ctx_t *c) {
+    for (size_t i = 0; i < c->cap; i++) {
+        free(c->memo[i].key);
+    }
+    free(c->memo);
+    free(c->assigns);
+    free(c->cur);
+    free(c->tmp);
+    free(c->best_at);
+    free(c->key);
+    remat_plan_release(&c->plan);
+    remat_result_release(&c->r);
+    remat_analyzer_free(c->an);
+    remat_policy_free(c->policy);
 }
 
 remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
@@ -425,46 +764,19 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     c.key = remat_i_xcalloc(g->layer.ntensors + 1, 1);
     c.cur = remat_i_xcalloc(c.n + 1, sizeof *c.cur);
     c.tmp = remat_i_xcalloc(c.n + 1, sizeof *c.tmp);
+    c.best_at = remat_i_xcalloc(c.n + 1, sizeof *c.best_at);
     s->space = space;
     s->enumerated = enumerate;
-    st = enumerate ? exhaustive(&c) : bnb(&c, 0);
+    st = enumerate ? exhaustive(&c) : search(&c);
     if (st == REMAT_OK && c.found) {
         s->found = true;
         s->best = c.best;
-        copy_choices(&c, s, &s->best);
+        copy_choices(&c, s, c.best_at, &s->best);
     }
     if (st == REMAT_OK && (flags & REMAT_SOLVE_FRONTIER)) {
-        remat_point_t *all = remat_i_xcalloc(c.used + 1, sizeof *all);
-        size_t n = 0;
-        for (size_t i = 0; i < c.cap; i++) {
-            if (c.memo[i].key) {
-                all[n++] = c.memo[i].point;
-            }
-        }
-        qsort(all, n, sizeof *all, point_cmp);
-        s->points = remat_i_xcalloc(n + 1, sizeof *s->points);
-        for (size_t i = 0; i < n; i++) {
-            /* Non-dominated: faster than every point of lower or equal peak. */
-            if (s->npoints == 0 || all[i].step_seconds < s->points[s->npoints - 1].step_seconds) {
-                s->points[s->npoints] = all[i];
-                copy_choices(&c, s, &s->points[s->npoints]);
-                s->npoints++;
-            }
-        }
-        free(all);
+        frontier(&c, s);
     }
-    for (size_t i = 0; i < c.cap; i++) {
-        free(c.memo[i].key);
-    }
-    free(c.memo);
-    free(c.assigns);
-    free(c.cur);
-    free(c.tmp);
-    free(c.key);
-    remat_plan_release(&c.plan);
-    remat_result_release(&c.r);
-    remat_analyzer_free(c.an);
-    remat_policy_free(c.policy);
+    ctx_release(&c);
     return st;
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_solve.c: the solver is exact (branch and bound equals exhaustive
- * enumeration on every built-in graph and on seeded random graphs), its
- * answers hold when re-analyzed, a larger budget is never slower, and it
- * beats `full` where MaxText's `minimal` does not fit.
+ * test_solve.c: the solver is exact (branch and bound returns the placement
+ * exhaustive enumeration returns, on every built-in graph and on seeded
+ * random graphs, with HBM and host RAM binding, with one stage and with
+ * pipeline stages), its answers hold when re-analyzed, a larger budget is
+ * never slower, and it beats `full` where MaxText's `minimal` does not fit.
  */
 #include "fixtures.h"
 
@@ -17,8 +18,8 @@ static fx_run_t *setup_run(const char *graph_text, const char *const *args) {
     return fx_analyze_ok(graph_text, args);
 }
 
-/* Solves twice (bound and exhaustive) and checks they agree; returns the
-   bound's solution in @p out. */
+/* Solves twice (bound and exhaustive) and checks that they agree on the
+   point and on the placement; returns the bound's solution in @p out. */
 static void solve_both(fx_run_t *f, remat_solution_t *out) {
     remat_solution_t ex;
     remat_solution_init(&ex);
@@ -37,6 +38,13 @@ static void solve_both(fx_run_t *f, remat_solution_t *out) {
                      (unsigned long long)ex.best.peak_bytes);
         }
         assert_true(out->evaluated <= ex.evaluated);
+        assert_int_equal(out->nnames, ex.nnames);
+        for (size_t i = 0; i < out->nnames; i++) {
+            assert_string_equal(out->choices[out->best.first + i].name,
+                                ex.choices[ex.best.first + i].name);
+            assert_int_equal(out->choices[out->best.first + i].place,
+                             ex.choices[ex.best.first + i].place);
+        }
     }
     remat_solution_release(&ex);
 }
@@ -73,6 +81,24 @@ static uint64_t preset_peak(fx_run_t *f, const char *name, double *step) {
     remat_result_release(&r);
     remat_policy_free(p);
     return peak;
+}
+
+/* Host bytes per host when every tensor is offloaded (more than any
+   searched placement offloads): a scale for host RAM limits. */
+static uint64_t all_offload_host_bytes(fx_run_t *f) {
+    remat_policy_t *p = remat_solve_policy(NULL, 0, "offloaded");
+    p->fallback = REMAT_PLACE_OFFLOAD;
+    remat_policy_set(p, "decoder_layer_input", REMAT_PLACE_OFFLOAD);
+    remat_result_t r;
+    remat_result_init(&r);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, p, &f->hw, &r, &err), REMAT_OK);
+    uint64_t bytes = r.host_bytes_per_host;
+    assert_true(bytes > 0);
+    remat_result_release(&r);
+    remat_policy_free(p);
+    return bytes;
 }
 
 /* Every built-in graph (graphs/), budgets from below full's peak to above
@@ -204,8 +230,50 @@ static void test_exact_on_random_graphs(void **state) {
             check_replay(f, &s);
             remat_solution_release(&s);
         }
+        /* host RAM for a third of the most offloading: full still fits */
+        const uint64_t ram = f->hw.host_ram_bytes;
+        f->hw.host_ram_bytes = all_offload_host_bytes(f) / 3;
+        for (int k = 0; k <= 4; k += 2) {
+            f->cfg.hbm_budget = lo + (hi > lo ? (hi - lo) / 4 * (uint64_t)k : 0);
+            remat_solution_t s;
+            solve_both(f, &s);
+            assert_true(s.found);
+            check_replay(f, &s);
+            remat_solution_release(&s);
+        }
+        f->hw.host_ram_bytes = ram;
         fx_free(f);
         free(text);
+    }
+}
+
+/* Host RAM that holds a sixteenth and an eighth of the most offloading
+   (there, offloading some names alone breaks the host's RAM and the search
+   rules offload out for them), with one stage and with two pipeline
+   stages, where the host counts the worst stage: the search still returns
+   enumeration's placement. */
+static void test_exact_when_host_ram_binds(void **state) {
+    (void)state;
+    static const char *const meshes[][2] = {{"num_devices=1", NULL},
+                                            {"ici_pipeline_parallelism=2", "num_devices=2"}};
+    for (size_t m = 0; m < 2; m++) {
+        const char *args[] = {"model_name=llama3-8b", "base_num_decoder_layers=4",
+                              "per_device_batch_size=2", "safety_margin=0", meshes[m][0],
+                              meshes[m][1], NULL};
+        fx_run_t *f = setup_run(NULL, args);
+        const uint64_t most = all_offload_host_bytes(f);
+        uint64_t lo = preset_peak(f, "full", NULL), hi = preset_peak(f, "minimal_with_context", NULL);
+        for (int k = 1; k <= 2; k++) {
+            f->hw.host_ram_bytes = most / 16 * (uint64_t)k;
+            f->cfg.hbm_budget = lo + (hi - lo) / 3 * (uint64_t)k;
+            remat_solution_t s;
+            solve_both(f, &s);
+            if (s.found) {
+                check_replay(f, &s);
+            }
+            remat_solution_release(&s);
+        }
+        fx_free(f);
     }
 }
 
@@ -350,6 +418,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_on_builtin_graphs),
         cmocka_unit_test(test_exact_on_random_graphs),
+        cmocka_unit_test(test_exact_when_host_ram_binds),
         cmocka_unit_test(test_shared_buffer_views),
         cmocka_unit_test(test_beats_full_where_minimal_fails),
         cmocka_unit_test(test_frontier),
