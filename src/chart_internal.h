@@ -65,10 +65,14 @@ size_t remat_i_used_cats(const remat_timeline_t *tl, remat_cat_t *cats);
 /* The timeline chart's pixel columns. */
 enum { REMAT_I_TL_COLS = 700 };
 
-/* For each of @p ncols (REMAT_I_TL_COLS) columns the index of the highest
-   event falling in it; a column no event reaches holds the previous one's.
-   @p tl has at least one event. */
+/* For each of @p ncols columns over the timeline's clock the index of the
+   highest event falling in it (an event falls in the columns its time
+   covers, one that takes no time in its start's); a column no event reaches
+   holds the previous one's. @p tl has at least one event. */
 void remat_i_timeline_columns(const remat_timeline_t *tl, size_t *best, size_t ncols);
+
+/* The column of @p ncols over [0, @p T] that time @p t falls in. */
+size_t remat_i_column_of(double t, double T, size_t ncols);
 
 /* An event's moment as analyze writes one ("layer 3 backward, op 'wo'"). */
 void remat_i_event_text(const remat_event_t *e, size_t nstages, char *buf, size_t size);

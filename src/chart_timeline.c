@@ -52,24 +52,30 @@ size_t remat_i_used_cats(const remat_timeline_t *tl, remat_cat_t *cats) {
     return n;
 }
 
+/* The column of @p ncols over [0, @p T] that time @p t falls in. */
+size_t remat_i_column_of(double t, double T, size_t ncols) {
+    double c = T > 0 ? floor(t / T * (double)ncols) : 0;
+    return c < 0 ? 0 : c >= (double)ncols ? ncols - 1 : (size_t)c;
+}
+
 static size_t col_of(double t, double T) {
-    double c = T > 0 ? floor(t / T * TL_COLS) : 0;
-    return c < 0 ? 0 : c >= TL_COLS ? TL_COLS - 1 : (size_t)c;
+    return remat_i_column_of(t, T, TL_COLS);
 }
 
 /* For each pixel column, the highest event that falls in it (an event
    that takes no time falls in its start's); a column no event reaches
    holds the previous one's. */
 void remat_i_timeline_columns(const remat_timeline_t *tl, size_t *best, size_t ncols) {
-    assert(ncols == TL_COLS && tl->nevents > 0);
+    assert(ncols > 0 && tl->nevents > 0);
     for (size_t c = 0; c < ncols; c++) {
         best[c] = REMAT_NONE;
     }
     for (size_t i = 0; i < tl->nevents; i++) {
         const remat_event_t *e = &tl->events[i];
-        size_t c0 = col_of(e->start_seconds, tl->seconds), c1 = c0;
+        size_t c0 = remat_i_column_of(e->start_seconds, tl->seconds, ncols), c1 = c0;
         if (e->end_seconds > e->start_seconds) {
-            c1 = col_of(e->end_seconds - (e->end_seconds - e->start_seconds) * 1e-9, tl->seconds);
+            c1 = remat_i_column_of(e->end_seconds - (e->end_seconds - e->start_seconds) * 1e-9,
+                                   tl->seconds, ncols);
         }
         for (size_t c = c0; c <= c1; c++) {
             if (best[c] == REMAT_NONE || e->live_bytes > tl->events[best[c]].live_bytes) {

@@ -187,6 +187,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                                           {"stage", required_argument, NULL, 's'},
                                           {"output", required_argument, NULL, 'o'},
                                           {"html", required_argument, NULL, 'H'},
+                                          {"chart", no_argument, NULL, 'C'},
+                                          {"no-chart", no_argument, NULL, 'N'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
@@ -263,7 +265,20 @@ void remat_cli_print_notes(const remat_config_t *c, bool passes) {
     }
 }
 
+/* analyze's text ends with a chart of live HBM on a terminal, or when
+   asked; never in the other formats. */
+static bool wants_chart(const opts_t *o) {
+    return o->fmt == REMAT_FMT_TEXT && (o->chart == 1 || (o->chart < 0 && isatty(STDOUT_FILENO)));
+}
+
 static int cmd_analyze_like(const opts_t *o, int which) {
+    if (which == 0 && o->chart == 1 && o->fmt != REMAT_FMT_TEXT) {
+        return remat_cli_usage_error("--chart draws under the text report, not under %s",
+                                     remat_format_name(o->fmt));
+    }
+    if (which == 0 && wants_chart(o)) {
+        return remat_cli_analyze_chart(o);
+    }
     remat_error_t err;
     remat_error_init(&err);
     job_t *j = remat_i_xcalloc(1, sizeof *j);
@@ -752,8 +767,10 @@ static const remat_cli_command_t commands[] = {
      "peak HBM per device, breakdown, recompute FLOPs, offload cost",
      "Simulates one training step op by op on one device and prints the peak HBM\n"
      "with its breakdown and the moment it occurs, the recompute FLOPs, the bytes\n"
-     "offloaded and their PCIe time, the step time and MFU.\n",
-     CLI_OPT_CONFIG | CLI_OPT_FORMAT, ALL_FORMATS, run_analyze},
+     "offloaded and their PCIe time, the step time and MFU. On a terminal the text\n"
+     "ends with a small chart of live HBM over the step against the budget.\n",
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_CHART | CLI_OPT_NO_CHART, ALL_FORMATS,
+     run_analyze},
     {"compare", "compare", "compare" SETTINGS,
      "every preset (or --policies a,b,...) side by side, ranked",
      "Analyzes every built-in preset, or the presets and policy files --policies\n"

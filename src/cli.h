@@ -146,6 +146,8 @@ void remat_cli_formats_text(unsigned formats, bool mark_default, char *buf, size
 int remat_cli_timeline(const remat_cli_opts_t *o);
 int remat_cli_chart(const remat_cli_opts_t *o);
 int remat_cli_report(const remat_cli_opts_t *o);
+/* analyze's text report followed by the terminal chart of live HBM. */
+int remat_cli_analyze_chart(const remat_cli_opts_t *o);
 
 /* compare's analyses (remat_cli_compare_run, exit code in *rc) and the
    solver's Pareto frontier of the run into @p sol, or, when there is none,

@@ -26,6 +26,8 @@ const remat_cli_option_t remat_cli_options[] = {
     {CLI_OPT_STAGE, "--stage", "K", "the pipeline stage to show (default: the worst)"},
     {CLI_OPT_OUTPUT, "--output", "FILE", "write to FILE instead of standard output (also -o)"},
     {CLI_OPT_HTML, "--html", "FILE", "write the HTML report to FILE ('-': standard output)"},
+    {CLI_OPT_CHART, "--chart", NULL, "end with a chart of live HBM even when not a terminal"},
+    {CLI_OPT_NO_CHART, "--no-chart", NULL, "no chart of live HBM at the end on a terminal"},
 };
 const size_t remat_cli_noptions = sizeof remat_cli_options / sizeof remat_cli_options[0];
 

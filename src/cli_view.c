@@ -222,3 +222,24 @@ int remat_cli_report(const remat_cli_opts_t *o) {
     free(j);
     return rc ? rc : st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
 }
+
+int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
+    remat_error_t err;
+    remat_error_init(&err);
+    remat_cli_job_t *j = remat_i_xcalloc(1, sizeof *j);
+    remat_timeline_t tl;
+    remat_timeline_init(&tl);
+    /* The traced run's result is the ordinary one (test_timeline checks). */
+    remat_status_t st = job_timeline(j, o, true, &tl, &err);
+    if (st == REMAT_OK) {
+        remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
+        remat_report_analyze(stdout, &j->result, REMAT_FMT_TEXT);
+        fputc('\n', stdout);
+        remat_chart_term(stdout, &j->result, &tl, 64, 8);
+    }
+    int rc = st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+    remat_timeline_release(&tl);
+    remat_cli_job_release(j);
+    free(j);
+    return rc;
+}

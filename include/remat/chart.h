@@ -54,6 +54,15 @@ void remat_chart_policies(FILE *out, const remat_result_t *const *rs, size_t n,
                           const remat_solution_t *frontier, const char *note, bool embedded);
 
 /**
+ * Live HBM over the step for a terminal: @p height rows of @p width
+ * columns of Unicode eighth-blocks (UTF-8), each column the highest event
+ * of its slice of the step, a rule at the budget, the peak's column marked,
+ * under a line naming the peak's bytes, time and moment. @p tl is unfolded.
+ */
+void remat_chart_term(FILE *out, const remat_result_t *r, const remat_timeline_t *tl,
+                      size_t width, size_t height);
+
+/**
  * The fill of band @p i of @p n (0 is the bottom) as "#rrggbb" into @p buf
  * (8 bytes): a ramp whose lightness rises with @p i.
  */
