@@ -902,8 +902,13 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
         own_graph |= strcmp(entries[i].key, "graph") == 0 && len > 5 &&
                      strcmp(entries[i].value + len - 5, ".json") == 0;
     }
+    /* The name cut to the buffer, as snprintf would (a name that long is
+       no preset: apply_model says so); copied by hand because GCC's
+       -Wformat-truncation flags the snprintf at -O0. */
     char model_buf[REMAT_STR_LEN];
-    snprintf(model_buf, sizeof model_buf, "%s", model);
+    const size_t mlen = strnlen(model, sizeof model_buf - 1);
+    memcpy(model_buf, model, mlen);
+    model_buf[mlen] = '\0';
     st = apply_model(c, model_buf, own_graph, err);
     if (st == REMAT_OK) {
         snprintf(c->model_name, sizeof c->model_name, "%s", model_buf);
