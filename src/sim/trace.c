@@ -35,13 +35,15 @@ void remat_i_trace_release(remat_trace_t *t) {
     remat_i_trace_init(t);
 }
 
-static inline bool sums(const int64_t *cats, int64_t live) {
+#ifndef NDEBUG /* only the assertion below reads it */
+static bool sums(const int64_t *cats, int64_t live) {
     int64_t s = 0;
     for (int c = 0; c < REMAT_CAT_COUNT; c++) {
         s += cats[c];
     }
     return s == live;
 }
+#endif
 
 /* One list per profile and direction, emptied: a run's profiles replace
    the previous run's. */
