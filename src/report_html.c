@@ -35,7 +35,7 @@ static const char *const page_style =
     "body{font-family:sans-serif;margin:0 auto;max-width:1040px;padding:16px;color:#1a1a1a;"
     "background:#ffffff}"
     "h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #cccccc}"
-    "table{border-collapse:collapse;margin:8px 0}"
+    "table{border-collapse:collapse;margin:8px 0;display:block;max-width:100%;overflow-x:auto}"
     "th,td{padding:3px 8px;border-bottom:1px solid #e2e2e2;text-align:right}"
     "th{background:#f2f2f2}td.l,th.l{text-align:left}"
     ".verdict{font-size:20px;font-weight:bold;padding:10px 14px;border-left:8px solid}"
