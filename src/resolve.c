@@ -3,19 +3,359 @@
  * resolve.c: the config's names made into objects: the graph (a built-in
  * graph for the attention kind, or a file), the policy (a preset, "custom",
  * or a file) and the hardware profile.
+ *
+ * Built-ins are parsed once per process. The first resolve of a built-in
+ * graph, preset or hardware profile parses and validates its JSON and keeps
+ * the object in a process-wide cache, one slot per entry of the built-in
+ * table; every resolve copies the cached object. So ownership is what it
+ * always was: the caller owns what remat_resolve returns, frees it with
+ * remat_graph_free / remat_policy_free and may change it, while the cached
+ * objects are never handed out and never change. A copy is a few hundred
+ * small allocations (the graph's strings and arrays), against a JSON parse
+ * and validation twenty times an analysis. Files (names ending in .json)
+ * are read and parsed every time: they may change between calls.
+ *
+ * Threads: the slots are atomic pointers. A miss parses without a lock and
+ * installs its object with a compare-and-swap; a thread that loses the race
+ * frees its own and copies the winner's. So any number of threads may
+ * resolve at once, each built-in being parsed at most once per thread that
+ * races for it. The cache is freed at exit (atexit); resolving from another
+ * thread while the process exits is not supported.
+ *
+ * Invariants (asserted): a slot is NULL or holds the parsed object of its
+ * own entry, of the entry's kind; an error is never cached.
  */
+#include <assert.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "remat/builtin.h"
+#include "remat/graph.h"
+#include "remat/hw.h"
+#include "remat/policy.h"
 #include "remat/sim.h"
+#include "builtin_data.h"
 #include "config_maxtext.h"
 #include "util.h"
 
 static bool ends_with_json(const char *s) {
     size_t n = strlen(s);
     return n > 5 && strcmp(s + n - 5, ".json") == 0;
+}
+
+/* ---- the process-wide cache of parsed built-ins ------------------------ */
+
+/* One atomic slot per entry of the built-in table, allocated on first use:
+   NULL, or the entry's parsed object (a remat_graph_t, remat_policy_t or
+   remat_hw_t, by the entry's kind), which nothing changes once installed. */
+static _Atomic(_Atomic(void *) *) cache_slots;
+
+static void drop(size_t index, void *obj) {
+    switch (remat_i_builtins[index].kind) {
+        case REMAT_BUILTIN_GRAPH:
+            remat_graph_free(obj);
+            break;
+        case REMAT_BUILTIN_POLICY:
+            remat_policy_free(obj);
+            break;
+        default:
+            free(obj); /* a hardware profile: one block */
+            break;
+    }
+}
+
+/* At exit: every parsed built-in and the slots. */
+static void cache_release(void) {
+    _Atomic(void *) *s = atomic_exchange(&cache_slots, NULL);
+    for (size_t i = 0; s && i < remat_i_nbuiltins; i++) {
+        void *obj = atomic_load(&s[i]);
+        if (obj) {
+            drop(i, obj);
+        }
+    }
+    free((void *)s);
+}
+
+/* The slots, allocated by the first caller that gets here (a racing loser
+   frees its array); NULL with REMAT_E_NOMEM when they cannot be. */
+static _Atomic(void *) *slots(remat_error_t *err) {
+    _Atomic(void *) *s = atomic_load_explicit(&cache_slots, memory_order_acquire);
+    if (s) {
+        return s;
+    }
+    _Atomic(void *) *mine = remat_i_try_calloc(remat_i_nbuiltins + 1, sizeof *mine, err);
+    if (!mine) {
+        return NULL;
+    }
+    for (size_t i = 0; i <= remat_i_nbuiltins; i++) {
+        atomic_init(&mine[i], NULL);
+    }
+    if (!atomic_compare_exchange_strong_explicit(&cache_slots, &s, mine, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        free((void *)mine);
+        return s;
+    }
+    /* Registered once, by the thread that installed the slots. If atexit
+       cannot take it, the cache stays reachable until the end. */
+    (void)atexit(cache_release);
+    return mine;
+}
+
+/* Parses built-in @p index into a new object (*out). */
+typedef remat_status_t (*make_fn)(size_t index, void **out, remat_error_t *err);
+
+/* The cached object of built-in @p index, made by @p make on a miss.
+   Borrowed: immutable, valid until exit. */
+static remat_status_t cached(size_t index, make_fn make, const void **out, remat_error_t *err) {
+    assert(index < remat_i_nbuiltins);
+    *out = NULL;
+    _Atomic(void *) *s = slots(err);
+    if (!s) {
+        return REMAT_E_NOMEM;
+    }
+    void *obj = atomic_load_explicit(&s[index], memory_order_acquire);
+    if (!obj) {
+        remat_status_t st = make(index, &obj, err);
+        if (st) {
+            return st; /* errors are not cached: the next call reports them again */
+        }
+        void *none = NULL;
+        if (!atomic_compare_exchange_strong_explicit(&s[index], &none, obj, memory_order_acq_rel,
+                                                     memory_order_acquire)) {
+            drop(index, obj); /* another thread installed it first */
+            obj = none;
+        }
+    }
+    *out = obj;
+    return REMAT_OK;
+}
+
+/* The index of built-in @p name of @p kind, or REMAT_NONE. */
+static size_t builtin_index(remat_builtin_kind_t kind, const char *name) {
+    for (size_t i = 0; i < remat_i_nbuiltins; i++) {
+        if (remat_i_builtins[i].kind == kind && strcmp(remat_i_builtins[i].name, name) == 0) {
+            return i;
+        }
+    }
+    return REMAT_NONE;
+}
+
+static remat_status_t make_graph(size_t index, void **out, remat_error_t *err) {
+    assert(remat_i_builtins[index].kind == REMAT_BUILTIN_GRAPH);
+    char source[REMAT_STR_LEN + 128];
+    snprintf(source, sizeof source, "<builtin:graphs/%s.json>", remat_i_builtins[index].name);
+    remat_graph_t *g = NULL;
+    remat_status_t st = remat_graph_load_string(remat_i_builtins[index].text, source, &g, err);
+    *out = g;
+    return st;
+}
+
+static remat_status_t make_policy(size_t index, void **out, remat_error_t *err) {
+    assert(remat_i_builtins[index].kind == REMAT_BUILTIN_POLICY);
+    remat_policy_t *p = NULL;
+    remat_status_t st = remat_policy_builtin(remat_i_builtins[index].name, &p, err);
+    *out = p;
+    return st;
+}
+
+static remat_status_t make_hw(size_t index, void **out, remat_error_t *err) {
+    assert(remat_i_builtins[index].kind == REMAT_BUILTIN_HARDWARE);
+    remat_hw_t *hw = remat_i_try_malloc(sizeof *hw, err);
+    remat_status_t st = hw ? remat_hw_resolve(remat_i_builtins[index].name, hw, err)
+                           : REMAT_E_NOMEM;
+    if (st) {
+        free(hw);
+        hw = NULL;
+    }
+    *out = hw;
+    return st;
+}
+
+/* ---- copies ------------------------------------------------------------ */
+
+/* Copies made with the loaders' allocators (util.h): on a failure they set
+   *ok false and stop allocating, and what they hold is freed by
+   remat_graph_free / remat_policy_free like a half-loaded object. Every
+   pointer a copy holds is its own: no string or array is shared with the
+   cache. A pointer field added to the graph or policy structs needs its
+   line here (test_solve.c compares a copy with a fresh parse). */
+static char *dup_str(const char *s, bool *ok, remat_error_t *err) {
+    char *d = s && *ok ? remat_i_try_strdup(s, err) : NULL;
+    *ok = *ok && (d || !s);
+    return d;
+}
+
+static void *dup_array(const void *p, size_t count, size_t size, bool *ok, remat_error_t *err) {
+    void *d = p && *ok ? remat_i_try_calloc(count ? count : 1, size, err) : NULL;
+    if (d) {
+        memcpy(d, p, count * size);
+    }
+    *ok = *ok && (d || !p);
+    return d;
+}
+
+static void copy_tensor(remat_tensor_t *d, const remat_tensor_t *s, bool *ok,
+                        remat_error_t *err) {
+    *d = *s;
+    d->name = dup_str(s->name, ok, err);
+    for (size_t k = 0; k < REMAT_MAX_TAGS; k++) {
+        d->tags[k] = k < s->ntags ? dup_str(s->tags[k], ok, err) : NULL;
+    }
+    for (size_t k = 0; k < REMAT_MAX_RANK; k++) {
+        d->axes[k] = dup_str(s->axes[k], ok, err);
+    }
+}
+
+/* @p d starts empty (no arrays, zero counts); counts follow the arrays
+   they count, so a half copy frees cleanly. */
+static void copy_block(remat_block_t *d, const remat_block_t *s, bool *ok, remat_error_t *err) {
+    d->ninputs = s->ninputs;
+    d->noutputs = s->noutputs;
+    d->tensors = *ok ? remat_i_try_calloc(s->ntensors + 1, sizeof *d->tensors, err) : NULL;
+    d->ops = d->tensors ? remat_i_try_calloc(s->nops + 1, sizeof *d->ops, err) : NULL;
+    *ok = *ok && d->ops;
+    if (!*ok) {
+        return;
+    }
+    d->ntensors = s->ntensors;
+    d->nops = s->nops;
+    for (size_t i = 0; i < s->ntensors; i++) {
+        copy_tensor(&d->tensors[i], &s->tensors[i], ok, err);
+    }
+    for (size_t i = 0; i < s->nops; i++) {
+        d->ops[i] = s->ops[i];
+        d->ops[i].name = dup_str(s->ops[i].name, ok, err);
+    }
+    d->order = dup_array(s->order, s->nops, sizeof *s->order, ok, err);
+    d->inputs = dup_array(s->inputs, s->ninputs, sizeof *s->inputs, ok, err);
+    d->outputs = dup_array(s->outputs, s->noutputs, sizeof *s->outputs, ok, err);
+}
+
+static void copy_dims(remat_graph_t *d, const remat_graph_t *s, bool *ok, remat_error_t *err) {
+    d->dims = *ok ? remat_i_try_calloc(s->ndims + 1, sizeof *d->dims, err) : NULL;
+    *ok = *ok && d->dims;
+    d->ndims = d->dims ? s->ndims : 0;
+    for (size_t i = 0; i < d->ndims; i++) {
+        const remat_dim_t *a = &s->dims[i];
+        remat_dim_t *b = &d->dims[i];
+        b->value = a->value;
+        b->name = dup_str(a->name, ok, err);
+        b->from = dup_str(a->from, ok, err);
+        b->div = dup_str(a->div, ok, err);
+        b->axis = dup_str(a->axis, ok, err);
+        b->weight_axis = dup_str(a->weight_axis, ok, err);
+    }
+}
+
+/* A new graph equal to @p s (free with remat_graph_free). */
+static remat_status_t copy_graph(const remat_graph_t *s, remat_graph_t **out,
+                                 remat_error_t *err) {
+    remat_graph_t *d = remat_i_try_calloc(1, sizeof *d, err);
+    *out = NULL;
+    if (!d) {
+        return REMAT_E_NOMEM;
+    }
+    /* The scalars as they are; every pointer (and the count of what it
+       points to) starts empty and is filled below. */
+    *d = *s;
+    d->name = d->description = d->source = NULL;
+    d->ndims = 0;
+    d->dims = NULL;
+    memset(&d->layer, 0, sizeof d->layer);
+    memset(&d->head, 0, sizeof d->head);
+    bool ok = true;
+    d->name = dup_str(s->name, &ok, err);
+    d->description = dup_str(s->description, &ok, err);
+    d->source = dup_str(s->source, &ok, err);
+    copy_dims(d, s, &ok, err);
+    copy_block(&d->layer, &s->layer, &ok, err);
+    if (s->has_head) {
+        copy_block(&d->head, &s->head, &ok, err);
+    }
+    if (!ok) {
+        remat_graph_free(d);
+        return REMAT_E_NOMEM;
+    }
+    *out = d;
+    return REMAT_OK;
+}
+
+/* A new policy equal to @p s (free with remat_policy_free). */
+static remat_status_t copy_policy(const remat_policy_t *s, remat_policy_t **out,
+                                  remat_error_t *err) {
+    remat_policy_t *d = remat_i_try_calloc(1, sizeof *d, err);
+    *out = NULL;
+    if (!d) {
+        return REMAT_E_NOMEM;
+    }
+    *d = *s;
+    d->name = d->description = d->source = NULL;
+    d->nrules = d->nranges = 0;
+    d->rules = NULL;
+    d->ranges = NULL;
+    bool ok = true;
+    d->name = dup_str(s->name, &ok, err);
+    d->description = dup_str(s->description, &ok, err);
+    d->source = dup_str(s->source, &ok, err);
+    d->rules = dup_array(s->rules, s->nrules, sizeof *s->rules, &ok, err);
+    d->nrules = d->rules ? s->nrules : 0;
+    d->ranges = s->nranges && ok ? remat_i_try_calloc(s->nranges, sizeof *d->ranges, err) : NULL;
+    ok = ok && (d->ranges || !s->nranges);
+    d->nranges = d->ranges ? s->nranges : 0;
+    for (size_t i = 0; i < d->nranges; i++) {
+        d->ranges[i] = s->ranges[i];
+        d->ranges[i].rules = dup_array(s->ranges[i].rules, s->ranges[i].nrules,
+                                       sizeof *s->ranges[i].rules, &ok, err);
+        d->ranges[i].nrules = d->ranges[i].rules ? s->ranges[i].nrules : 0;
+    }
+    if (!ok) {
+        remat_policy_free(d);
+        return REMAT_E_NOMEM;
+    }
+    *out = d;
+    return REMAT_OK;
+}
+
+/* ---- resolving ----------------------------------------------------------- */
+
+/* A preset by name: a copy of the cached one. An unknown name gets
+   remat_policy_builtin's error. */
+static remat_status_t builtin_policy(const char *name, remat_policy_t **out,
+                                     remat_error_t *err) {
+    const size_t i = builtin_index(REMAT_BUILTIN_POLICY, name);
+    const void *p = NULL;
+    *out = NULL;
+    if (i == REMAT_NONE) {
+        return remat_policy_builtin(name, out, err);
+    }
+    remat_status_t st = cached(i, make_policy, &p, err);
+    return st ? st : copy_policy(p, out, err);
+}
+
+/* remat_hw_resolve, with built-in profiles (by name or family) from the
+   cache; files and unknown names go to remat_hw_resolve itself. */
+static remat_status_t resolve_hw(const char *name, remat_hw_t *out, remat_error_t *err) {
+    size_t i = REMAT_NONE;
+    if (!ends_with_json(name)) {
+        const char *family = remat_hw_family(name);
+        i = builtin_index(REMAT_BUILTIN_HARDWARE, name);
+        if (i == REMAT_NONE && family) {
+            i = builtin_index(REMAT_BUILTIN_HARDWARE, family);
+        }
+    }
+    if (i == REMAT_NONE) {
+        return remat_hw_resolve(name, out, err);
+    }
+    const void *hw = NULL;
+    remat_status_t st = cached(i, make_hw, &hw, err);
+    if (st) {
+        memset(out, 0, sizeof *out);
+        return st;
+    }
+    *out = *(const remat_hw_t *)hw;
+    return REMAT_OK;
 }
 
 remat_status_t remat_resolve_policy(const remat_config_t *cfg, remat_policy_t **policy,
@@ -41,7 +381,7 @@ remat_status_t remat_resolve_policy(const remat_config_t *cfg, remat_policy_t **
         *policy = p;
         st = REMAT_OK;
     } else {
-        st = remat_policy_builtin(cfg->remat_policy, policy, err);
+        st = builtin_policy(cfg->remat_policy, policy, err);
     }
     return st;
 }
@@ -91,8 +431,8 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
         char name[REMAT_STR_LEN + 48];
         snprintf(name, sizeof name, "%s.%s%s", cfg->graph, cfg->attention,
                  dropout ? ".dropout" : "");
-        const char *text = remat_builtin_find(REMAT_BUILTIN_GRAPH, name);
-        if (!text) {
+        const size_t index = builtin_index(REMAT_BUILTIN_GRAPH, name);
+        if (index == REMAT_NONE) {
             char list[1024];
             remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
@@ -101,9 +441,10 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
                                    cfg->graph, cfg->attention,
                                    dropout ? " and dropout (dropout_rate > 0)" : "", list);
         }
-        char source[REMAT_STR_LEN + 128];
-        snprintf(source, sizeof source, "<builtin:graphs/%s.json>", name);
-        st = remat_graph_load_string(text, source, graph, err);
+        const void *g = NULL;
+        if ((st = cached(index, make_graph, &g, err)) == REMAT_OK) {
+            st = copy_graph(g, graph, err);
+        }
     }
     if (st) {
         return st;
@@ -113,7 +454,7 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
         st = remat_resolve_policy(cfg, policy, err);
     }
     if (st == REMAT_OK) {
-        st = remat_hw_resolve(cfg->hardware, hw, err);
+        st = resolve_hw(cfg->hardware, hw, err);
     }
     if (st) {
         remat_graph_free(*graph);

@@ -5,13 +5,19 @@
  * random graphs, with HBM and host RAM binding, with one stage and with
  * pipeline stages), its answers hold when re-analyzed, a larger budget is
  * never slower, and it beats `full` where MaxText's `minimal` does not fit.
+ * Also remat_resolve's cache of parsed built-ins, which the solver's callers
+ * lean on: each resolve gets its own copy, equal to a fresh parse, from any
+ * thread, and errors are not cached.
  */
 #include "fixtures.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <threads.h>
 
+#include "remat/builtin.h"
 #include "remat/solve.h"
 
 static fx_run_t *setup_run(const char *graph_text, const char *const *args) {
@@ -414,8 +420,211 @@ static void test_largest_batch(void **state) {
     fx_free(f);
 }
 
+/* ---- remat_resolve's cache of parsed built-ins (resolve.c) ------------- */
+
+static void same_str(const char *a, const char *b) {
+    if (!a || !b) {
+        assert_true(a == b);
+        return;
+    }
+    assert_string_equal(a, b);
+}
+
+/* Equal content, and no string or array shared (either may be freed or
+   changed alone). */
+static void tensors_equal(const remat_tensor_t *a, const remat_tensor_t *b) {
+    same_str(a->name, b->name);
+    assert_true(a->name != b->name);
+    assert_int_equal(a->rank, b->rank);
+    assert_memory_equal(a->dim, b->dim, sizeof a->dim);
+    assert_int_equal(a->dtype, b->dtype);
+    assert_true(a->param == b->param && a->input == b->input && a->has_axes == b->has_axes);
+    assert_int_equal(a->ntags, b->ntags);
+    for (size_t k = 0; k < REMAT_MAX_TAGS; k++) {
+        same_str(a->tags[k], b->tags[k]);
+        assert_true(!a->tags[k] || a->tags[k] != b->tags[k]);
+    }
+    for (size_t k = 0; k < REMAT_MAX_RANK; k++) {
+        same_str(a->axes[k], b->axes[k]);
+        assert_true(!a->axes[k] || a->axes[k] != b->axes[k]);
+    }
+    assert_true(a->producer == b->producer && a->storage == b->storage &&
+                a->last_use == b->last_use && a->needs_grad == b->needs_grad &&
+                a->residual == b->residual);
+}
+
+static void ops_equal(const remat_op_t *a, const remat_op_t *b) {
+    same_str(a->name, b->name);
+    assert_true(a->name != b->name);
+    assert_int_equal(a->kind, b->kind);
+    assert_true(a->nin == b->nin && a->nout == b->nout && a->nsaves == b->nsaves);
+    assert_memory_equal(a->in, b->in, sizeof a->in);
+    assert_memory_equal(a->out, b->out, sizeof a->out);
+    assert_memory_equal(a->subs, b->subs, sizeof a->subs);
+    assert_memory_equal(a->saves, b->saves, sizeof a->saves);
+    assert_true(a->causal == b->causal && a->bhsd == b->bhsd && a->value == b->value &&
+                a->saves_override == b->saves_override && a->has_backward == b->has_backward);
+}
+
+static void blocks_equal(const remat_block_t *a, const remat_block_t *b) {
+    assert_true(a->ntensors == b->ntensors && a->nops == b->nops && a->ninputs == b->ninputs &&
+                a->noutputs == b->noutputs);
+    for (size_t i = 0; i < a->ntensors; i++) {
+        tensors_equal(&a->tensors[i], &b->tensors[i]);
+    }
+    for (size_t i = 0; i < a->nops; i++) {
+        ops_equal(&a->ops[i], &b->ops[i]);
+    }
+    assert_true(a->nops == 0 || a->order != b->order);
+    assert_memory_equal(a->order, b->order, a->nops * sizeof *a->order);
+    assert_memory_equal(a->inputs, b->inputs, a->ninputs * sizeof *a->inputs);
+    assert_memory_equal(a->outputs, b->outputs, a->noutputs * sizeof *a->outputs);
+}
+
+static void graphs_equal(const remat_graph_t *a, const remat_graph_t *b) {
+    assert_true(a != b);
+    same_str(a->name, b->name);
+    same_str(a->description, b->description);
+    same_str(a->source, b->source);
+    assert_true(a->name != b->name && a->source != b->source);
+    assert_int_equal(a->ndims, b->ndims);
+    for (size_t i = 0; i < a->ndims; i++) {
+        const remat_dim_t *x = &a->dims[i], *y = &b->dims[i];
+        same_str(x->name, y->name);
+        same_str(x->from, y->from);
+        same_str(x->div, y->div);
+        same_str(x->axis, y->axis);
+        same_str(x->weight_axis, y->weight_axis);
+        assert_true(x->name != y->name && x->value == y->value);
+    }
+    blocks_equal(&a->layer, &b->layer);
+    assert_true(a->has_head == b->has_head && a->head_feeds == b->head_feeds &&
+                a->head_takes == b->head_takes && a->head_npre == b->head_npre);
+    if (a->has_head) {
+        blocks_equal(&a->head, &b->head);
+    }
+}
+
+/* Every built-in graph: each resolve returns its own copy, equal to a fresh
+   parse of the JSON, and a caller's change to what it got (a tensor's name,
+   a policy's rule) is not seen by the next resolve. */
+static void test_resolve_copies_parsed_builtins(void **state) {
+    (void)state;
+    static const char *const graphs[][3] = {{"graph=llama", "attention=flash", "llama.flash"},
+                                            {"graph=gpt3", "attention=dot_product",
+                                             "gpt3.dot_product"}};
+    for (size_t k = 0; k < 2; k++) {
+        const char *args[] = {graphs[k][0], graphs[k][1], "remat_policy=minimal",
+                              "hardware=v6e", NULL};
+        fx_run_t *a = setup_run(NULL, args), *b = setup_run(NULL, args);
+        remat_graph_t *fresh = NULL;
+        remat_error_t err;
+        remat_error_init(&err);
+        char source[128];
+        snprintf(source, sizeof source, "<builtin:graphs/%s.json>", graphs[k][2]);
+        assert_int_equal(remat_graph_load_string(remat_builtin_find(REMAT_BUILTIN_GRAPH,
+                                                                    graphs[k][2]),
+                                                 source, &fresh, &err),
+                         REMAT_OK);
+        graphs_equal(a->graph, b->graph);
+        graphs_equal(a->graph, fresh);
+        assert_string_equal(a->hw.name, b->hw.name); /* v6e is tpu-v6e's family */
+        assert_memory_equal(&a->hw, &b->hw, sizeof a->hw);
+        assert_true(a->policy != b->policy && a->policy->rules != b->policy->rules);
+        /* change the first copy; a new resolve is as before */
+        a->graph->layer.tensors[0].name[0] = '#';
+        remat_policy_set(a->policy, "mlpwi_0", REMAT_PLACE_OFFLOAD);
+        fx_run_t *c = setup_run(NULL, args);
+        graphs_equal(c->graph, fresh);
+        assert_int_equal(c->policy->nrules, b->policy->nrules);
+        assert_memory_equal(c->policy->rules, b->policy->rules,
+                            b->policy->nrules * sizeof *b->policy->rules);
+        remat_graph_free(fresh);
+        fx_free(a);
+        fx_free(b);
+        fx_free(c);
+    }
+}
+
+/* An error is not cached: an unknown preset fails the same way twice. */
+static void test_resolve_errors_are_not_cached(void **state) {
+    (void)state;
+    const char *args[] = {"remat_policy=no_such_policy", NULL};
+    char first[768] = "", line[768] = "";
+    for (int k = 0; k < 2; k++) {
+        fx_run_t *f = fx_analyze(NULL, args);
+        assert_int_equal(f->st, REMAT_E_POLICY);
+        assert_null(f->graph);
+        assert_null(f->policy);
+        remat_error_format(&f->err, k ? line : first, sizeof line);
+        fx_free(f);
+    }
+    assert_string_equal(first, line);
+}
+
+/* Threads resolving at once (the slots are atomic; a thread that loses the
+   race to fill one frees its own parse): every thread gets equal copies. */
+typedef struct resolver {
+    remat_config_t cfg;
+    remat_graph_t *g[8];
+    remat_status_t st;
+    atomic_int *ready; /* threads started: each waits for all, then races */
+} resolver_t;
+
+static int resolve_many(void *arg) {
+    resolver_t *r = arg;
+    atomic_fetch_add(r->ready, 1);
+    while (atomic_load(r->ready) < 4) {
+        thrd_yield();
+    }
+    for (size_t i = 0; i < 8 && r->st == REMAT_OK; i++) {
+        remat_policy_t *p = NULL;
+        remat_hw_t hw;
+        remat_error_t err;
+        remat_error_init(&err);
+        r->st = remat_resolve(&r->cfg, &r->g[i], &p, &hw, &err);
+        remat_policy_free(p);
+    }
+    return 0;
+}
+
+static void test_resolve_from_threads(void **state) {
+    (void)state;
+    static const char *const args[] = {"graph=gpt3", "attention=dot_product",
+                                       "dropout_rate=0.1", "enable_dropout=true", NULL};
+    resolver_t r[4];
+    thrd_t t[4];
+    atomic_int ready;
+    atomic_init(&ready, 0);
+    remat_error_t err;
+    remat_error_init(&err);
+    for (size_t k = 0; k < 4; k++) {
+        memset(&r[k], 0, sizeof r[k]);
+        r[k].ready = &ready;
+        assert_int_equal(remat_config_build(NULL, 4, (char *const *)args, &r[k].cfg, &err),
+                         REMAT_OK);
+        assert_int_equal(thrd_create(&t[k], resolve_many, &r[k]), thrd_success);
+    }
+    for (size_t k = 0; k < 4; k++) {
+        assert_int_equal(thrd_join(t[k], NULL), thrd_success);
+        assert_int_equal(r[k].st, REMAT_OK);
+    }
+    for (size_t k = 0; k < 4; k++) {
+        for (size_t i = 0; i < 8; i++) {
+            graphs_equal(r[0].g[0], r[k].g[i == 0 && k == 0 ? 1 : i]);
+        }
+    }
+    for (size_t k = 0; k < 4; k++) {
+        for (size_t i = 0; i < 8; i++) {
+            remat_graph_free(r[k].g[i]);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        /* first: the cache is empty, so the threads race to fill it */
+        cmocka_unit_test(test_resolve_from_threads),
         cmocka_unit_test(test_exact_on_builtin_graphs),
         cmocka_unit_test(test_exact_on_random_graphs),
         cmocka_unit_test(test_exact_when_host_ram_binds),
@@ -423,6 +632,8 @@ int main(void) {
         cmocka_unit_test(test_beats_full_where_minimal_fails),
         cmocka_unit_test(test_frontier),
         cmocka_unit_test(test_largest_batch),
+        cmocka_unit_test(test_resolve_copies_parsed_builtins),
+        cmocka_unit_test(test_resolve_errors_are_not_cached),
     };
     return cmocka_run_group_tests_name("solve", tests, NULL, NULL);
 }
