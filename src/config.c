@@ -867,37 +867,18 @@ static remat_status_t yaml_to_entries(const char *file, remat_yaml_config_t *yam
     return st;
 }
 
-remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
-                                  remat_config_t *c, remat_error_t *err) {
-    remat_config_defaults(c);
-    entry_t *entries = NULL;
-    size_t n = 0;
-    remat_status_t st = REMAT_OK;
-    remat_yaml_config_t yaml = {0}; /* a YAML file's settings, whose sources entries name */
-    if (file && remat_i_is_yaml_path(file)) {
-        st = yaml_to_entries(file, &yaml, &entries, &n, c, err);
-    } else if (file) {
-        st = json_file_to_entries(file, &entries, &n, err);
-    }
-    if (st == REMAT_OK) {
-        st = args_to_entries(nargs, args, &entries, &n, err);
-    }
-    if (st) {
-        free(entries);
-        remat_i_yaml_release(&yaml);
-        return st;
-    }
-    /* The model preset goes under everything the user set. A MaxText YAML
-       config stands on base.yml, whose model_name is "default": its
-       defaults are base.yml's, not remat's llama3-8b. */
+/* The model preset the settings name, applied under them. The model preset
+   goes under everything the user set. A MaxText YAML config stands on
+   base.yml, whose model_name is "default": its defaults are base.yml's, not
+   remat's llama3-8b. */
+static remat_status_t apply_named_model(remat_config_t *c, const char *file,
+                                        const entry_t *entries, size_t n, remat_error_t *err) {
     const char *model = file && remat_i_is_yaml_path(file) ? "default" : c->model_name;
+    bool own_graph = false;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(entries[i].key, "model_name") == 0 || strcmp(entries[i].key, "model") == 0) {
             model = entries[i].value;
         }
-    }
-    bool own_graph = false;
-    for (size_t i = 0; i < n; i++) {
         size_t len = strlen(entries[i].value);
         own_graph |= strcmp(entries[i].key, "graph") == 0 && len > 5 &&
                      strcmp(entries[i].value + len - 5, ".json") == 0;
@@ -909,19 +890,16 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
     const size_t mlen = strnlen(model, sizeof model_buf - 1);
     memcpy(model_buf, model, mlen);
     model_buf[mlen] = '\0';
-    st = apply_model(c, model_buf, own_graph, err);
+    remat_status_t st = apply_model(c, model_buf, own_graph, err);
     if (st == REMAT_OK) {
-        snprintf(c->model_name, sizeof c->model_name, "%s", model_buf);
+        memcpy(c->model_name, model_buf, mlen + 1);
     }
-    for (size_t i = 0; st == REMAT_OK && i < n; i++) {
-        st = remat_config_set(c, entries[i].key, entries[i].value, entries[i].source,
-                              entries[i].path, err);
-    }
-    free(entries);
-    remat_i_yaml_release(&yaml);
-    if (st == REMAT_OK) {
-        st = remat_i_config_check_maxtext(c, err);
-    }
+    return st;
+}
+
+/* The checks that involve several keys, once every layer is applied. */
+static remat_status_t check_built(remat_config_t *c, remat_error_t *err) {
+    remat_status_t st = remat_i_config_check_maxtext(c, err);
     if (st == REMAT_OK && !c->mu_dtype_set) {
         c->mu_dtype = c->weight_dtype;
     }
@@ -955,6 +933,33 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
                              c->remat_policy);
     }
     return st;
+}
+
+remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
+                                  remat_config_t *c, remat_error_t *err) {
+    remat_config_defaults(c);
+    entry_t *entries = NULL;
+    size_t n = 0;
+    remat_status_t st = REMAT_OK;
+    remat_yaml_config_t yaml = {0}; /* a YAML file's settings, whose sources entries name */
+    if (file && remat_i_is_yaml_path(file)) {
+        st = yaml_to_entries(file, &yaml, &entries, &n, c, err);
+    } else if (file) {
+        st = json_file_to_entries(file, &entries, &n, err);
+    }
+    if (st == REMAT_OK) {
+        st = args_to_entries(nargs, args, &entries, &n, err);
+    }
+    if (st == REMAT_OK) {
+        st = apply_named_model(c, file, entries, n, err);
+    }
+    for (size_t i = 0; st == REMAT_OK && i < n; i++) {
+        st = remat_config_set(c, entries[i].key, entries[i].value, entries[i].source,
+                              entries[i].path, err);
+    }
+    free(entries);
+    remat_i_yaml_release(&yaml);
+    return st ? st : check_built(c, err);
 }
 
 remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint64_t *out,
