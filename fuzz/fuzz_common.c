@@ -2,6 +2,7 @@
 /* fuzz_common.c: see fuzz_common.h. */
 #include "fuzz_common.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,4 +110,34 @@ void fuzz_config_run(const fuzz_fixtures_t *fx, const remat_config_t *cfg) {
     }
     remat_graph_free(g);
     remat_policy_free(p);
+}
+
+void fuzz_make_dir(const char *prefix, char *dir, size_t size) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, size, "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
+    if (!mkdtemp(dir)) {
+        perror("fuzz: mkdtemp");
+        abort();
+    }
+}
+
+void fuzz_write_file(const char *path, const uint8_t *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (!f || (size && fwrite(data, 1, size, f) != size)) {
+        abort();
+    }
+    fclose(f);
+}
+
+void fuzz_build_file_and_run(const fuzz_fixtures_t *fx, const char *path) {
+    remat_error_t err;
+    remat_error_init(&err);
+    remat_config_t *cfg = malloc(sizeof *cfg); /* several KB: not on the stack */
+    if (!cfg) {
+        abort();
+    }
+    if (remat_config_build(path, 0, NULL, cfg, &err) == REMAT_OK) {
+        fuzz_config_run(fx, cfg);
+    }
+    free(cfg);
 }

@@ -67,4 +67,15 @@ size_t fuzz_json_mutate(uint8_t *data, size_t size, size_t max_size, unsigned in
    write. */
 void fuzz_config_run(const fuzz_fixtures_t *fx, const remat_config_t *cfg);
 
+/* A private directory $TMPDIR/<prefix>.XXXXXX (or under /tmp) into @p dir;
+   aborts when it cannot be made. The caller removes it at exit. */
+void fuzz_make_dir(const char *prefix, char *dir, size_t size);
+
+/* Writes the input to @p path, replacing it; aborts when it cannot. */
+void fuzz_write_file(const char *path, const uint8_t *data, size_t size);
+
+/* Builds a config from the file @p path (remat_config_build) and, when it
+   builds, runs fuzz_config_run on it. */
+void fuzz_build_file_and_run(const fuzz_fixtures_t *fx, const char *path);
+
 #endif

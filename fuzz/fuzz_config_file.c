@@ -27,12 +27,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     fx = fuzz_fixtures_init();
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/remat-fuzz-config.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("fuzz_config_file: mkdtemp");
-        abort();
-    }
+    fuzz_make_dir("remat-fuzz-config", dir, sizeof dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
     atexit(remove_dir);
     return 0;
@@ -44,23 +39,7 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        abort();
-    }
-    if (size && fwrite(data, 1, size, f) != size) {
-        abort();
-    }
-    fclose(f);
-    remat_error_t err;
-    remat_error_init(&err);
-    remat_config_t *cfg = malloc(sizeof *cfg);
-    if (!cfg) {
-        abort();
-    }
-    if (remat_config_build(path, 0, NULL, cfg, &err) == REMAT_OK) {
-        fuzz_config_run(fx, cfg);
-    }
-    free(cfg);
+    fuzz_write_file(path, data, size);
+    fuzz_build_file_and_run(fx, path);
     return 0;
 }

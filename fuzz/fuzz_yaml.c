@@ -30,12 +30,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     fx = fuzz_fixtures_init();
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/remat-fuzz-yaml.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("fuzz_yaml: mkdtemp");
-        abort();
-    }
+    fuzz_make_dir("remat-fuzz-yaml", dir, sizeof dir);
     snprintf(path, sizeof path, "%s/run.yml", dir);
     snprintf(base, sizeof base, "%s/team.yml", dir);
     FILE *f = fopen(base, "w");
@@ -60,22 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(named);
     remat_i_yaml_release(&y);
     /* The whole builder on the file. */
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        abort();
-    }
-    if (size && fwrite(data, 1, size, f) != size) {
-        abort();
-    }
-    fclose(f);
-    remat_error_init(&err);
-    remat_config_t *cfg = malloc(sizeof *cfg);
-    if (!cfg) {
-        abort();
-    }
-    if (remat_config_build(path, 0, NULL, cfg, &err) == REMAT_OK) {
-        fuzz_config_run(fx, cfg);
-    }
-    free(cfg);
+    fuzz_write_file(path, data, size);
+    fuzz_build_file_and_run(fx, path);
     return 0;
 }
