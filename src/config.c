@@ -324,12 +324,15 @@ static remat_status_t set_str(remat_config_t *c, const key_t_ *k, const setting_
         /* MaxText picks flash on TPU for S >= 128; so do we. */
         strcpy(field, "flash");
     }
-    if (strcmp(key, "opt_type") == 0 && strcmp(value, "adamw") != 0 &&
-        strcmp(value, "adam_pax") != 0 && strcmp(value, "sgd") != 0 &&
-        strcmp(value, "adafactor") != 0) {
-        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
-                               "opt_type must be adamw, adam_pax, sgd or adafactor, not '%s'",
-                               value);
+    if (strcmp(key, "opt_type") == 0) {
+        const bool adam = strcmp(value, "adamw") == 0 || strcmp(value, "adam_pax") == 0;
+        const bool sgd = strcmp(value, "sgd") == 0, afac = strcmp(value, "adafactor") == 0;
+        if (!adam && !sgd && !afac) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "opt_type must be adamw, adam_pax, sgd or adafactor, not '%s'",
+                                   value);
+        }
+        c->optimizer = adam ? REMAT_OPT_ADAM : sgd ? REMAT_OPT_SGD : REMAT_OPT_ADAFACTOR;
     }
     if (strcmp(key, "quantization") == 0 && *value && strcmp(value, "fp8") != 0 &&
         strcmp(value, "nanoo_fp8") != 0 && strcmp(value, "none") != 0) {

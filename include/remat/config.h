@@ -29,6 +29,9 @@ typedef struct remat_config {
     char hardware[REMAT_STR_LEN];     /* built-in profile name or a file path */
     char remat_policy[REMAT_STR_LEN]; /* preset name, "custom", or a file path */
     char opt_type[32];                /* adamw | adam_pax | sgd | adafactor */
+    /* opt_type, parsed once where it is set, so that the analysis reads an
+       enum: the moments it keeps. */
+    enum { REMAT_OPT_ADAM, REMAT_OPT_SGD, REMAT_OPT_ADAFACTOR } optimizer;
     char quantization[32];            /* "" or fp8 (FP8 einsum residuals, gathers) */
     char logical_axis_rules[REMAT_RULES_LEN]; /* overrides: "logical:axis+axis,..." */
     int64_t ici[REMAT_AXIS_COUNT];    /* ici_<axis>_parallelism; -1 fills */

@@ -167,8 +167,8 @@ static remat_status_t stage_params(const remat_analyzer_t *an, size_t k, uint64_
 remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t k, stage_static_t *out,
                                     remat_error_t *err) {
     const remat_config_t *cfg = an->cfg;
-    const bool adafactor = strcmp(cfg->opt_type, "adafactor") == 0;
-    const bool adam = strcmp(cfg->opt_type, "adamw") == 0 || strcmp(cfg->opt_type, "adam_pax") == 0;
+    const bool adafactor = cfg->optimizer == REMAT_OPT_ADAFACTOR;
+    const bool adam = cfg->optimizer == REMAT_OPT_ADAM;
     memset(out, 0, sizeof *out);
     uint64_t afac = 0;
     remat_status_t st;
