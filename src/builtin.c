@@ -53,3 +53,12 @@ void remat_builtin_list(remat_builtin_kind_t kind, char *buf, size_t size) {
         len += (size_t)n;
     }
 }
+
+bool remat_builtin_refused(remat_builtin_kind_t kind, size_t i) {
+    for (size_t k = 0; k < remat_i_nbuiltins; k++) {
+        if (remat_i_builtins[k].kind == kind && i-- == 0) {
+            return remat_i_builtins[k].requires != 0;
+        }
+    }
+    return false;
+}

@@ -12,6 +12,7 @@ typedef struct remat_i_builtin {
     const char *name;
     const char *text;
     const char *description; /* the JSON's "description", "" if none */
+    int requires;            /* a model preset with a "requires" key (one remat refuses) */
 } remat_i_builtin_t;
 
 extern const remat_i_builtin_t remat_i_builtins[];

@@ -24,6 +24,7 @@
 #include "remat/solve.h"
 #include "remat/version.h"
 #include "cli.h"
+#include "config_maxtext.h"
 #include "json_util.h"
 #include "yaml_config.h"
 #include "util.h"
@@ -587,11 +588,9 @@ static int cmd_list(int argc, char **argv) {
         for (int refused = 0; refused <= (kinds[k].kind == REMAT_BUILTIN_MODEL); refused++) {
             printf("%s:\n", refused ? "models remat cannot analyze yet" : kinds[k].name);
             for (size_t i = 0; i < remat_builtin_count(kinds[k].kind); i++) {
-                const char *name = remat_builtin_name(kinds[k].kind, i);
-                bool requires = kinds[k].kind == REMAT_BUILTIN_MODEL &&
-                                strstr(remat_builtin_find(kinds[k].kind, name), "\"requires\":");
-                if (requires == (refused != 0)) {
-                    printf("  %-34s %s\n", name, remat_builtin_description(kinds[k].kind, i));
+                if (remat_builtin_refused(kinds[k].kind, i) == (refused != 0)) {
+                    printf("  %-34s %s\n", remat_builtin_name(kinds[k].kind, i),
+                           remat_builtin_description(kinds[k].kind, i));
                 }
             }
         }
@@ -856,18 +855,14 @@ static const remat_cli_command_t *find_command(const char *name) {
 }
 
 static int unknown_command(const char *name) {
-    /* A suggestion only within two edits and half the word: 'vesion' is
-       'version', 'nope' is not 'solve'. */
+    /* The config keys' rule (config_maxtext.c): near, same first letter;
+       'vesion' is 'version', 'nope' is not 'solve'. */
     const char *best = NULL;
-    size_t limit = strlen(name) / 2 < 2 ? strlen(name) / 2 : 2, bestd = limit + 1;
+    size_t bestd = (size_t)-1;
     for (size_t i = 0; i < NCOMMANDS; i++) {
-        size_t d = remat_i_edit_distance(name, commands[i].name);
-        if (d < bestd) {
-            bestd = d;
-            best = commands[i].name;
-        }
+        best = remat_i_nearest_word(name, &commands[i].name, 1, best, &bestd);
     }
-    if (best) {
+    if (best && remat_i_near_enough(name, bestd)) {
         fprintf(stderr, "remat: unknown command '%s' (did you mean '%s'?)\n", name, best);
     } else {
         fprintf(stderr, "remat: unknown command '%s' (see 'remat help')\n", name);

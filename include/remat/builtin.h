@@ -7,6 +7,7 @@
 #ifndef REMAT_BUILTIN_H
 #define REMAT_BUILTIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum remat_builtin_kind {
@@ -27,6 +28,11 @@ const char *remat_builtin_name(remat_builtin_kind_t kind, size_t i);
     read at build time: listing parses nothing. Static storage; NULL when
     @p i is out of range. */
 const char *remat_builtin_description(remat_builtin_kind_t kind, size_t i);
+
+/** Whether the i-th built-in of @p kind is a model preset remat refuses
+    (its JSON has a "requires" key naming the block it needs), read at build
+    time like the description. */
+bool remat_builtin_refused(remat_builtin_kind_t kind, size_t i);
 
 /** Comma-separated names of @p kind into @p buf (for error messages). */
 void remat_builtin_list(remat_builtin_kind_t kind, char *buf, size_t size);

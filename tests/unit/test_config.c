@@ -176,6 +176,7 @@ static void test_every_model_analyzes_or_names_its_block(void **state) {
         fx_run_t *f = fx_analyze(NULL, args);
         json_t *root = json_loads(remat_builtin_find(REMAT_BUILTIN_MODEL, name), 0, NULL);
         json_t *req = json_object_get(root, "requires");
+        assert_int_equal(remat_builtin_refused(REMAT_BUILTIN_MODEL, i), req != NULL);
         if (req) {
             assert_int_equal(f->st, REMAT_E_CONFIG);
             if (!strstr(f->err.text, json_string_value(req))) {
