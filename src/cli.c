@@ -605,6 +605,24 @@ static int cmd_list(int argc, char **argv) {
     return EXIT_OK;
 }
 
+/* validate's line for a good graph: its layer (or each layer kind) in
+   tensors and ops. */
+static void print_graph_ok(const char *path, const remat_graph_t *g) {
+    const remat_block_t *b = &g->kinds[0].block;
+    if (g->nkinds == 1) {
+        printf("%s: ok: graph '%s', layer of %zu tensors and %zu ops%s\n", path, g->name,
+               b->ntensors, b->nops, g->has_head ? ", with a head" : "");
+        return;
+    }
+    printf("%s: ok: graph '%s', %zu layer kinds (", path, g->name, g->nkinds);
+    for (size_t k = 0; k < g->nkinds; k++) {
+        b = &g->kinds[k].block;
+        printf("%s%s: %zu tensors and %zu ops", k ? "; " : "", g->kinds[k].name, b->ntensors,
+               b->nops);
+    }
+    printf(")%s\n", g->has_head ? ", with a head" : "");
+}
+
 static int cmd_validate(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "remat: usage: remat validate FILE\n");
@@ -630,8 +648,7 @@ static int cmd_validate(int argc, char **argv) {
         remat_graph_t *g = NULL;
         st = remat_graph_load_string(text, path, &g, &err);
         if (st == REMAT_OK) {
-            printf("%s: ok: graph '%s', layer of %zu tensors and %zu ops%s\n", path, g->name,
-                   g->layer.ntensors, g->layer.nops, g->has_head ? ", with a head" : "");
+            print_graph_ok(path, g);
         }
         remat_graph_free(g);
     } else if (strcmp(f, "remat-policy/1") == 0) {

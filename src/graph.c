@@ -13,6 +13,7 @@
  * IGRAPH_ENOMEM becomes REMAT_E_NOMEM too (from_igraph), and every igraph
  * object made here is destroyed on every path.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,15 +67,35 @@ size_t remat_block_find_tensor(const remat_block_t *b, const char *name) {
     return REMAT_NONE;
 }
 
+bool remat_tensor_has_tag(const remat_tensor_t *t, const char *tag) {
+    for (size_t j = 0; j < t->ntags; j++) {
+        if (strcmp(t->tags[j], tag) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool remat_graph_has_tag(const remat_graph_t *g, const char *tag) {
-    for (size_t i = 0; i < g->layer.ntensors; i++) {
-        for (size_t j = 0; j < g->layer.tensors[i].ntags; j++) {
-            if (strcmp(g->layer.tensors[i].tags[j], tag) == 0) {
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        for (size_t i = 0; i < b->ntensors; i++) {
+            if (remat_tensor_has_tag(&b->tensors[i], tag)) {
                 return true;
             }
         }
     }
     return false;
+}
+
+size_t remat_graph_kind_of(const remat_graph_t *g, size_t l, const uint64_t *first,
+                           const uint64_t *every) {
+    for (size_t k = 0; k + 1 < g->nkinds; k++) {
+        if (l < first[k] && every[k] && (l + 1) % every[k] == 0) {
+            return k;
+        }
+    }
+    return g->nkinds - 1;
 }
 
 static void block_release(remat_block_t *b) {
@@ -109,7 +130,15 @@ void remat_graph_free(remat_graph_t *g) {
         free(g->dims[i].weight_axis);
     }
     free(g->dims);
-    block_release(&g->layer);
+    for (size_t k = 0; g->kinds && k < g->nkinds; k++) {
+        block_release(&g->kinds[k].block);
+        free(g->kinds[k].name);
+        free(g->kinds[k].block_name);
+        free(g->kinds[k].first);
+        free(g->kinds[k].every);
+        free(g->kinds[k].window);
+    }
+    free(g->kinds);
     if (g->has_head) {
         block_release(&g->head);
     }
@@ -465,25 +494,32 @@ static bool same_shape(const remat_tensor_t *a, const remat_tensor_t *b) {
            a->dtype == b->dtype;
 }
 
-/* The layer: one input and one output of the same shape (the residual
-   stream), a valid block, and an output its own backward does not read. */
-static remat_status_t analyze_layer(ctx_t *c) {
-    remat_block_t *L = &c->g->layer;
+/* A layer kind's block: one input and one output of the same shape as
+   the first kind's (the residual stream), a valid block, and an output its
+   own backward does not read. */
+static remat_status_t analyze_layer(ctx_t *c, size_t k) {
+    remat_block_t *L = &c->g->kinds[k].block, *L0 = &c->g->kinds[0].block;
+    char section[REMAT_NAME_LEN + 8] = "layer";
+    if (c->g->kinds[k].block_name) {
+        snprintf(section, sizeof section, "blocks.%s", c->g->kinds[k].block_name);
+    }
     if (L->ninputs != 1 || L->noutputs != 1) {
-        return fail_at(c, "layer", "inputs", REMAT_NONE, REMAT_E_GRAPH,
+        return fail_at(c, section, "inputs", REMAT_NONE, REMAT_E_GRAPH,
                        "a layer has one input and one output (the residual stream)");
     }
-    if (!same_shape(&L->tensors[L->inputs[0]], &L->tensors[L->outputs[0]])) {
-        return fail_at(c, "layer", "outputs", 0, REMAT_E_GRAPH,
-                       "layer output '%s' must have the shape and dtype of input '%s'",
-                       L->tensors[L->outputs[0]].name, L->tensors[L->inputs[0]].name);
+    if (!same_shape(&L->tensors[L->inputs[0]], &L->tensors[L->outputs[0]]) ||
+        !same_shape(&L->tensors[L->inputs[0]], &L0->tensors[L0->inputs[0]])) {
+        return fail_at(c, section, "outputs", 0, REMAT_E_GRAPH,
+                       "layer output '%s' must have the shape and dtype of input '%s'%s",
+                       L->tensors[L->outputs[0]].name, L->tensors[L->inputs[0]].name,
+                       k ? ", and both those of the first kind's input" : "");
     }
-    remat_status_t st = analyze_block(c, L, "layer", REMAT_NONE, REMAT_NONE);
-    if (st || (st = derive(c, L, "layer"))) {
+    remat_status_t st = analyze_block(c, L, section, REMAT_NONE, REMAT_NONE);
+    if (st || (st = derive(c, L, section))) {
         return st;
     }
     if (L->tensors[L->outputs[0]].residual) {
-        return fail_at(c, "layer", "outputs", 0, REMAT_E_GRAPH,
+        return fail_at(c, section, "outputs", 0, REMAT_E_GRAPH,
                        "layer output '%s' is read by its own layer's backward, which the layer "
                        "stack does not support (it is the next layer's input)",
                        L->tensors[L->outputs[0]].name);
@@ -541,7 +577,7 @@ static remat_status_t order_head(ctx_t *c, bool *feeds_after) {
    valid block, and feeds_layer computed before the layers run. */
 static remat_status_t analyze_head(ctx_t *c) {
     remat_graph_t *g = c->g;
-    remat_block_t *L = &g->layer, *H = &g->head;
+    remat_block_t *L = &g->kinds[0].block, *H = &g->head;
     const remat_tensor_t *feeds = &H->tensors[g->head_feeds];
     const remat_tensor_t *takes = &H->tensors[g->head_takes];
     if (!same_shape(feeds, &L->tensors[L->inputs[0]]) ||
@@ -570,7 +606,10 @@ remat_status_t remat_i_graph_analyze(remat_graph_t *g, const char *source, remat
     ctx_t c = {.g = g, .source = source, .err = err};
     igraph_error_handler_t *old = igraph_set_error_handler(igraph_error_handler_ignore);
     igraph_warning_handler_t *oldw = igraph_set_warning_handler(igraph_warning_handler_ignore);
-    remat_status_t st = analyze_layer(&c);
+    remat_status_t st = REMAT_OK;
+    for (size_t k = 0; k < g->nkinds && st == REMAT_OK; k++) {
+        st = analyze_layer(&c, k);
+    }
     if (st == REMAT_OK && g->has_head) {
         st = analyze_head(&c);
     }

@@ -577,9 +577,131 @@ static remat_status_t load_block(loader_t *L, json_t *obj, remat_block_t *b, boo
     return st;
 }
 
+/* A stack rule's optional config key @p key of entry @p e into *out: an
+   integer config key (the rule binds to its value). */
+static remat_status_t load_rule_key(loader_t *L, json_t *e, const char *key, char **out) {
+    const char *v;
+    remat_status_t st = get_string(L, e, key, false, &v);
+    if (st || !v) {
+        return st;
+    }
+    if (!remat_config_is_size_key(v)) {
+        remat_i_jpath_key(&L->path, key);
+        return fail(L, REMAT_E_SCHEMA, "'%s' is not an integer config key", v);
+    }
+    return dup(L, v, out);
+}
+
+/* Stack entry @p e: a kind named `name` running block `block` of @p blocks
+   under its rule. */
+static remat_status_t load_kind(loader_t *L, json_t *blocks, json_t *e, remat_kind_t *k) {
+    static const char *const allowed[] = {"name", "block", "first", "every", "window", NULL};
+    const char *name, *block;
+    remat_status_t st;
+    if (!json_is_object(e)) {
+        return fail(L, REMAT_E_SCHEMA, "a stack entry must be an object");
+    }
+    if ((st = check_keys(L, e, allowed)) || (st = get_string(L, e, "name", true, &name)) ||
+        (st = get_string(L, e, "block", true, &block))) {
+        return st;
+    }
+    if (!valid_name(name)) {
+        remat_i_jpath_key(&L->path, "name");
+        return fail(L, REMAT_E_SCHEMA, "invalid kind name '%s' " NAME_RULE, name);
+    }
+    json_t *obj = json_object_get(blocks, block);
+    if (!obj) {
+        remat_i_jpath_key(&L->path, "block");
+        return fail(L, REMAT_E_SCHEMA, "no block '%s' in 'blocks'", block);
+    }
+    if ((st = dup(L, name, &k->name)) || (st = dup(L, block, &k->block_name)) ||
+        (st = load_rule_key(L, e, "first", &k->first)) ||
+        (st = load_rule_key(L, e, "every", &k->every)) ||
+        (st = load_rule_key(L, e, "window", &k->window))) {
+        return st;
+    }
+    remat_jpath_t at = L->path;
+    remat_i_jpath_init(&L->path);
+    remat_i_jpath_key(&L->path, "blocks");
+    remat_i_jpath_key(&L->path, block);
+    st = load_block(L, obj, &k->block, false);
+    L->path = at;
+    return st;
+}
+
+/* The stack's kinds, in order: unique names, and a last kind that takes
+   every layer left (no rule). */
+static remat_status_t load_stack(loader_t *L, json_t *blocks, json_t *stack) {
+    remat_graph_t *g = L->g;
+    if (!json_is_object(blocks) || json_object_size(blocks) == 0) {
+        return fail(L, REMAT_E_SCHEMA, "'blocks' must be a non-empty object of layer blocks");
+    }
+    if (!json_is_array(stack) || json_array_size(stack) == 0 ||
+        json_array_size(stack) > REMAT_MAX_KINDS) {
+        return fail(L, REMAT_E_SCHEMA, "'stack' must be an array of 1 to %d layer kinds",
+                    REMAT_MAX_KINDS);
+    }
+    g->kinds = remat_i_try_calloc(json_array_size(stack), sizeof *g->kinds, L->err);
+    if (!g->kinds) {
+        return REMAT_E_NOMEM;
+    }
+    g->nkinds = json_array_size(stack);
+    remat_i_jpath_key(&L->path, "stack");
+    for (size_t i = 0; i < g->nkinds; i++) {
+        remat_i_jpath_index(&L->path, i);
+        remat_kind_t *k = &g->kinds[i];
+        remat_status_t st = load_kind(L, blocks, json_array_get(stack, i), k);
+        if (st) {
+            return st;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(g->kinds[j].name, k->name) == 0) {
+                return fail(L, REMAT_E_SCHEMA, "duplicate kind name '%s'", k->name);
+            }
+        }
+        if (i + 1 == g->nkinds && (k->first || k->every)) {
+            return fail(L, REMAT_E_SCHEMA,
+                        "the last kind takes every layer left: it has no 'first' or 'every'");
+        }
+        remat_i_jpath_pop(&L->path);
+    }
+    remat_i_jpath_pop(&L->path);
+    return REMAT_OK;
+}
+
+/* The layer stack: one block (`layer`, a uniform stack) or `blocks` and the
+   `stack` of kinds that run them. */
+static remat_status_t load_layers(loader_t *L, json_t *root) {
+    remat_graph_t *g = L->g;
+    json_t *layer = json_object_get(root, "layer"), *blocks = json_object_get(root, "blocks"),
+           *stack = json_object_get(root, "stack");
+    if ((layer != NULL) == (blocks != NULL || stack != NULL) || (!blocks != !stack)) {
+        return fail(L, REMAT_E_SCHEMA,
+                    "a graph has either 'layer' or both 'blocks' and 'stack'");
+    }
+    if (blocks) {
+        return load_stack(L, blocks, stack);
+    }
+    g->kinds = remat_i_try_calloc(1, sizeof *g->kinds, L->err);
+    if (!g->kinds) {
+        return REMAT_E_NOMEM;
+    }
+    g->nkinds = 1;
+    remat_status_t st = dup(L, "layer", &g->kinds[0].name);
+    if (st) {
+        return st;
+    }
+    remat_i_jpath_key(&L->path, "layer");
+    if ((st = load_block(L, layer, &g->kinds[0].block, false))) {
+        return st;
+    }
+    remat_i_jpath_pop(&L->path);
+    return REMAT_OK;
+}
+
 static remat_status_t load_root(loader_t *L, json_t *root) {
-    static const char *const allowed[] = {"format", "name", "description", "dims",
-                                          "layer",  "head", NULL};
+    static const char *const allowed[] = {"format", "name",  "description", "dims",
+                                          "layer",  "blocks", "stack",     "head", NULL};
     remat_graph_t *g = L->g;
     remat_status_t st;
     if (!json_is_object(root)) {
@@ -620,15 +742,9 @@ static remat_status_t load_root(loader_t *L, json_t *root) {
         return st;
     }
     remat_i_jpath_pop(&L->path);
-    json_t *layer = json_object_get(root, "layer");
-    if (!layer) {
-        return fail(L, REMAT_E_SCHEMA, "missing required key 'layer'");
-    }
-    remat_i_jpath_key(&L->path, "layer");
-    if ((st = load_block(L, layer, &g->layer, false))) {
+    if ((st = load_layers(L, root))) {
         return st;
     }
-    remat_i_jpath_pop(&L->path);
     json_t *head = json_object_get(root, "head");
     if (head) {
         remat_i_jpath_key(&L->path, "head");

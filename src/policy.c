@@ -348,25 +348,32 @@ remat_status_t remat_policy_builtin(const char *name, remat_policy_t **out, rema
     return remat_policy_load_string(text, source, true, out, err);
 }
 
+/* Whether @p word is one of the ", "-separated words of @p list. */
+static bool strstr_word(const char *list, const char *word) {
+    const size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n) {
+        if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static remat_status_t unknown_name(const remat_policy_t *p, const remat_graph_t *g,
                                    const char *name, size_t range, remat_error_t *err) {
     char list[768];
     size_t len = 0;
     list[0] = '\0';
-    /* The graph's checkpoint names, each once, in tensor order. */
-    for (size_t i = 0; i < g->layer.ntensors; i++) {
-        const remat_tensor_t *t = &g->layer.tensors[i];
-        for (size_t j = 0; j < t->ntags; j++) {
-            bool dup = false;
-            for (size_t k = 0; k <= i && !dup; k++) {
-                const remat_tensor_t *u = &g->layer.tensors[k];
-                for (size_t m = 0; m < u->ntags && !(k == i && m >= j); m++) {
-                    dup |= strcmp(u->tags[m], t->tags[j]) == 0;
+    /* The graph's checkpoint names, each once, in kind and tensor order. */
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        for (size_t i = 0; i < b->ntensors; i++) {
+            const remat_tensor_t *t = &b->tensors[i];
+            for (size_t j = 0; j < t->ntags; j++) {
+                if (!strstr_word(list, t->tags[j]) && len + strlen(t->tags[j]) + 3 < sizeof list) {
+                    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+                                            len ? ", " : "", t->tags[j]);
                 }
-            }
-            if (!dup && len + strlen(t->tags[j]) + 3 < sizeof list) {
-                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
-                                        t->tags[j]);
             }
         }
     }
@@ -630,10 +637,12 @@ static void plan_fates(const remat_block_t *b, remat_plan_t *plan) {
     }
 }
 
-remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p, size_t layer,
-                                bool scan_layers, remat_plan_t *plan, remat_error_t *err) {
+remat_status_t remat_plan_layer(const remat_graph_t *g, size_t kind, const remat_policy_t *p,
+                                size_t layer, bool scan_layers, remat_plan_t *plan,
+                                remat_error_t *err) {
     (void)err; /* planning cannot fail: storage allocation aborts */
-    const remat_block_t *b = &g->layer;
+    assert(kind < g->nkinds);
+    const remat_block_t *b = &g->kinds[kind].block;
     plan_alloc(plan, b->ntensors, b->nops);
     /* MaxText's `none` without scan keeps every residual; scanned, the layer
        is still checkpointed and `none` behaves as `full`. */

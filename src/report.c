@@ -130,7 +130,7 @@ static json_t *layers_json(const remat_result_t *r) {
 
 static json_t *tensors_json(const remat_result_t *r, const remat_profile_t *p) {
     json_t *a = json_array();
-    const remat_block_t *b = &r->graph->layer;
+    const remat_block_t *b = &r->graph->kinds[p->kind].block;
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         const remat_tensor_row_t *row = &p->tensors[i];
@@ -193,6 +193,7 @@ static json_t *profiles_json(const remat_result_t *r) {
     json_t *profiles = json_array();
     for (size_t p = 0; p < r->nprofiles; p++) {
         json_t *po = json_object();
+        json_object_set_new(po, "kind", json_string(r->graph->kinds[r->profiles[p].kind].name));
         json_object_set_new(po, "first_layer", jint(r->profiles[p].first));
         json_object_set_new(po, "last_layer", jint(r->profiles[p].last));
         json_object_set_new(po, "layers", jint(r->profiles[p].nlayers));
@@ -384,8 +385,8 @@ void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
         fn(ctx, buf);
     }
     absent_name_notes(r, fn, ctx);
-    const remat_block_t *b = &r->graph->layer;
     for (size_t p = 0; p < r->nprofiles && r->profiles[p].tensors; p++) {
+        const remat_block_t *b = remat_profile_block(r, p);
         for (size_t i = 0; i < b->ntensors; i++) {
             if (!r->profiles[p].tensors[i].unused) {
                 continue;
@@ -742,14 +743,29 @@ static const column_t tensor_cols[] = {
     {"placement", 9, false}, {"fate", 9, false},    {"unused", 6, false},
     {"recompute_flops", 16, false}};
 
-/* Rows run over profiles, then the layer's tensors. */
+/* The per-tensor table's rows: every profile's block's tensors. */
+static size_t tensor_rows(const remat_result_t *r) {
+    size_t n = 0;
+    for (size_t p = 0; p < r->nprofiles; p++) {
+        n += remat_profile_block(r, p)->ntensors;
+    }
+    return n;
+}
+
+/* Rows run over profiles, then their block's tensors. */
 static void tensor_row(const void *ctx, size_t k, remat_format_t fmt, cells_t v) {
     const remat_result_t *r = ctx;
-    const remat_block_t *b = &r->graph->layer;
-    size_t p = k / b->ntensors, i = k % b->ntensors;
-    const remat_tensor_t *t = &b->tensors[i];
+    size_t p = 0, i = k;
+    while (i >= remat_profile_block(r, p)->ntensors) {
+        i -= remat_profile_block(r, p++)->ntensors;
+    }
+    const remat_tensor_t *t = &remat_profile_block(r, p)->tensors[i];
     const remat_tensor_row_t *row = &r->profiles[p].tensors[i];
-    snprintf(v[0], CELL, "%zu", p);
+    if (r->graph->nkinds > 1) {
+        snprintf(v[0], CELL, "%zu:%s", p, r->graph->kinds[r->profiles[p].kind].name);
+    } else {
+        snprintf(v[0], CELL, "%zu", p);
+    }
     snprintf(v[1], CELL, "%s", t->name);
     v[2][0] = '\0';
     for (size_t n = 0, len = 0; n < t->ntags; n++) {
@@ -834,7 +850,7 @@ void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, 
     const table_spec_t specs[] = {
         {"per-layer (per device)", layer_cols, COUNT(layer_cols), r->nlayers, layer_row},
         {"per-tensor, one layer (per device)", tensor_cols, COUNT(tensor_cols),
-         r->nprofiles * r->graph->layer.ntensors, tensor_row},
+         tensor_rows(r), tensor_row},
         {"per checkpoint name, all layers, one micro-batch (per device)", name_cols,
          COUNT(name_cols), r->nnames, name_row},
         {"per pipeline stage (per device)", stage_cols, COUNT(stage_cols), r->nstages, stage_row}};

@@ -249,6 +249,22 @@ static void copy_dims(remat_graph_t *d, const remat_graph_t *s, bool *ok, remat_
     }
 }
 
+static void copy_kinds(remat_graph_t *d, const remat_graph_t *s, bool *ok, remat_error_t *err) {
+    d->kinds = *ok ? remat_i_try_calloc(s->nkinds, sizeof *d->kinds, err) : NULL;
+    *ok = *ok && d->kinds;
+    d->nkinds = d->kinds ? s->nkinds : 0;
+    for (size_t k = 0; k < d->nkinds; k++) {
+        const remat_kind_t *a = &s->kinds[k];
+        remat_kind_t *b = &d->kinds[k];
+        b->name = dup_str(a->name, ok, err);
+        b->block_name = dup_str(a->block_name, ok, err);
+        b->first = dup_str(a->first, ok, err);
+        b->every = dup_str(a->every, ok, err);
+        b->window = dup_str(a->window, ok, err);
+        copy_block(&b->block, &a->block, ok, err);
+    }
+}
+
 /* A new graph equal to @p s (free with remat_graph_free). */
 static remat_status_t copy_graph(const remat_graph_t *s, remat_graph_t **out,
                                  remat_error_t *err) {
@@ -263,14 +279,15 @@ static remat_status_t copy_graph(const remat_graph_t *s, remat_graph_t **out,
     d->name = d->description = d->source = NULL;
     d->ndims = 0;
     d->dims = NULL;
-    memset(&d->layer, 0, sizeof d->layer);
+    d->nkinds = 0;
+    d->kinds = NULL;
     memset(&d->head, 0, sizeof d->head);
     bool ok = true;
     d->name = dup_str(s->name, &ok, err);
     d->description = dup_str(s->description, &ok, err);
     d->source = dup_str(s->source, &ok, err);
     copy_dims(d, s, &ok, err);
-    copy_block(&d->layer, &s->layer, &ok, err);
+    copy_kinds(d, s, &ok, err);
     if (s->has_head) {
         copy_block(&d->head, &s->head, &ok, err);
     }
@@ -390,9 +407,13 @@ remat_status_t remat_resolve_policy(const remat_config_t *cfg, remat_policy_t **
 static const char *nearest_tag(const remat_graph_t *g, const char *name) {
     const char *best = NULL;
     size_t bestd = (size_t)-1;
-    for (size_t i = 0; i < g->layer.ntensors; i++) {
-        const remat_tensor_t *t = &g->layer.tensors[i];
-        best = remat_i_nearest_word(name, (const char *const *)t->tags, t->ntags, best, &bestd);
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        for (size_t i = 0; i < b->ntensors; i++) {
+            const remat_tensor_t *t = &b->tensors[i];
+            best = remat_i_nearest_word(name, (const char *const *)t->tags, t->ntags, best,
+                                        &bestd);
+        }
     }
     return best && remat_i_near_enough(name, bestd) ? best : remat_i_config_nearest_key(name);
 }

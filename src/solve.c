@@ -92,12 +92,9 @@ remat_policy_t *remat_solve_policy(const remat_choice_t *choices, size_t n, cons
     return p;
 }
 
-/* (1) The names worth searching, decoder_layer_input first. */
-static remat_status_t relevant_names(const remat_graph_t *g, remat_solution_t *s,
-                                     remat_error_t *err) {
-    const remat_block_t *b = &g->layer;
-    size_t nt = b->ntensors, no = b->nops;
-    bool *hit = remat_i_xcalloc(nt + no, sizeof *hit);
+/* Marks in @p hit what the residuals of block @p b are reached from. */
+static remat_status_t residual_sources(const remat_block_t *b, bool *hit, remat_error_t *err) {
+    const size_t nt = b->ntensors;
     igraph_error_handler_t *old = igraph_set_error_handler(igraph_error_handler_ignore);
     igraph_vector_int_t roots;
     igraph_t ig;
@@ -114,28 +111,47 @@ static remat_status_t relevant_names(const remat_graph_t *g, remat_solution_t *s
     igraph_vector_int_destroy(&roots);
     igraph_set_error_handler(old);
     if (ist) {
-        free(hit);
         return remat_error_set(err, ist == IGRAPH_ENOMEM ? REMAT_E_NOMEM : REMAT_E_INTERNAL, NULL,
                                NULL, "igraph error while solving: %s", igraph_strerror(ist));
     }
-    s->names = remat_i_xcalloc(2 * nt + 1, sizeof *s->names);
+    return REMAT_OK;
+}
+
+/* (1) The names worth searching, decoder_layer_input first: the names of
+   every kind's tensors that a residual is computed from, each once (one
+   placement per name holds for every layer kind, as MaxText's policy does). */
+static remat_status_t relevant_names(const remat_graph_t *g, remat_solution_t *s,
+                                     remat_error_t *err) {
+    size_t cap = 1;
+    for (size_t k = 0; k < g->nkinds; k++) {
+        cap += 2 * g->kinds[k].block.ntensors;
+    }
+    s->names = remat_i_xcalloc(cap, sizeof *s->names);
     snprintf(s->names[s->nnames++], REMAT_NAME_LEN, "decoder_layer_input");
-    for (size_t i = 0; i < nt; i++) {
-        const remat_tensor_t *t = &b->tensors[i];
-        if (!hit[i] || t->param || t->input) {
-            continue;
+    for (size_t kind = 0; kind < g->nkinds; kind++) {
+        const remat_block_t *b = &g->kinds[kind].block;
+        bool *hit = remat_i_xcalloc(b->ntensors + b->nops, sizeof *hit);
+        remat_status_t st = residual_sources(b, hit, err);
+        for (size_t i = 0; st == REMAT_OK && i < b->ntensors; i++) {
+            const remat_tensor_t *t = &b->tensors[i];
+            if (!hit[i] || t->param || t->input) {
+                continue;
+            }
+            for (size_t k = 0; k < t->ntags; k++) {
+                bool dup = false;
+                for (size_t m = 0; m < s->nnames; m++) {
+                    dup |= strcmp(s->names[m], t->tags[k]) == 0;
+                }
+                if (!dup) {
+                    snprintf(s->names[s->nnames++], REMAT_NAME_LEN, "%s", t->tags[k]);
+                }
+            }
         }
-        for (size_t k = 0; k < t->ntags; k++) {
-            bool dup = false;
-            for (size_t m = 0; m < s->nnames; m++) {
-                dup |= strcmp(s->names[m], t->tags[k]) == 0;
-            }
-            if (!dup) {
-                snprintf(s->names[s->nnames++], REMAT_NAME_LEN, "%s", t->tags[k]);
-            }
+        free(hit);
+        if (st) {
+            return st;
         }
     }
-    free(hit);
     return REMAT_OK;
 }
 
@@ -143,8 +159,7 @@ static remat_status_t relevant_names(const remat_graph_t *g, remat_solution_t *s
    when two named tensors share one buffer (views) and one of them is kept
    only to re-run an op, saving more can turn the buffer from kept to
    offloaded and the bound fails. Such graphs are enumerated instead. */
-static bool shared_buffers(const remat_graph_t *g) {
-    const remat_block_t *b = &g->layer;
+static bool shared_buffers_in(const remat_block_t *b) {
     for (size_t o = 0; o < b->ntensors; o++) {
         size_t tagged = 0;
         bool conditional = false;
@@ -156,6 +171,15 @@ static bool shared_buffers(const remat_graph_t *g) {
             }
         }
         if (tagged >= 2 && conditional) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool shared_buffers(const remat_graph_t *g) {
+    for (size_t k = 0; k < g->nkinds; k++) {
+        if (shared_buffers_in(&g->kinds[k].block)) {
             return true;
         }
     }
@@ -288,13 +312,18 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
     for (size_t i = 0; i < c->n; i++) {
         c->policy->rules[i].place = a[i];
     }
-    remat_status_t st = remat_plan_layer(c->g, c->policy, 0, c->cfg->scan_layers, &c->plan, c->err);
+    /* The memo's key: every kind's fates, the kinds in stack order. A
+       uniform graph's one plan is handed to the analyzer as it is. */
+    size_t klen = 0;
+    remat_status_t st = REMAT_OK;
+    for (size_t kind = c->g->nkinds; kind-- > 0 && st == REMAT_OK;) {
+        st = remat_plan_layer(c->g, kind, c->policy, 0, c->cfg->scan_layers, &c->plan, c->err);
+        for (size_t i = 0; st == REMAT_OK && i < c->plan.ntensors; i++) {
+            c->key[klen++] = (unsigned char)c->plan.fate[i];
+        }
+    }
     if (st) {
         return st;
-    }
-    const size_t klen = c->plan.ntensors;
-    for (size_t i = 0; i < klen; i++) {
-        c->key[i] = (unsigned char)c->plan.fate[i];
     }
     uint64_t h = fnv(c->key, klen);
     size_t k = memo_slot(c, klen, h);
@@ -305,7 +334,7 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
     /* Bound only once a plan is made, so that a planning error is reported
        ahead of a binding one. The solver reads only the verdict and the
        times: no tables. */
-    const remat_run_opts_t opts = {.plan = &c->plan, .lite = true};
+    const remat_run_opts_t opts = {.plan = c->g->nkinds == 1 ? &c->plan : NULL, .lite = true};
     if ((!c->an && (st = remat_analyzer_new(c->g, c->cfg, c->hw, &c->an, c->err))) ||
         (st = remat_analyzer_run(c->an, c->policy, &opts, &c->r, c->err))) {
         return st;
@@ -761,7 +790,11 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     }
     remat_plan_init(&c.plan);
     remat_result_init(&c.r);
-    c.key = remat_i_xcalloc(g->layer.ntensors + 1, 1);
+    size_t keylen = 1;
+    for (size_t k = 0; k < g->nkinds; k++) {
+        keylen += g->kinds[k].block.ntensors;
+    }
+    c.key = remat_i_xcalloc(keylen, 1);
     c.cur = remat_i_xcalloc(c.n + 1, sizeof *c.cur);
     c.tmp = remat_i_xcalloc(c.n + 1, sizeof *c.tmp);
     c.best_at = remat_i_xcalloc(c.n + 1, sizeof *c.best_at);

@@ -111,13 +111,33 @@ typedef struct remat_block {
     size_t *inputs, *outputs;
 } remat_block_t;
 
+/* A layer kind: one block of the layer stack and the rule that says which
+   layers run it (docs/graph-format.md, "Mixed layer stacks"). Layer i runs
+   the first kind, in stack order, whose rule takes it:
+     first: i < cfg[first]             (DeepSeek's first dense layers)
+     every: (i + 1) % cfg[every] == 0  (Llama 4's interleaved MoE layers,
+                                        Gemma's global attention layers)
+   both must hold when both are given; a kind with neither takes every layer
+   left, and the last kind of the stack has neither. A uniform graph
+   (`layer`) has one kind named "layer". */
+typedef struct remat_kind {
+    char *name;
+    char *block_name;     /* its entry in `blocks`; NULL for a uniform graph's `layer` */
+    remat_block_t block;
+    char *first;          /* integer config key, or NULL */
+    char *every;          /* integer config key, or NULL */
+    char *window;         /* integer config key: its attention ops see at most this
+                             many positions (sliding-window, chunked); NULL: all */
+} remat_kind_t;
+
 typedef struct remat_graph {
     char *name;
     char *description;
     char *source;         /* file name or "<builtin:NAME>" */
     size_t ndims;
     remat_dim_t *dims;
-    remat_block_t layer;
+    size_t nkinds;        /* 1..REMAT_MAX_KINDS; every block has the same layer input */
+    remat_kind_t *kinds;  /* in stack order */
     bool has_head;
     remat_block_t head;
     size_t head_feeds;    /* head tensor that is layer 0's input */
@@ -142,8 +162,19 @@ void remat_graph_free(remat_graph_t *g);
 /** Index of the tensor named @p name in @p b, or REMAT_NONE. */
 size_t remat_block_find_tensor(const remat_block_t *b, const char *name);
 
-/** Whether any tensor of the layer carries checkpoint name @p tag. */
+/** Whether any tensor of any layer kind carries checkpoint name @p tag. */
 bool remat_graph_has_tag(const remat_graph_t *g, const char *tag);
+
+/** Whether tensor @p t of block @p b carries checkpoint name @p tag. */
+bool remat_tensor_has_tag(const remat_tensor_t *t, const char *tag);
+
+/**
+ * The kind layer @p l runs (the remat_kind_t rule), given each kind's bound
+ * rule: @p first[k] (UINT64_MAX without `first`) and @p every[k] (1 without
+ * `every`; 0 takes no layer).
+ */
+size_t remat_graph_kind_of(const remat_graph_t *g, size_t l, const uint64_t *first,
+                           const uint64_t *every);
 
 /** Name of an op kind ("einsum") / dtype ("bf16", "act"). Static storage. */
 const char *remat_opkind_name(remat_opkind_t k);

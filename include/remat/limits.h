@@ -37,6 +37,8 @@
 #define REMAT_MAX_IO 8
 #define REMAT_MAX_TAGS 4
 #define REMAT_MAX_DIMS 64
+/* Layer kinds of one graph's stack (dense, MoE, local, global, ...). */
+#define REMAT_MAX_KINDS 8
 
 /* A policy's layer ranges; custom placements in one config. */
 #define REMAT_MAX_RANGES 64

@@ -128,13 +128,15 @@ void remat_plan_init(remat_plan_t *plan);
 void remat_plan_release(remat_plan_t *plan);
 
 /**
- * Plans layer @p layer of @p g under @p p. With @p scan_layers, MaxText's
+ * Plans layer @p layer of @p g, which runs layer kind @p kind (its block),
+ * under @p p. With @p scan_layers, MaxText's
  * `none` behaves as `full` (the scanned layer is always checkpointed).
  * Complexity: O(tensors + ops + edges) for the walk, plus the placement's
  * name lookups; the walk visits each tensor and op at most once.
  */
-remat_status_t remat_plan_layer(const remat_graph_t *g, const remat_policy_t *p, size_t layer,
-                                bool scan_layers, remat_plan_t *plan, remat_error_t *err);
+remat_status_t remat_plan_layer(const remat_graph_t *g, size_t kind, const remat_policy_t *p,
+                                size_t layer, bool scan_layers, remat_plan_t *plan,
+                                remat_error_t *err);
 
 /** Whether two plans place every tensor the same way (layers can share a profile). */
 bool remat_plan_equal(const remat_plan_t *a, const remat_plan_t *b);

@@ -84,7 +84,7 @@ typedef struct remat_layer_row {
 } remat_layer_row_t;
 
 typedef struct remat_tensor_row {
-    size_t tensor;        /* index in graph->layer.tensors */
+    size_t tensor;        /* index in its profile's kind's block */
     uint64_t shape[REMAT_MAX_RANK]; /* per-device dims */
     uint64_t bytes;       /* per device; 0 for a view (shares its base's buffer) */
     remat_place_t asked;  /* what the policy asked */
@@ -95,9 +95,10 @@ typedef struct remat_tensor_row {
 
 /* Layers that share one plan share one profile. */
 typedef struct remat_profile {
+    size_t kind;          /* the layer kind (graph->kinds) its layers run */
     size_t first, last, nlayers;
     remat_plan_t plan;
-    remat_tensor_row_t *tensors; /* graph->layer.ntensors rows */
+    remat_tensor_row_t *tensors; /* one row per tensor of its kind's block */
     uint64_t fwd_peak_rel, bwd_peak_rel;
 } remat_profile_t;
 
@@ -167,6 +168,11 @@ typedef struct remat_result {
     bool none_as_full; /* remat_policy none under scan_layers behaves as full */
     uint64_t dim_size[REMAT_MAX_DIMS]; /* bound per-device size of each graph dim */
 } remat_result_t;
+
+/** The block the layers of profile @p p run (their kind's). */
+static inline const remat_block_t *remat_profile_block(const remat_result_t *r, size_t p) {
+    return &r->graph->kinds[r->profiles[p].kind].block;
+}
 
 void remat_result_init(remat_result_t *r);
 void remat_result_release(remat_result_t *r);

@@ -59,14 +59,18 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     if ((st = remat_mesh_build(cfg, &an->mesh, err)) || (st = remat_i_bind(an, err))) {
         return st;
     }
-    remat_i_op_times(&g->layer, cfg, hw, g->layer.nops, &an->lb);
+    size_t nscratch = 0;
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        remat_i_op_times(b, cfg, hw, b->nops, &an->kb[k]);
+        nscratch = b->ntensors > nscratch ? b->ntensors : nscratch;
+    }
     if (g->has_head) {
         remat_i_op_times(&g->head, cfg, hw, g->head_npre, &an->hb);
     }
     if ((st = remat_i_static_parts(an, err))) {
         return st;
     }
-    size_t nscratch = g->layer.ntensors;
     if (g->has_head && g->head.ntensors > nscratch) {
         nscratch = g->head.ntensors;
     }
@@ -76,9 +80,12 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
 }
 
 static void analyzer_release(remat_analyzer_t *an) {
-    remat_i_bound_release(&an->lb);
+    for (size_t k = 0; k < REMAT_MAX_KINDS; k++) {
+        remat_i_bound_release(&an->kb[k]);
+    }
     remat_i_bound_release(&an->hb);
     remat_i_scratch_release(&an->s);
+    free(an->kind_of);
     free(an->profile_of);
     free(an->tpls);
 }

@@ -470,10 +470,11 @@ static remat_status_t check_mesh(const remat_analyzer_t *an, remat_error_t *err)
                                "%zu layers do not split evenly over %zu pipeline stages",
                                an->nlayers, an->nstages);
     }
-    if (an->mesh.shards[REMAT_AXIS_CONTEXT] > 1) {
-        for (size_t j = 0; j < g->layer.nops; j++) {
-            const remat_op_t *op = &g->layer.ops[j];
-            if (op->kind == REMAT_OP_EINSUM && !weight_einsum(&g->layer, op)) {
+    for (size_t k = 0; an->mesh.shards[REMAT_AXIS_CONTEXT] > 1 && k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        for (size_t j = 0; j < b->nops; j++) {
+            const remat_op_t *op = &b->ops[j];
+            if (op->kind == REMAT_OP_EINSUM && !weight_einsum(b, op)) {
                 return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
                                        "context parallelism is modelled for flash attention; "
                                        "op '%s' multiplies activations (use attention=flash)",
@@ -514,7 +515,10 @@ static void block_envelope(const remat_block_t *b, const bound_t *bd, remat_acc_
 static remat_status_t check_envelope(const remat_analyzer_t *an, remat_error_t *err) {
     remat_acc_t lbytes = {0, false}, lflops = {0, false};
     remat_acc_t hbytes = {0, false}, hflops = {0, false};
-    block_envelope(&an->g->layer, &an->lb, &lbytes, &lflops);
+    /* Every kind's envelope as if every layer ran each: an upper bound. */
+    for (size_t k = 0; k < an->g->nkinds; k++) {
+        block_envelope(&an->g->kinds[k].block, &an->kb[k], &lbytes, &lflops);
+    }
     if (an->g->has_head) {
         block_envelope(&an->g->head, &an->hb, &hbytes, &hflops);
     }
@@ -533,6 +537,50 @@ static remat_status_t check_envelope(const remat_analyzer_t *an, remat_error_t *
     return REMAT_OK;
 }
 
+/* Each kind's rule bound to the config (remat_kind_t), and the kind of
+   every layer. */
+static remat_status_t bind_kinds(remat_analyzer_t *an, remat_error_t *err) {
+    const remat_graph_t *g = an->g;
+    uint64_t first[REMAT_MAX_KINDS], every[REMAT_MAX_KINDS];
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_kind_t *kd = &g->kinds[k];
+        remat_status_t st = REMAT_OK;
+        first[k] = UINT64_MAX;
+        every[k] = 1;
+        an->kwindow[k] = 0;
+        if ((kd->first && (st = remat_config_size(an->cfg, kd->first, &first[k], err))) ||
+            (kd->every && (st = remat_config_size(an->cfg, kd->every, &every[k], err))) ||
+            (kd->window && (st = remat_config_size(an->cfg, kd->window, &an->kwindow[k], err)))) {
+            return st;
+        }
+        an->klayers[k] = 0;
+    }
+    an->kind_of = remat_i_xcalloc(an->nlayers ? an->nlayers : 1, sizeof *an->kind_of);
+    for (size_t l = 0; l < an->nlayers; l++) {
+        an->kind_of[l] = remat_graph_kind_of(g, l, first, every);
+        an->klayers[an->kind_of[l]]++;
+    }
+    return REMAT_OK;
+}
+
+/* A kind with an attention window: its flash attention ops visit at most
+   window of the sequence's positions per query, so their FLOPs (and time)
+   scale by window / max_target_length (docs/memory-model.md). Memory does
+   not change: the kernel's blocks are the same size. */
+static void apply_window(const remat_block_t *b, uint64_t window, uint64_t seq, bound_t *bd) {
+    if (window == 0 || window >= seq) {
+        return;
+    }
+    for (size_t j = 0; j < b->nops; j++) {
+        if (b->ops[j].kind == REMAT_OP_FLASH_ATTENTION) {
+            /* window < seq, and the product is below 2^62 x 2^32: scale
+               through a division first so it cannot overflow */
+            bd->fwd[j] = bd->fwd[j] / seq * window + bd->fwd[j] % seq * window / seq;
+            bd->bwd[j] = bd->bwd[j] / seq * window + bd->bwd[j] % seq * window / seq;
+        }
+    }
+}
+
 remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     const remat_graph_t *g = an->g;
     an->nlayers = (size_t)an->cfg->base_num_decoder_layers;
@@ -540,18 +588,25 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     an->microbatches = remat_mesh_microbatches(&an->mesh, an->cfg);
     remat_status_t st;
     if ((st = check_mesh(an, err)) || (st = bind_dim_sizes(an, err)) ||
-        (st = bind_block(g, &g->layer, an->cfg, &an->mesh, an->dim_size, false, &an->lb, err))) {
-        return st;
-    }
-    if (g->has_head &&
-        (st = bind_block(g, &g->head, an->cfg, &an->mesh, an->dim_size, true, &an->hb, err))) {
+        (st = bind_kinds(an, err))) {
         return st;
     }
     /* FSDP in the wide sense: some param is stored sharded over an axis it
        is gathered over before use. */
     an->fsdp = false;
-    for (size_t i = 0; i < g->layer.ntensors; i++) {
-        an->fsdp |= g->layer.tensors[i].param && an->lb.gnumel[i] != an->lb.numel[i];
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        if ((st = bind_block(g, b, an->cfg, &an->mesh, an->dim_size, false, &an->kb[k], err))) {
+            return st;
+        }
+        apply_window(b, an->kwindow[k], an->cfg->max_target_length, &an->kb[k]);
+        for (size_t i = 0; i < b->ntensors; i++) {
+            an->fsdp |= b->tensors[i].param && an->kb[k].gnumel[i] != an->kb[k].numel[i];
+        }
+    }
+    if (g->has_head &&
+        (st = bind_block(g, &g->head, an->cfg, &an->mesh, an->dim_size, true, &an->hb, err))) {
+        return st;
     }
     for (size_t i = 0; g->has_head && i < g->head.ntensors; i++) {
         an->fsdp |= g->head.tensors[i].param && an->hb.gnumel[i] != an->hb.numel[i];

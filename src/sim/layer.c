@@ -541,11 +541,12 @@ static void tensor_row(const remat_block_t *b, const bound_t *lb, const remat_pr
    the classes its profile_layer left in the scratch. */
 static remat_status_t saved_rows(const remat_analyzer_t *an, const remat_policy_t *policy,
                                  remat_profile_t *pr, remat_result_t *r, remat_error_t *err) {
-    const remat_block_t *b = &an->g->layer;
+    const remat_block_t *b = &an->g->kinds[pr->kind].block;
+    const bound_t *lb = &an->kb[pr->kind];
     const scratch_t *s = &an->s;
     pr->tensors = remat_i_xcalloc(b->ntensors, sizeof *pr->tensors);
     for (size_t i = 0; i < b->ntensors; i++) {
-        tensor_row(b, &an->lb, pr, i, &pr->tensors[i]);
+        tensor_row(b, lb, pr, i, &pr->tensors[i]);
         if (b->tensors[i].storage != i || s->cls[i] == B_TRANS) {
             continue;
         }
@@ -553,7 +554,7 @@ static remat_status_t saved_rows(const remat_analyzer_t *an, const remat_policy_
         remat_name_row_t *nr = name_row(r, buffer_name(b, &pr->plan, policy, pr->first, i, f));
         uint64_t *acc = f == REMAT_FATE_DEVICE ? &nr->saved_bytes : &nr->offloaded_bytes;
         remat_status_t st =
-            sum_checked(acc, an->lb.kbytes[i], pr->nlayers, "saved bytes", err);
+            sum_checked(acc, lb->kbytes[i], pr->nlayers, "saved bytes", err);
         if (st) {
             return st;
         }
@@ -565,7 +566,7 @@ static remat_status_t saved_rows(const remat_analyzer_t *an, const remat_policy_
    output. */
 static remat_status_t recompute_rows(const remat_analyzer_t *an, const remat_profile_t *pr,
                                      remat_result_t *r, remat_error_t *err) {
-    const remat_block_t *b = &an->g->layer;
+    const remat_block_t *b = &an->g->kinds[pr->kind].block;
     for (size_t j = 0; j < b->nops; j++) {
         if (!pr->plan.recompute_op[j]) {
             continue;
@@ -578,7 +579,8 @@ static remat_status_t recompute_rows(const remat_analyzer_t *an, const remat_pro
             }
         }
         remat_status_t st = sum_checked(&name_row(r, name)->recompute_flops,
-                                                an->lb.fwd[j], pr->nlayers, "recompute FLOPs", err);
+                                        an->kb[pr->kind].fwd[j], pr->nlayers, "recompute FLOPs",
+                                        err);
         if (st) {
             return st;
         }
@@ -599,8 +601,9 @@ remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t
     for (size_t p = 0; p < r->nprofiles; p++) {
         remat_profile_t *pr = &r->profiles[p];
         tpl_t *t = &an->tpls[p];
-        profile_layer(&an->g->layer, &an->lb, &pr->plan, &an->s, t, tr ? &tr->fwd[p] : NULL,
-                      tr ? &tr->bwd[p] : NULL);
+        profile_layer(&an->g->kinds[pr->kind].block, &an->kb[pr->kind], &pr->plan, &an->s, t,
+                      tr ? &tr->fwd[p] : NULL, tr ? &tr->bwd[p] : NULL);
+        t->kind = pr->kind;
         pr->fwd_peak_rel = t->fwd_peak > 0 ? (uint64_t)t->fwd_peak : 0;
         pr->bwd_peak_rel = t->bwd_peak > 0 ? (uint64_t)t->bwd_peak : 0;
         if (lite) {

@@ -64,6 +64,7 @@ typedef struct bound {
 /* A layer's profile: its forward and backward peaks relative to the live
    bytes it starts from, and what it leaves live (the deltas). */
 typedef struct tpl {
+    size_t kind;          /* the layer kind whose block it plays */
     int64_t fwd_peak;
     size_t fwd_op;
     int64_t fwd_cats[REMAT_CAT_COUNT];
@@ -160,16 +161,23 @@ struct remat_analyzer {
     uint64_t microbatches;
     size_t nlayers, nstages;
     bool fsdp;               /* params shard over the FSDP axes */
-    bound_t lb, hb;          /* the layer and the head, bound */
-    static_part_t layer, pre, post;
+    /* The layer kinds (graph->kinds), each bound, and the kind of every
+       layer (remat_kind_t's rule): kb[kind_of[l]] is layer l's block. */
+    bound_t kb[REMAT_MAX_KINDS];
+    static_part_t kpart[REMAT_MAX_KINDS]; /* one layer's params, per kind */
+    collectives_t col[REMAT_MAX_KINDS];   /* one layer's collectives, per kind */
+    uint64_t kwindow[REMAT_MAX_KINDS];    /* attention window (0: none) */
+    size_t klayers[REMAT_MAX_KINDS];      /* layers of each kind */
+    size_t *kind_of;         /* per layer */
+    bound_t hb;              /* the head, bound */
+    static_part_t pre, post;
     uint64_t param_count;    /* the whole model */
-    collectives_t col;
     double reserve_fraction; /* of the transient bytes (config, else the hardware's) */
     /* num_vocab_tiling > 1: the loss's params gathered whole in their dtype,
        and the accumulator of their gradients (zeros_like of them). */
     uint64_t tiled_gather, tiled_acc;
     /* Per run; kept to spare the allocations. */
-    scratch_t s;             /* sized for the larger block */
+    scratch_t s;             /* sized for the largest block */
     size_t *profile_of;      /* per layer: its profile */
     tpl_t *tpls;             /* per profile */
     size_t tpls_cap;

@@ -54,27 +54,29 @@ static uint64_t global_numel(const remat_analyzer_t *an, const remat_tensor_t *t
     return n;
 }
 
-/* The layer's params, and the bytes its collectives move: its gathered
-   weights and their whole gradients. Returns one layer's global count. */
-static uint64_t layer_params(remat_analyzer_t *an) {
-    const remat_block_t *b = &an->g->layer;
+/* One layer of kind @p k: its params, and the bytes its collectives move
+   (its gathered weights and their whole gradients). Returns its global
+   param count. */
+static uint64_t layer_params(remat_analyzer_t *an, size_t k) {
+    const remat_block_t *b = &an->g->kinds[k].block;
     const remat_config_t *cfg = an->cfg;
-    const bound_t *lb = &an->lb;
+    const bound_t *lb = &an->kb[k];
     uint64_t global_layer = 0;
-    an->col = (collectives_t){0};
+    an->col[k] = (collectives_t){0};
+    an->kpart[k] = (static_part_t){0};
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         if (!t->param) {
             continue;
         }
-        add_param(&an->layer, lb, t, i);
+        add_param(&an->kpart[k], lb, t, i);
         global_layer += global_numel(an, t);
         if (lb->gnumel[i] != lb->numel[i]) {
             /* gathered in the compute dtype (fp8 under fp8), its gradient
                reduce-scattered in the compute dtype */
             uint64_t cb = is_fp8(cfg) ? 1 : remat_dtype_bytes(cfg->dtype);
-            an->col.sharded += lb->gnumel[i] * cb;
-            an->col.grad_buffer += lb->gnumel[i] * remat_dtype_bytes(cfg->dtype);
+            an->col[k].sharded += lb->gnumel[i] * cb;
+            an->col[k].grad_buffer += lb->gnumel[i] * remat_dtype_bytes(cfg->dtype);
         }
     }
     return global_layer;
@@ -129,10 +131,12 @@ static void head_params(remat_analyzer_t *an, uint64_t *global) {
 
 remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err) {
     uint64_t global = 0;
-    remat_status_t st =
-        sum_checked(&global, layer_params(an), an->nlayers, "parameters", err);
-    if (st) {
-        return st;
+    for (size_t k = 0; k < an->g->nkinds; k++) {
+        remat_status_t st =
+            sum_checked(&global, layer_params(an, k), an->klayers[k], "parameters", err);
+        if (st) {
+            return st;
+        }
     }
     an->tiled_gather = an->tiled_acc = 0;
     head_params(an, &global);
@@ -145,10 +149,20 @@ remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err) {
 static remat_status_t stage_params(const remat_analyzer_t *an, size_t k, uint64_t *count,
                                    uint64_t *pbytes, uint64_t *afac, remat_error_t *err) {
     const size_t Ls = an->nlayers / an->nstages;
-    remat_status_t st;
-    if ((st = sum_checked(count, an->layer.count, Ls, "parameters", err)) ||
-        (st = sum_checked(pbytes, an->layer.bytes, Ls, "parameter bytes", err)) ||
-        (st = sum_checked(afac, an->layer.adafactor, Ls, "optimizer bytes", err))) {
+    size_t of_kind[REMAT_MAX_KINDS] = {0};
+    for (size_t l = k * Ls; l < (k + 1) * Ls; l++) {
+        of_kind[an->kind_of[l]]++;
+    }
+    remat_status_t st = REMAT_OK;
+    for (size_t kd = 0; kd < an->g->nkinds && st == REMAT_OK; kd++) {
+        const static_part_t *part = &an->kpart[kd];
+        if ((st = sum_checked(count, part->count, of_kind[kd], "parameters", err)) ||
+            (st = sum_checked(pbytes, part->bytes, of_kind[kd], "parameter bytes", err))) {
+            break;
+        }
+        st = sum_checked(afac, part->adafactor, of_kind[kd], "optimizer bytes", err);
+    }
+    if (st) {
         return st;
     }
     const static_part_t *parts[2] = {

@@ -35,6 +35,7 @@ typedef struct step {
     double reserve_fraction; /* XLA's temporaries: a fraction of the transient bytes */
     remat_trace_t *tr;       /* a traced run's events; NULL in an ordinary analysis */
     size_t stage;
+    size_t first, last;      /* the stage's layers */
 } step_t;
 
 /* The bytes that come and go within the step at a moment: all but the
@@ -227,16 +228,19 @@ static remat_status_t check_ranges(const remat_policy_t *policy, size_t L, remat
     return REMAT_OK;
 }
 
-/* The profile of @p plan: an equal one already in @p r, else a new one
-   starting at layer @p l that takes the plan over (left empty). */
-static size_t profile_of_plan(remat_result_t *r, remat_plan_t *plan, size_t l) {
+/* The profile of @p plan of layer kind @p kind: an equal one already in
+   @p r, else a new one starting at layer @p l that takes the plan over (left
+   empty). */
+static size_t profile_of_plan(remat_result_t *r, size_t kind, remat_plan_t *plan, size_t l) {
     size_t p = 0;
-    while (p < r->nprofiles && !remat_plan_equal(&r->profiles[p].plan, plan)) {
+    while (p < r->nprofiles && (r->profiles[p].kind != kind ||
+                                !remat_plan_equal(&r->profiles[p].plan, plan))) {
         p++;
     }
     if (p == r->nprofiles) {
         r->profiles = remat_i_xrealloc(r->profiles, (p + 1) * sizeof *r->profiles);
         memset(&r->profiles[p], 0, sizeof r->profiles[p]);
+        r->profiles[p].kind = kind;
         r->profiles[p].plan = *plan;
         r->profiles[p].first = l;
         r->nprofiles++;
@@ -245,32 +249,38 @@ static size_t profile_of_plan(remat_result_t *r, remat_plan_t *plan, size_t l) {
     return p;
 }
 
-/* Layers covered by the same set of ranges get the same plan: plan once
-   per distinct set, then merge identical plans into one profile. */
+/* Layers of one kind covered by the same set of ranges get the same plan:
+   plan once per distinct (kind, set), then merge identical plans of a kind
+   into one profile. */
 static remat_status_t plan_ranges(const remat_analyzer_t *an, const remat_policy_t *policy,
                                   size_t *profile_of, remat_result_t *r, remat_error_t *err) {
-    uint64_t keys[65];
-    size_t key_profile[65], nkeys = 0;
+    enum { NKEYS = (REMAT_MAX_RANGES + 1) * REMAT_MAX_KINDS };
+    uint64_t keys[NKEYS];
+    size_t key_kind[NKEYS], key_profile[NKEYS], nkeys = 0;
     remat_plan_t plan;
     remat_plan_init(&plan);
     remat_status_t st = REMAT_OK;
     for (size_t l = 0; l < an->nlayers && st == REMAT_OK; l++) {
         uint64_t key = 0;
+        const size_t kind = an->kind_of[l];
         for (size_t i = 0; i < policy->nranges; i++) {
             if (l >= policy->ranges[i].first && l <= policy->ranges[i].last) {
                 key |= (uint64_t)1 << i;
             }
         }
         size_t k = 0;
-        while (k < nkeys && keys[k] != key) {
+        while (k < nkeys && (keys[k] != key || key_kind[k] != kind)) {
             k++;
         }
         if (k == nkeys) {
-            if ((st = remat_plan_layer(an->g, policy, l, an->cfg->scan_layers, &plan, err))) {
+            assert(nkeys < NKEYS);
+            if ((st = remat_plan_layer(an->g, kind, policy, l, an->cfg->scan_layers, &plan,
+                                       err))) {
                 break;
             }
             keys[nkeys] = key;
-            key_profile[nkeys++] = profile_of_plan(r, &plan, l);
+            key_kind[nkeys] = kind;
+            key_profile[nkeys++] = profile_of_plan(r, kind, &plan, l);
         }
         size_t p = key_profile[k];
         profile_of[l] = p;
@@ -285,7 +295,7 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
                                      const remat_plan_t *given, remat_result_t *r,
                                      remat_error_t *err) {
     const size_t L = an->nlayers;
-    if (given && policy->nranges == 0) {
+    if (given && policy->nranges == 0 && an->g->nkinds == 1) {
         /* A uniform policy the caller already planned (the solver). */
         r->profiles = remat_i_xcalloc(1, sizeof *r->profiles);
         plan_copy(&r->profiles[0].plan, given);
@@ -311,7 +321,9 @@ static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, step
         head_prepare(g, &an->hb, s);
     }
     if (!pre) {
-        add_const(&stp->m, REMAT_CAT_SAVED, (int64_t)an->lb.kbytes[g->layer.inputs[0]]);
+        const size_t kind = an->kind_of[stp->first];
+        const size_t x = g->kinds[kind].block.inputs[0];
+        add_const(&stp->m, REMAT_CAT_SAVED, (int64_t)an->kb[kind].kbytes[x]);
         return;
     }
     for (size_t i = 0; i < H->ninputs; i++) {
@@ -382,9 +394,10 @@ static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool 
     const remat_block_t *H = &g->head;
     const bound_t *hb = &an->hb;
     if (!post) {
-        const size_t y = g->layer.outputs[0];
-        add_const(&stp->m, REMAT_CAT_SAVED, -(int64_t)an->lb.bytes[y]);
-        add_const(&stp->m, REMAT_CAT_ACT_GRADS, (int64_t)an->lb.gbytes[y]);
+        const size_t kind = an->kind_of[stp->last];
+        const size_t y = g->kinds[kind].block.outputs[0];
+        add_const(&stp->m, REMAT_CAT_SAVED, -(int64_t)an->kb[kind].bytes[y]);
+        add_const(&stp->m, REMAT_CAT_ACT_GRADS, (int64_t)an->kb[kind].gbytes[y]);
         add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)grads);
         return;
     }
@@ -414,12 +427,12 @@ static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool 
    move by the profile's delta from layer to layer, as in stage_layers. */
 static void trace_layers(const remat_analyzer_t *an, size_t first, size_t last, bool backward,
                          const step_t *stp) {
-    const remat_block_t *b = &an->g->layer;
-    const bound_t *lb = &an->lb;
     step_t st = *stp;
     for (size_t k = 0; k <= last - first; k++) {
         const size_t l = backward ? last - k : first + k, p = an->profile_of[l];
         const tpl_t *t = &an->tpls[p];
+        const remat_block_t *b = &an->g->kinds[t->kind].block;
+        const bound_t *lb = &an->kb[t->kind];
         const rel_events_t *rel = backward ? &an->trace->bwd[p] : &an->trace->fwd[p];
         for (size_t i = 0; i < rel->n; i++) {
             const rel_event_t *e = &rel->ev[i];
@@ -446,7 +459,7 @@ static void trace_layers(const remat_analyzer_t *an, size_t first, size_t last, 
    registers instead of being stored back after every layer. */
 static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, bool backward,
                          step_t *stp) {
-    const remat_block_t *b = &an->g->layer;
+    const remat_kind_t *kinds = an->g->kinds;
     const tpl_t *tpls = an->tpls;
     const size_t *profile_of = an->profile_of;
     if (stp->tr) {
@@ -458,13 +471,15 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
             const tpl_t *t = &tpls[profile_of[l]];
             step_measure(&st, t->fwd_peak, t->fwd_cats,
                          (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = REMAT_AT_LAYER,
-                                          .layer = l, .op = b->ops[t->fwd_op].name});
+                                          .layer = l,
+                                          .op = kinds[t->kind].block.ops[t->fwd_op].name});
             step_add(&st, t->fwd_delta, t->fwd_dcats);
         }
     } else {
         for (size_t l = last + 1; l-- > first;) {
             const tpl_t *t = &tpls[profile_of[l]];
-            const char *op = t->bwd_op == REMAT_NONE ? NULL : b->ops[t->bwd_op].name;
+            const char *op =
+                t->bwd_op == REMAT_NONE ? NULL : kinds[t->kind].block.ops[t->bwd_op].name;
             step_measure(&st, t->bwd_peak, t->bwd_cats,
                          (remat_moment_t){.step = t->bwd_step, .where = REMAT_AT_LAYER,
                                           .layer = l, .op = op});
@@ -488,6 +503,8 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
     stp->reserve_fraction = an->reserve_fraction;
     stp->tr = an->trace;
     stp->stage = k;
+    stp->first = first;
+    stp->last = last;
     for (int c = 0; c < REMAT_CAT_COUNT; c++) {
         stp->m.cats[c] = base_cats[c];
         stp->m.live += base_cats[c];

@@ -133,12 +133,13 @@ static void layer_row(const remat_analyzer_t *an, const tpl_t *t, double fsdp_fr
        host link for its forward and again for its backward, on the
        host-to-device direction. */
     row->param_fetch_seconds =
-        cfg->parameter_memory_host_offload ? (double)an->layer.bytes / host_link_bw : 0;
+        cfg->parameter_memory_host_offload ? (double)an->kpart[t->kind].bytes / host_link_bw : 0;
     row->forward_compute_seconds = t->fwd_s;
     row->backward_compute_seconds = t->bwd_s;
     row->recompute_seconds = t->rec_s;
-    row->allgather_seconds = (double)an->col.sharded * fsdp_frac / an->hw->ici_bw;
-    row->reduce_scatter_seconds = (double)an->col.grad_buffer * fsdp_frac / an->hw->ici_bw;
+    const collectives_t *col = &an->col[t->kind];
+    row->allgather_seconds = (double)col->sharded * fsdp_frac / an->hw->ici_bw;
+    row->reduce_scatter_seconds = (double)col->grad_buffer * fsdp_frac / an->hw->ici_bw;
     double f = t->fwd_s, b2 = t->bwd_s + t->rec_s;
     double fc = row->allgather_seconds, bcol = row->allgather_seconds + row->reduce_scatter_seconds;
     double d2h = row->d2h_seconds, h2d = row->h2d_seconds + row->param_fetch_seconds;

@@ -163,7 +163,7 @@ void fx_free(fx_run_t *f) {
 }
 
 size_t fx_tensor(const remat_graph_t *g, const char *name) {
-    size_t i = remat_block_find_tensor(&g->layer, name);
+    size_t i = remat_block_find_tensor(&g->kinds[0].block, name);
     if (i == REMAT_NONE) {
         fail_msg("no tensor '%s'", name);
     }

@@ -146,7 +146,7 @@ static size_t dim_index(const remat_graph_t *g, const char *name) {
 static void test_mini_counts_and_producers(void **state) {
     (void)state;
     remat_graph_t *g = load_ok(fx_mini_graph);
-    const remat_block_t *L = &g->layer;
+    const remat_block_t *L = &g->kinds[0].block;
     assert_string_equal(g->name, "mini");
     assert_string_equal(g->description, ""); /* absent: empty, not NULL */
     assert_string_equal(g->source, "<test>");
@@ -207,7 +207,7 @@ static void test_mini_counts_and_producers(void **state) {
 static void test_mini_derived_facts(void **state) {
     (void)state;
     remat_graph_t *g = load_ok(fx_mini_graph);
-    const remat_block_t *L = &g->layer;
+    const remat_block_t *L = &g->kinds[0].block;
     const char *const file_order[] = {"fc1", "act", "fc2", "res"};
     for (size_t p = 0; p < 4; p++) {
         assert_string_equal(L->ops[L->order[p]].name, file_order[p]);
@@ -254,7 +254,7 @@ static void test_order_when_file_is_not_topological(void **state) {
     json_decref(root);
     remat_graph_t *g = load_ok(text);
     free(text);
-    const remat_block_t *L = &g->layer;
+    const remat_block_t *L = &g->kinds[0].block;
     assert_string_equal(L->ops[0].name, "res");
     for (size_t p = 0; p < 4; p++) {
         assert_int_equal(L->order[p], 3 - p);
@@ -288,7 +288,7 @@ static void test_reshape_is_a_view(void **state) {
         "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"s\"],\"out\":[\"y\"]}");
     remat_graph_t *g = load_ok(text);
     free(text);
-    const remat_block_t *L = &g->layer;
+    const remat_block_t *L = &g->kinds[0].block;
     const size_t p = fx_tensor(g, "p"), v = fx_tensor(g, "v"), t = fx_tensor(g, "t");
     assert_int_equal(L->tensors[p].storage, p);
     assert_int_equal(L->tensors[v].storage, p);
@@ -310,8 +310,8 @@ static void test_head_block(void **state) {
     remat_graph_t *g = load_ok(fx_head_graph);
     const remat_block_t *H = &g->head;
     assert_true(g->has_head);
-    assert_int_equal(g->layer.ntensors, 4);
-    assert_int_equal(g->layer.nops, 2);
+    assert_int_equal(g->kinds[0].block.ntensors, 4);
+    assert_int_equal(g->kinds[0].block.nops, 2);
     assert_int_equal(H->ntensors, 9);
     assert_int_equal(H->nops, 3);
     assert_int_equal(H->ninputs, 2);
@@ -473,7 +473,7 @@ static void test_name_length(void **state) {
     json_decref(r);
     remat_graph_t *g = load_ok(text);
     free(text);
-    assert_string_equal(g->layer.ops[0].name, n47);
+    assert_string_equal(g->kinds[0].block.ops[0].name, n47);
     assert_true(remat_graph_has_tag(g, n47));
     remat_graph_free(g);
 
@@ -621,7 +621,7 @@ static void test_shape_errors(void **state) {
         json_decref(r);
         remat_graph_t *g = load_ok(text);
         free(text);
-        assert_int_equal(g->layer.tensors[fx_tensor(g, "big")].rank, 8);
+        assert_int_equal(g->kinds[0].block.tensors[fx_tensor(g, "big")].rank, 8);
         remat_graph_free(g);
     }
     /* 64 dims load (the mini's 3 and 61 constants); 65 do not. */
@@ -770,7 +770,7 @@ static void test_long_chain_loads(void **state) {
         NOPS - 2);
     remat_graph_t *g = load_ok(b.s);
     free(b.s);
-    const remat_block_t *L = &g->layer;
+    const remat_block_t *L = &g->kinds[0].block;
     assert_int_equal(L->nops, NOPS);
     assert_int_equal(L->ntensors, NOPS + 1);
     /* Tensors keep the file's order: x, t0.., y; t_i is made by op i, and
@@ -805,8 +805,8 @@ static void test_builtin_graphs_load(void **state) {
         assert_non_null(text);
         remat_graph_t *g = load_ok(text);
         assert_true(g->has_head);
-        assert_int_equal(g->layer.ninputs, 1);
-        assert_int_equal(g->layer.noutputs, 1);
+        assert_int_equal(g->kinds[0].block.ninputs, 1);
+        assert_int_equal(g->kinds[0].block.noutputs, 1);
         /* "llama.flash" is graph "llama" with flash attention. */
         assert_int_equal(strncmp(name, g->name, strlen(g->name)), 0);
         char path[1024];
@@ -816,8 +816,8 @@ static void test_builtin_graphs_load(void **state) {
         remat_error_init(&err);
         assert_int_equal(remat_graph_load_file(path, &fg, &err), REMAT_OK);
         assert_string_equal(fg->source, path);
-        assert_int_equal(fg->layer.ntensors, g->layer.ntensors);
-        assert_int_equal(fg->layer.nops, g->layer.nops);
+        assert_int_equal(fg->kinds[0].block.ntensors, g->kinds[0].block.ntensors);
+        assert_int_equal(fg->kinds[0].block.nops, g->kinds[0].block.nops);
         assert_int_equal(fg->head.nops, g->head.nops);
         assert_int_equal(fg->head_npre, g->head_npre);
         remat_graph_free(fg);

@@ -126,7 +126,7 @@ static void check(const remat_block_t *b, const char *op, uint64_t fwd, uint64_t
 
 static void test_flops_every_kind(void **state) {
     (void)state;
-    const remat_block_t *L = &g->layer;
+    const remat_block_t *L = &g->kinds[0].block;
     /* [b,s,e] has 24 elements, [b,s,h,d] 60, [b,s,k,d] 30. */
     check(L, "rms", 4 * 24, 8 * 24);         /* rmsnorm 4n / 8n */
     check(L, "ln", 8 * 24, 12 * 24);         /* layernorm 8n / 12n */
@@ -179,7 +179,7 @@ static void expect_saves(const remat_block_t *b, const char *op, const char *con
 
 static void test_saves_every_kind(void **state) {
     (void)state;
-    const remat_block_t *L = &g->layer;
+    const remat_block_t *L = &g->kinds[0].block;
     expect_saves(L, "rms", (const char *[]){"x", "rstd", NULL});
     expect_saves(L, "ln", (const char *[]){"x", "mean2", "rstd2", NULL});
     expect_saves(L, "qp", (const char *[]){"xn", NULL}); /* the weight is always there */
@@ -205,7 +205,7 @@ static void test_saves_every_kind(void **state) {
    A transpose or a split (a slice) is an array of its own, as in JAX. */
 static void test_only_reshape_shares_buffers(void **state) {
     (void)state;
-    const remat_block_t *L = &g->layer;
+    const remat_block_t *L = &g->kinds[0].block;
     size_t os = remat_block_find_tensor(L, "os");
     assert_int_equal(L->tensors[remat_block_find_tensor(L, "orr")].storage, os);
     size_t ot = remat_block_find_tensor(L, "ot");
@@ -224,7 +224,7 @@ static void test_only_reshape_shares_buffers(void **state) {
 
 static void test_gradients_and_batch_dims(void **state) {
     (void)state;
-    const remat_block_t *L = &g->layer;
+    const remat_block_t *L = &g->kinds[0].block;
     assert_false(L->tensors[remat_block_find_tensor(L, "mask")].needs_grad);  /* bool */
     assert_false(L->tensors[remat_block_find_tensor(L, "lse")].needs_grad);   /* unread */
     assert_true(L->tensors[remat_block_find_tensor(L, "x")].needs_grad);

@@ -101,7 +101,7 @@ static void test_every_preset_by_hand(void **state) {
 
 static void expect_kept(const char *policy, const char *const *names) {
     fx_run_t *f = tiny(policy, NULL);
-    const remat_block_t *b = &f->graph->layer;
+    const remat_block_t *b = &f->graph->kinds[0].block;
     char kept[512] = "", want[512] = "";
     for (size_t i = 0; i < b->ntensors; i++) {
         remat_fate_t fate = f->r.profiles[0].tensors[i].fate;

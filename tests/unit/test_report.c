@@ -262,7 +262,7 @@ static void check_layers_json(json_t *layers, const remat_result_t *r) {
    result's bytes, shape and fate. By hand: x is kept (the layer input),
    h and a are rebuilt, o is read by no backward op. */
 static void check_tensors_json(json_t *tensors, const remat_result_t *r) {
-    const remat_block_t *b = &r->graph->layer;
+    const remat_block_t *b = &r->graph->kinds[0].block;
     assert_int_equal(json_array_size(tensors), b->ntensors);
     for (size_t i = 0; i < b->ntensors; i++) {
         json_t *row = json_array_get(tensors, i);
@@ -397,7 +397,7 @@ static void check_layer_cells(char **v, size_t n, const remat_result_t *r, size_
 
 /* One per-tensor row (profile 0, tensor @p i) against the result. */
 static void check_tensor_cells(char **v, size_t n, const remat_result_t *r, size_t i) {
-    const remat_tensor_t *t = &r->graph->layer.tensors[i];
+    const remat_tensor_t *t = &r->graph->kinds[0].block.tensors[i];
     const remat_tensor_row_t *row = &r->profiles[0].tensors[i];
     char shape[64];
     shape_of(row, t->rank, shape, sizeof shape);
@@ -425,7 +425,7 @@ static void test_csv_tables(void **state) {
     remat_report_table(mem_open(&m), r, REMAT_FMT_CSV, REMAT_TABLE_LAYERS | REMAT_TABLE_TENSORS);
     char *lines[32] = {0}, *v[16] = {0};
     size_t nl = split_lines(mem_close(&m), lines, 32);
-    const size_t nt = r->graph->layer.ntensors;
+    const size_t nt = r->graph->kinds[0].block.ntensors;
     assert_int_equal(nt, 7);
     assert_int_equal(nl, 1 + 3 + 1 + 1 + nt);
     check_header(v, split_csv(lines[0], v, 16), layer_cols, 7);
@@ -455,7 +455,7 @@ static void test_md_tables(void **state) {
     remat_report_table(mem_open(&m), r, REMAT_FMT_MD, REMAT_TABLE_LAYERS | REMAT_TABLE_TENSORS);
     char *lines[32] = {0}, *v[16] = {0};
     size_t nl = split_lines(mem_close(&m), lines, 32);
-    const size_t nt = r->graph->layer.ntensors;
+    const size_t nt = r->graph->kinds[0].block.ntensors;
     assert_int_equal(nl, 2 + 3 + 1 + 2 + nt);
     check_header(v, split_md(lines[0], v, 16), layer_cols, 7);
     assert_string_equal(lines[1], "|---|---|---|---|---|---|---|");

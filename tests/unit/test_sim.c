@@ -506,7 +506,7 @@ static void test_analyzer_lite_plan(void **state) {
     assert_int_equal(remat_analyzer_new(f->graph, &f->cfg, &f->hw, &an, &err), REMAT_OK);
     remat_plan_t plan;
     remat_plan_init(&plan);
-    assert_int_equal(remat_plan_layer(f->graph, f->policy, 0, f->cfg.scan_layers, &plan, &err),
+    assert_int_equal(remat_plan_layer(f->graph, 0, f->policy, 0, f->cfg.scan_layers, &plan, &err),
                      REMAT_OK);
     const remat_run_opts_t opts = {.plan = &plan, .lite = true};
     remat_result_t r;

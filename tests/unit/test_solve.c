@@ -497,7 +497,11 @@ static void graphs_equal(const remat_graph_t *a, const remat_graph_t *b) {
         same_str(x->weight_axis, y->weight_axis);
         assert_true(x->name != y->name && x->value == y->value);
     }
-    blocks_equal(&a->layer, &b->layer);
+    assert_int_equal(a->nkinds, b->nkinds);
+    for (size_t k = 0; k < a->nkinds; k++) {
+        same_str(a->kinds[k].name, b->kinds[k].name);
+        blocks_equal(&a->kinds[k].block, &b->kinds[k].block);
+    }
     assert_true(a->has_head == b->has_head && a->head_feeds == b->head_feeds &&
                 a->head_takes == b->head_takes && a->head_npre == b->head_npre);
     if (a->has_head) {
@@ -532,7 +536,7 @@ static void test_resolve_copies_parsed_builtins(void **state) {
         assert_memory_equal(&a->hw, &b->hw, sizeof a->hw);
         assert_true(a->policy != b->policy && a->policy->rules != b->policy->rules);
         /* change the first copy; a new resolve is as before */
-        a->graph->layer.tensors[0].name[0] = '#';
+        a->graph->kinds[0].block.tensors[0].name[0] = '#';
         remat_policy_set(a->policy, "mlpwi_0", REMAT_PLACE_OFFLOAD);
         fx_run_t *c = setup_run(NULL, args);
         graphs_equal(c->graph, fresh);
