@@ -110,7 +110,30 @@ static const key_t_ keys[] = {
      "MaxText's MLP activations, checked against the graph: two (gated) for llama, one for gpt3"},
     {"logits_via_embedding", K_BOOL, F(logits_via_embedding),
      "MaxText's tied output head: the gpt3 graph ties it, the llama graph does not"},
-    {"num_experts", K_I64, F(num_experts), "MaxText's experts per MoE layer; above 1 is refused"},
+    {"num_experts", K_I64, F(num_experts), "experts per MoE layer (an MoE graph above 1)"},
+    {"num_experts_per_tok", K_U64, F(num_experts_per_tok), "experts each token is routed to (top-k)"},
+    {"base_moe_mlp_dim", K_U64, F(base_moe_mlp_dim), "MLP width of one expert"},
+    {"shared_experts", K_U64, F(shared_experts),
+     "shared experts: one dense MLP of shared_experts x base_moe_mlp_dim beside the routed ones"},
+    {"first_num_dense_layers", K_U64, F(first_num_dense_layers),
+     "the first layers that are dense, before the MoE layers (DeepSeek)"},
+    {"interleave_moe_layer_step", K_U64, F(interleave_moe_layer_step),
+     "layer i is MoE when (i + 1) is a multiple of it (Llama 4)"},
+    {"sparse_matmul", K_BOOL, F(sparse_matmul),
+     "MoE experts as grouped matmuls over routed tokens (Megablox); false is the dense path"},
+    {"capacity_factor", K_F64, F(capacity_factor), "the dense MoE path's expert capacity"},
+    {"ragged_buffer_factor", K_F64, F(ragged_buffer_factor),
+     "expert-parallel receive buffer as a multiple of local routed tokens; <= 0: worst case"},
+    {"q_lora_rank", K_U64, F(q_lora_rank), "MLA: query low-rank width (0: a direct query weight)"},
+    {"kv_lora_rank", K_U64, F(kv_lora_rank), "MLA: key/value low-rank width"},
+    {"qk_nope_head_dim", K_U64, F(qk_nope_head_dim), "MLA: query/key head dims without RoPE"},
+    {"qk_rope_head_dim", K_U64, F(qk_rope_head_dim), "MLA: query/key head dims with RoPE"},
+    {"v_head_dim", K_U64, F(v_head_dim), "MLA: value head dims"},
+    {"sliding_window_size", K_U64, F(sliding_window_size),
+     "local attention's window (its layers' attention FLOPs scale by window / sequence)"},
+    {"chunk_attn_window_size", K_U64, F(chunk_attn_window_size), "chunked attention's chunk"},
+    {"mtp_num_layers", K_U64, F(mtp_num_layers),
+     "multi-token prediction layers (DeepSeek-V3); above 0 is refused"},
     {"use_qk_norm", K_BOOL, F(use_qk_norm), "MaxText's query/key norms; true is refused"},
     {"use_post_attn_norm", K_BOOL, F(use_post_attn_norm),
      "MaxText's norm after attention; true is refused"},
@@ -150,6 +173,23 @@ static const struct {
     {"base_num_decoder_layers", SIZE_FIELD(base_num_decoder_layers)},
     {"vocab_size", SIZE_FIELD(vocab_size)},
     {"max_target_length", SIZE_FIELD(max_target_length)},
+    {"num_experts_per_tok", SIZE_FIELD(num_experts_per_tok)},
+    {"base_moe_mlp_dim", SIZE_FIELD(base_moe_mlp_dim)},
+    {"first_num_dense_layers", SIZE_FIELD(first_num_dense_layers)},
+    {"interleave_moe_layer_step", SIZE_FIELD(interleave_moe_layer_step)},
+    {"q_lora_rank", SIZE_FIELD(q_lora_rank)},
+    {"kv_lora_rank", SIZE_FIELD(kv_lora_rank)},
+    {"qk_nope_head_dim", SIZE_FIELD(qk_nope_head_dim)},
+    {"qk_rope_head_dim", SIZE_FIELD(qk_rope_head_dim)},
+    {"v_head_dim", SIZE_FIELD(v_head_dim)},
+    {"sliding_window_size", SIZE_FIELD(sliding_window_size)},
+    {"chunk_attn_window_size", SIZE_FIELD(chunk_attn_window_size)},
+    /* derived (remat_config_size): not settable */
+    {"num_experts", 0},
+    {"shared_mlp_dim", 0},
+    {"qk_head_dim", 0},
+    {"kv_a_dim", 0},
+    {"moe_buffer_factor", 0},
     {"per_device_batch_size", 0},
 };
 
@@ -210,6 +250,15 @@ void remat_config_defaults(remat_config_t *c) {
     c->fsdp_prefetch = true;
     strcpy(c->attention_type, "global");
     c->num_experts = 1;
+    c->num_experts_per_tok = 1;
+    c->interleave_moe_layer_step = 1;
+    c->kv_lora_rank = 512;
+    c->qk_nope_head_dim = 128;
+    c->qk_rope_head_dim = 64;
+    c->v_head_dim = 128;
+    c->sparse_matmul = true;
+    c->capacity_factor = -1.0;
+    c->ragged_buffer_factor = -1.0;
     c->num_slices = -1;
 }
 
@@ -901,6 +950,39 @@ static remat_status_t apply_named_model(remat_config_t *c, const char *file,
 }
 
 /* The checks that involve several keys, once every layer is applied. */
+/* MoE settings MaxText would take and remat can analyze: a top-k within
+   the experts, and what remat does not model yet refused by name. */
+static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
+    if (c->num_experts < 1) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "num_experts=%lld: there is at least one expert",
+                               (long long)c->num_experts);
+    }
+    if (c->num_experts_per_tok < 1 || c->num_experts_per_tok > (uint64_t)c->num_experts) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "num_experts_per_tok=%llu must be 1 to num_experts (%lld)",
+                               (unsigned long long)c->num_experts_per_tok,
+                               (long long)c->num_experts);
+    }
+    if (c->interleave_moe_layer_step < 1) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "interleave_moe_layer_step must be at least 1");
+    }
+    if (c->mtp_num_layers > 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "mtp_num_layers=%llu: multi-token prediction layers are not "
+                               "modeled yet",
+                               (unsigned long long)c->mtp_num_layers);
+    }
+    if (c->num_experts > 1 && !c->sparse_matmul) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "sparse_matmul=false: the dense MoE path (dispatch and combine "
+                               "over expert capacity) is not modeled yet; remat's MoE graphs "
+                               "run MaxText's default sparse path (Megablox)");
+    }
+    return REMAT_OK;
+}
+
 static remat_status_t check_built(remat_config_t *c, remat_error_t *err) {
     remat_status_t st = remat_i_config_check_maxtext(c, err);
     if (st == REMAT_OK && !c->mu_dtype_set) {
@@ -923,6 +1005,9 @@ static remat_status_t check_built(remat_config_t *c, remat_error_t *err) {
                              "base_num_kv_heads=%llu (MaxText rejects it for GQA)",
                              (unsigned long long)c->base_num_query_heads,
                              (unsigned long long)c->base_num_kv_heads);
+    }
+    if (st == REMAT_OK) {
+        st = check_moe(c, err);
     }
     if (st == REMAT_OK && c->use_qwix_quantization &&
         (!c->quantization[0] || strcmp(c->quantization, "none") == 0)) {
@@ -965,6 +1050,30 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
     return st ? st : check_built(c, err);
 }
 
+/* The sizes derived from other keys (docs/config.md): the shared experts'
+   MLP width, MLA's query/key head and its first key/value projection, and
+   num_experts (a signed MaxText key, at least 1 once checked). The
+   expert-parallel buffer factor needs the mesh: the binder sets it, and
+   here it is 1. */
+static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out) {
+    /* A sum or product past 64 bits saturates: binding then fails on the
+       bytes it would take, as for any other oversized dim. */
+    if (strcmp(key, "num_experts") == 0) {
+        *out = c->num_experts > 0 ? (uint64_t)c->num_experts : 1;
+    } else if (strcmp(key, "shared_mlp_dim") == 0) {
+        *out = remat_i_mul(c->shared_experts, c->base_moe_mlp_dim, out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "qk_head_dim") == 0) {
+        *out = remat_i_add(c->qk_nope_head_dim, c->qk_rope_head_dim, out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "kv_a_dim") == 0) {
+        *out = remat_i_add(c->kv_lora_rank, c->qk_rope_head_dim, out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "moe_buffer_factor") == 0) {
+        *out = 1;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint64_t *out,
                                  remat_error_t *err) {
     if (strcmp(key, "per_device_batch_size") == 0) {
@@ -993,8 +1102,11 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
         *out = (uint64_t)micro;
         return REMAT_OK;
     }
-    for (size_t i = 0; i + 1 < sizeof size_keys / sizeof size_keys[0]; i++) {
-        if (strcmp(size_keys[i].name, key) == 0) {
+    if (derived_size(c, key, out)) {
+        return REMAT_OK;
+    }
+    for (size_t i = 0; i < sizeof size_keys / sizeof size_keys[0]; i++) {
+        if (size_keys[i].offset && strcmp(size_keys[i].name, key) == 0) {
             *out = *(const uint64_t *)(const void *)((const char *)c + size_keys[i].offset);
             return REMAT_OK;
         }

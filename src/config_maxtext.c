@@ -173,8 +173,33 @@ bool remat_i_near_enough(const char *key, size_t d) {
     return d <= (limit < 3 ? limit : 3);
 }
 
+/* What each built-in graph's layers have, as MaxText's keys select it: a
+   key that asks for what the graph lacks (or lacks what the graph has) is
+   refused, naming the graph. `acts` is the MLP's activation count (2: a
+   gated MLP). */
+typedef struct graph_features {
+    const char *graph;
+    unsigned acts;
+    bool moe, mla, qk_norm, post_norms, tied;
+} graph_features_t;
+
+static const graph_features_t graph_features[] = {
+    {"llama", 2, false, false, false, false, false},
+    {"gpt3", 1, false, false, false, false, true},
+    {"mixtral", 2, true, false, false, false, false},
+    {"deepseek", 2, true, true, false, false, false},
+    {"deepseek_lite", 2, true, true, false, false, false},
+    {"qwen3_moe", 2, true, false, true, false, false},
+    {"gpt_oss", 2, true, false, false, false, false},
+    {"llama4", 2, true, false, false, false, false},
+    {"llama4_qk_norm", 2, true, false, true, false, false},
+    {"gemma2", 2, false, false, false, true, true},
+    {"gemma3", 2, false, false, true, true, true},
+};
+
 /* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
-   graph for each; NULL when remat has none, with what it would need. */
+   graphs for each, the first its default ("a|b": either); NULL when remat
+   has none, with what it would need. */
 static const struct {
     const char *block, *graph, *needs;
 } blocks[] = {
@@ -182,22 +207,22 @@ static const struct {
     {"mistral", "llama", NULL},
     {"gpt3", "gpt3", NULL},
     {"default", NULL, "MaxText's default decoder layer"},
-    {"mixtral", NULL, "an MoE block"},
-    {"qwen3_moe", NULL, "an MoE block"},
-    {"qwen3_custom_moe", NULL, "an MoE block"},
-    {"gpt_oss", NULL, "an MoE block with alternating sliding-window attention"},
-    {"llama4", NULL, "interleaved MoE and dense layers"},
-    {"deepseek", NULL, "MLA attention and an MoE block"},
-    {"deepseek4", NULL, "MLA attention and an MoE block"},
+    {"mixtral", "mixtral", NULL},
+    {"qwen3_moe", "qwen3_moe", NULL},
+    {"qwen3_custom_moe", NULL, "Qwen3's custom MoE block"},
+    {"gpt_oss", "gpt_oss", NULL},
+    {"llama4", "llama4|llama4_qk_norm", NULL},
+    {"deepseek", "deepseek|deepseek_lite", NULL},
+    {"deepseek4", NULL, "DeepSeek-V4's hash-routed layers and compressed attention"},
     {"gemma", NULL, "a tied output head (logits_via_embedding) on the llama layer"},
-    {"gemma2", NULL, "alternating local (sliding-window) and global attention with post-norms"},
-    {"gemma3", NULL, "alternating local (sliding-window) and global attention with post-norms"},
-    {"gemma4", NULL, "alternating local (sliding-window) and global attention with post-norms"},
-    {"gemma4_small", NULL, "alternating local (sliding-window) and global attention"},
+    {"gemma2", "gemma2", NULL},
+    {"gemma3", "gemma3", NULL},
+    {"gemma4", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
+    {"gemma4_small", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
     /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
        llama graph (docs/config.md, Models) */
     {"qwen2", "llama", NULL},
-    {"qwen3", NULL, "per-head query and key norms"},
+    {"qwen3", NULL, "per-head query and key norms on a dense layer"},
     {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"envy", NULL, "an MoE block"},
@@ -207,6 +232,17 @@ static const struct {
 static bool graph_is_file(const remat_config_t *c) {
     size_t n = strlen(c->graph);
     return n > 5 && strcmp(c->graph + n - 5, ".json") == 0;
+}
+
+/* Whether @p graph is one of the "a|b" list @p list. */
+static bool in_list(const char *list, const char *graph) {
+    const size_t n = strlen(graph);
+    for (const char *p = list; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
+        if (strncmp(p, graph, n) == 0 && (p[n] == '|' || p[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
 }
 
 static remat_status_t check_block(remat_config_t *c, remat_error_t *err) {
@@ -220,14 +256,15 @@ static remat_status_t check_block(remat_config_t *c, remat_error_t *err) {
         if (!blocks[i].graph) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                    "decoder_block=%s needs %s, which remat's graphs do not have "
-                                   "yet (they express llama2, mistral, qwen2 and gpt3)",
+                                   "yet",
                                    c->decoder_block, blocks[i].needs);
         }
-        if (graph_is_file(c) || strcmp(c->graph, blocks[i].graph) == 0) {
+        if (graph_is_file(c) || in_list(blocks[i].graph, c->graph)) {
             return REMAT_OK;
         }
         if (strcmp(c->model_name, "default") == 0) {
-            snprintf(c->graph, sizeof c->graph, "%s", blocks[i].graph);
+            snprintf(c->graph, sizeof c->graph, "%.*s", (int)strcspn(blocks[i].graph, "|"),
+                     blocks[i].graph);
             return REMAT_OK;
         }
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
@@ -236,8 +273,7 @@ static remat_status_t check_block(remat_config_t *c, remat_error_t *err) {
                                c->decoder_block, blocks[i].graph, c->model_name, c->graph);
     }
     return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                           "decoder_block=%s is not a MaxText decoder block remat knows "
-                           "(llama2, mistral, qwen2 and gpt3 have graphs)",
+                           "decoder_block=%s is not a MaxText decoder block remat knows",
                            c->decoder_block);
 }
 
@@ -254,44 +290,62 @@ static size_t list_items(const char *text) {
     return n;
 }
 
-static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
-    if (c->num_experts > 1) {
-        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "num_experts=%lld is an MoE block, which remat's graphs do not "
-                               "have yet",
-                               (long long)c->num_experts);
+static const graph_features_t *features_of(const char *graph) {
+    for (size_t i = 0; i < sizeof graph_features / sizeof graph_features[0]; i++) {
+        if (strcmp(graph_features[i].graph, graph) == 0) {
+            return &graph_features[i];
+        }
     }
-    if (c->use_qk_norm || c->use_post_attn_norm || c->use_post_ffw_norm) {
-        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "%s=true: remat's graphs have no %s yet",
-                               c->use_qk_norm          ? "use_qk_norm"
-                               : c->use_post_attn_norm ? "use_post_attn_norm"
-                                                       : "use_post_ffw_norm",
-                               c->use_qk_norm ? "query and key norms" : "post-norms");
-    }
-    if (strcmp(c->attention_type, "global") != 0) {
-        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "attention_type=%s: remat's graphs run global attention only",
-                               c->attention_type);
-    }
-    if (graph_is_file(c)) {
+    return NULL;
+}
+
+/* A feature the config asks for (@p want) against the graph's (@p has):
+   an error naming both when they differ. */
+static remat_status_t feature(bool want, bool has, const char *key, const char *what,
+                              const char *graph, remat_error_t *err) {
+    if (want == has) {
         return REMAT_OK;
     }
-    const bool llama = strcmp(c->graph, "llama") == 0, gpt3 = strcmp(c->graph, "gpt3") == 0;
-    size_t acts = list_items(c->mlp_activations);
-    if (c->mlp_activations[0] && ((llama && acts != 2) || (gpt3 && acts != 1))) {
+    return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "%s: the %s graph is built %s %s",
+                           key, graph, has ? "with" : "without", what);
+}
+
+static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
+    const bool mla = strcmp(c->attention_type, "mla") == 0;
+    if (strcmp(c->attention_type, "global") != 0 && !mla) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "mlp_activations=%s: the %s graph's MLP is %s", c->mlp_activations,
-                               c->graph, llama ? "gated (two activations, e.g. ['silu', "
-                                                 "'linear'])"
-                                               : "one activation (['gelu'])");
+                               "attention_type=%s: remat's graphs run global attention, MLA, and "
+                               "the local and global layers their stacks name",
+                               c->attention_type);
     }
-    if (c->logits_via_embedding_set && ((llama && c->logits_via_embedding) ||
-                                        (gpt3 && !c->logits_via_embedding))) {
-        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "logits_via_embedding=%s: the %s graph's output head is %s",
-                               c->logits_via_embedding ? "true" : "false", c->graph,
-                               llama ? "its own weight" : "tied to the embedding");
+    const graph_features_t *f = graph_is_file(c) ? NULL : features_of(c->graph);
+    if (!f) {
+        return REMAT_OK; /* a graph file: its own structure */
+    }
+    char moe_key[48], acts_key[160];
+    snprintf(moe_key, sizeof moe_key, "num_experts=%lld", (long long)c->num_experts);
+    snprintf(acts_key, sizeof acts_key, "mlp_activations=%s", c->mlp_activations);
+    remat_status_t st;
+    if ((st = feature(c->num_experts > 1, f->moe, moe_key, "an MoE block", f->graph, err)) ||
+        (st = feature(mla, f->mla, mla ? "attention_type=mla" : "attention_type=global",
+                      "MLA attention", f->graph, err)) ||
+        (c->use_qk_norm && (st = feature(true, f->qk_norm, "use_qk_norm=true",
+                                         "query and key norms", f->graph, err))) ||
+        ((c->use_post_attn_norm || c->use_post_ffw_norm) &&
+         (st = feature(true, f->post_norms, "use_post_attn_norm/use_post_ffw_norm=true",
+                       "post-norms", f->graph, err))) ||
+        (c->logits_via_embedding_set &&
+         (st = feature(c->logits_via_embedding, f->tied,
+                       c->logits_via_embedding ? "logits_via_embedding=true"
+                                               : "logits_via_embedding=false",
+                       "a tied output head", f->graph, err)))) {
+        return st;
+    }
+    if (c->mlp_activations[0] && list_items(c->mlp_activations) != f->acts) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "%s: the %s graph's MLP is %s",
+                               acts_key, f->graph,
+                               f->acts == 2 ? "gated (two activations, e.g. ['silu', 'linear'])"
+                                            : "one activation (['gelu'])");
     }
     return REMAT_OK;
 }

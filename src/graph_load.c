@@ -381,6 +381,32 @@ static remat_status_t load_name_list(loader_t *L, json_t *arr, const char *key,
 }
 
 /* The attributes some op kinds take: `causal`, `layout` and `value`. */
+/* A grouped matmul's ragged indices (einsum) and an all-to-all's mesh axis
+   (gather). The ragged indices are checked against the spec in graph.c's
+   op checks (they must be the spec's own letters). */
+static remat_status_t load_moe_attrs(loader_t *L, json_t *o, remat_op_t *op) {
+    json_t *ragged = json_object_get(o, "ragged"), *over = json_object_get(o, "over");
+    if (ragged) {
+        const char *rv = json_is_string(ragged) ? json_string_value(ragged) : "";
+        if (op->kind != REMAT_OP_EINSUM || !*rv || strlen(rv) > REMAT_MAX_RANK) {
+            remat_i_jpath_key(&L->path, "ragged");
+            return fail(L, REMAT_E_SCHEMA,
+                        "'ragged' must be 1 to %d einsum index letters on an einsum op",
+                        REMAT_MAX_RANK);
+        }
+        snprintf(op->ragged, sizeof op->ragged, "%s", rv);
+    }
+    if (over) {
+        const char *ov = json_is_string(over) ? json_string_value(over) : "";
+        if (op->kind != REMAT_OP_GATHER || strcmp(ov, "expert") != 0) {
+            remat_i_jpath_key(&L->path, "over");
+            return fail(L, REMAT_E_SCHEMA, "'over' must be \"expert\" on a gather op");
+        }
+        snprintf(op->over, sizeof op->over, "%s", ov);
+    }
+    return REMAT_OK;
+}
+
 static remat_status_t load_op_attrs(loader_t *L, json_t *o, remat_op_t *op) {
     json_t *causal = json_object_get(o, "causal");
     if (causal) {
@@ -402,6 +428,10 @@ static remat_status_t load_op_attrs(loader_t *L, json_t *o, remat_op_t *op) {
         }
         op->bhsd = strcmp(lv, "bhsd") == 0;
     }
+    remat_status_t st = load_moe_attrs(L, o, op);
+    if (st) {
+        return st;
+    }
     json_t *value = json_object_get(o, "value");
     if (value) {
         if (!json_is_number(value) ||
@@ -416,7 +446,8 @@ static remat_status_t load_op_attrs(loader_t *L, json_t *o, remat_op_t *op) {
 
 static remat_status_t load_op(loader_t *L, json_t *o, remat_op_t *op) {
     static const char *const allowed[] = {"name", "op",     "in",    "out", "spec",
-                                          "saves", "causal", "value", "layout", NULL};
+                                          "saves", "causal", "value", "layout", "ragged",
+                                          "over",  NULL};
     remat_status_t st;
     if (!json_is_object(o)) {
         return fail(L, REMAT_E_SCHEMA, "an op must be an object");

@@ -35,6 +35,10 @@ static const kind_info_t kinds[REMAT_OP_COUNT] = {
     [REMAT_OP_CONCAT] = {"concat", 2, 8, 1, 1},
     [REMAT_OP_EMBEDDING] = {"embedding", 2, 2, 1, 1},
     [REMAT_OP_CROSS_ENTROPY] = {"cross_entropy", 2, 2, 2, 2},
+    [REMAT_OP_SIGMOID] = {"sigmoid", 1, 1, 1, 1},
+    [REMAT_OP_TOP_K] = {"top_k", 1, 1, 2, 2},
+    [REMAT_OP_GATHER] = {"gather", 2, 2, 1, 1},
+    [REMAT_OP_BROADCAST] = {"broadcast", 1, 1, 1, 1},
 };
 
 const char *remat_opkind_name(remat_opkind_t k) {
@@ -265,6 +269,11 @@ static remat_status_t check_einsum(const opcheck_t *c) {
             }
         }
     }
+    for (const char *r = op->ragged; *r; r++) {
+        if ((unsigned char)*r >= 128 || letter_dim[(unsigned char)*r] == REMAT_NONE) {
+            return BAD("einsum op '%s': ragged index '%c' is not in its spec", op->name, *r);
+        }
+    }
     return REMAT_OK;
 }
 
@@ -343,16 +352,19 @@ static remat_status_t check_flash_attention(const opcheck_t *c) {
     const remat_tensor_t *q = c->x, *kk = T(c->b, op->in[1]), *v = T(c->b, op->in[2]);
     const remat_tensor_t *lse = T(c->b, op->out[1]);
     const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
-    if (q->rank != 4 || kk->rank != 4 || !same_shape(kk, v)) {
+    /* v may have its own head dim (MLA's v_head_dim), and the output has v's */
+    if (q->rank != 4 || kk->rank != 4 || v->rank != 4 || kk->dtype != v->dtype ||
+        memcmp(kk->dim, v->dim, 3 * sizeof kk->dim[0])) {
         return BAD("flash_attention op '%s': q, k, v must be [batch,%s,head_dim] "
-                   "and k, v the same shape",
+                   "and k, v the same shape but for v's head_dim",
                    op->name, op->bhsd ? "heads,seq" : "seq,heads");
     }
     if (q->dim[0] != kk->dim[0] || q->dim[3] != kk->dim[3]) {
         return shape_mismatch(c, q, kk, "differ in batch or head_dim");
     }
-    if (!same_shape(q, c->y)) {
-        return shape_mismatch(c, q, c->y, "must have the same shape");
+    if (c->y->rank != 4 || memcmp(q->dim, c->y->dim, 3 * sizeof q->dim[0]) ||
+        !remat_i_dims_equivalent(c->g, c->y->dim[3], v->dim[3]) || c->y->dtype != q->dtype) {
+        return shape_mismatch(c, q, c->y, "must have the same shape but for v's head_dim");
     }
     if (lse->rank != 3 || lse->dim[0] != q->dim[0] || lse->dim[1] != q->dim[H] ||
         lse->dim[2] != q->dim[S]) {
@@ -414,6 +426,51 @@ static remat_status_t check_cross_entropy(const opcheck_t *c) {
     return REMAT_OK;
 }
 
+/* top_k: scores [..., n] -> the k largest [..., k] and their int32
+   indices, of one shape. */
+static remat_status_t check_top_k(const opcheck_t *c) {
+    const remat_tensor_t *x = c->x, *y = c->y, *idx = T(c->b, c->op->out[1]);
+    if (y->rank != x->rank || idx->rank != y->rank || memcmp(y->dim, idx->dim, y->rank * sizeof y->dim[0]) ||
+        memcmp(x->dim, y->dim, (x->rank - 1) * sizeof x->dim[0])) {
+        return BAD("top_k op '%s': values and indices are the scores' shape with the last dim "
+                   "k",
+                   c->op->name);
+    }
+    if (idx->dtype != REMAT_DTYPE_I32) {
+        return BAD("top_k op '%s': indices '%s' must be int32", c->op->name, idx->name);
+    }
+    return REMAT_OK;
+}
+
+/* gather: rows of the data picked by int32 indices (MoE's permute and
+   unpermute); the output's last dim is the data's. */
+static remat_status_t check_gather(const opcheck_t *c) {
+    const remat_tensor_t *x = c->x, *y = c->y, *idx = T(c->b, c->op->in[1]);
+    if (idx->dtype != REMAT_DTYPE_I32) {
+        return BAD("gather op '%s': indices '%s' must be int32", c->op->name, idx->name);
+    }
+    if (!remat_i_dims_equivalent(c->g, x->dim[x->rank - 1], y->dim[y->rank - 1]) ||
+        x->dtype != y->dtype) {
+        return shape_mismatch(c, x, y, "must share the last dim and the dtype");
+    }
+    return REMAT_OK;
+}
+
+/* broadcast: the input's dims, in order, are some of the output's (MLA's
+   shared RoPE key copied to every head); the dtype stays. */
+static remat_status_t check_broadcast(const opcheck_t *c) {
+    const remat_tensor_t *x = c->x, *y = c->y;
+    size_t j = 0;
+    for (size_t i = 0; i < y->rank && j < x->rank; i++) {
+        j += remat_i_dims_equivalent(c->g, x->dim[j], y->dim[i]);
+    }
+    if (j != x->rank || x->dtype != y->dtype) {
+        return shape_mismatch(c, x, y, "do not broadcast (the input's dims must be some of "
+                                       "the output's, in order, of one dtype)");
+    }
+    return REMAT_OK;
+}
+
 remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
                                 const remat_op_t *op, const char *source, const char *path,
                                 remat_error_t *err) {
@@ -442,7 +499,14 @@ remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
         case REMAT_OP_SOFTMAX:
         case REMAT_OP_ROPE:
         case REMAT_OP_CAST:
+        case REMAT_OP_SIGMOID:
             return check_elementwise(c);
+        case REMAT_OP_TOP_K:
+            return check_top_k(c);
+        case REMAT_OP_GATHER:
+            return check_gather(c);
+        case REMAT_OP_BROADCAST:
+            return check_broadcast(c);
         case REMAT_OP_RMSNORM:
         case REMAT_OP_LAYERNORM:
             return check_norm(c);
@@ -500,7 +564,17 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
             save(op, op->in[0]);
             break;
         case REMAT_OP_SOFTMAX:
+        case REMAT_OP_SIGMOID:
             save(op, op->out[0]);
+            break;
+        case REMAT_OP_TOP_K:
+            /* the gradient scatters back to the picked positions */
+            save(op, op->out[1]);
+            break;
+        case REMAT_OP_GATHER:
+            /* the backward scatters by the indices (MaxText's custom sort
+               VJP keeps only them) */
+            save(op, op->in[1]);
             break;
         case REMAT_OP_RMSNORM:
         case REMAT_OP_LAYERNORM:
@@ -560,7 +634,10 @@ static bool einsum_flops(const remat_op_t *op, const uint64_t (*tdim)[REMAT_MAX_
     bool ok = true;
     *f = 2;
     for (size_t k = 0; k < nseen; k++) {
-        ok = ok && remat_i_mul(*f, size[k], f);
+        /* a ragged index (a grouped matmul's experts) does not multiply */
+        if (!strchr(op->ragged, seen[k])) {
+            ok = ok && remat_i_mul(*f, size[k], f);
+        }
     }
     return ok && remat_i_mul(*f, ngrad, w);
 }
@@ -578,11 +655,13 @@ static bool attention_flops(const remat_block_t *b, const remat_op_t *op,
     const size_t q = op->in[0];
     const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
     const remat_tensor_t *k = &b->tensors[op->in[1]];
-    uint64_t c = 2;
-    bool ok = remat_i_mul(c, tdim[q][0], &c) && remat_i_mul(c, tdim[q][H], &c) &&
+    /* QK^T contracts q's head dim, PV v's (MLA's differ); dQ and dK are
+       over q's, dV and dP over v's */
+    uint64_t c = 2, d = 0;
+    bool ok = remat_i_add(tdim[q][3], tdim[op->in[2]][3], &d) &&
+              remat_i_mul(c, tdim[q][0], &c) && remat_i_mul(c, tdim[q][H], &c) &&
               remat_i_mul(c, tdim[q][S], &c) && remat_i_mul(c, dimsize[k->dim[S]], &c) &&
-              remat_i_mul(c, tdim[q][3], &c) && remat_i_mul(c, 2, f) &&
-              remat_i_mul(c, ngrad ? 4 : 0, w);
+              remat_i_mul(c, d, f) && remat_i_mul(*f, ngrad ? 2 : 0, w);
     if (op->causal) {
         *f /= 2;
         *w /= 2;
@@ -636,6 +715,24 @@ static bool per_element_flops(const remat_block_t *b, const remat_op_t *op, cons
             *w = ngrad ? n : 0;
             break;
         case REMAT_OP_EMBEDDING:
+            *f = 0;
+            *w = b->tensors[op->in[0]].needs_grad ? n : 0;
+            break;
+        case REMAT_OP_SIGMOID:
+            ok = remat_i_mul(n, 4, f) && remat_i_mul(n, ngrad ? 3 : 0, w);
+            break;
+        case REMAT_OP_TOP_K:
+            /* a compare per score; the gradient is a scatter of k per row */
+            *f = N(op->in[0]);
+            *w = ngrad ? n : 0;
+            break;
+        case REMAT_OP_BROADCAST:
+            /* a copy; the gradient sums the copies */
+            *f = 0;
+            *w = ngrad ? n : 0;
+            break;
+        case REMAT_OP_GATHER:
+            /* data movement; the gradient's scatter-add adds once per row */
             *f = 0;
             *w = b->tensors[op->in[0]].needs_grad ? n : 0;
             break;

@@ -72,7 +72,16 @@ typedef struct remat_config {
     bool logits_via_embedding;        /* MaxText's tied output head */
     bool use_qk_norm, use_post_attn_norm, use_post_ffw_norm; /* MaxText's; true is refused */
     bool logits_via_embedding_set;
-    int64_t num_experts;              /* MaxText's; above 1 is an MoE block */
+    int64_t num_experts;              /* MaxText's; above 1 needs an MoE graph */
+    /* MoE, MLA and attention windows: graphs bind dims and stack rules to
+       them (docs/config.md, "Mixture of experts, MLA, windows"). */
+    uint64_t num_experts_per_tok, base_moe_mlp_dim, shared_experts;
+    uint64_t first_num_dense_layers, interleave_moe_layer_step;
+    uint64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+    uint64_t sliding_window_size, chunk_attn_window_size, mtp_num_layers;
+    bool sparse_matmul;               /* MaxText's default: Megablox grouped matmul */
+    double capacity_factor;           /* the dense path's token dropping; <= 0: none */
+    double ragged_buffer_factor;      /* expert-parallel receive buffer; <= 0: worst case */
     int64_t num_slices;               /* slices of the topology; -1 (MaxText's default): one */
     bool num_devices_assumed;         /* nothing gave the device count: one device */
     bool gpu_assumed;                 /* hardware=gpu picked h100 */

@@ -53,6 +53,10 @@ typedef enum remat_opkind {
     REMAT_OP_CONCAT,
     REMAT_OP_EMBEDDING,
     REMAT_OP_CROSS_ENTROPY,
+    REMAT_OP_SIGMOID,
+    REMAT_OP_TOP_K,
+    REMAT_OP_GATHER,
+    REMAT_OP_BROADCAST,
     REMAT_OP_COUNT
 } remat_opkind_t;
 
@@ -96,6 +100,12 @@ typedef struct remat_op {
     bool causal;          /* softmax/flash: causal mask (FLOPs are not halved) */
     bool bhsd;            /* flash: operands are [batch,heads,seq,head_dim] (else bshd) */
     double value;         /* scale: the constant; dropout: the rate */
+    /* einsum: indices whose per-device sizes divide its FLOPs (a grouped
+       matmul: each row meets one expert of the group, not all of them) */
+    char ragged[REMAT_MAX_RANK + 1];
+    /* gather: the mesh axis its rows cross (MoE's all-to-all over "expert"),
+       "" when local */
+    char over[24];
     size_t nsaves;        /* what its backward reads (rule or "saves") */
     size_t saves[2 * REMAT_MAX_IO];
     bool saves_override;

@@ -77,6 +77,7 @@ typedef struct remat_layer_row {
     double recompute_seconds;        /* re-run ops' forward rooflines */
     double allgather_seconds;        /* FSDP weight gather over ICI (each pass) */
     double reduce_scatter_seconds;   /* FSDP gradient reduce-scatter over ICI */
+    double all_to_all_seconds;       /* MoE token all-to-alls over ICI (each pass; not hidden) */
     double d2h_seconds, h2d_seconds; /* host link */
     double param_fetch_seconds;      /* host-resident params to HBM, each pass */
     double forward_seconds;  /* max(compute, all-gather, D2H): they overlap */

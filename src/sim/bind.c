@@ -17,6 +17,7 @@
  *    FLOPs (static memory, a layer's profile, the step's live bytes, the
  *    tables) is a part of these, so none can overflow.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -426,6 +427,25 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
 /* Every dim's size on one device's micro-batch: from the config (divided
    by its `div` key, and the batch by the pipeline's micro-batches) or the
    graph's own value. */
+/* MaxText's expert-parallel receive buffer (moe.py, get_ragged_buffer_size)
+   holds the local routed tokens times min(EP, experts / top-k): the worst
+   case, every shard's tokens routed here; or times ragged_buffer_factor
+   when that is set (rounded up to a whole factor). Without expert
+   parallelism there is no all-to-all: 1. */
+static uint64_t moe_buffer_factor(const remat_analyzer_t *an) {
+    const remat_config_t *c = an->cfg;
+    const uint64_t ep = an->mesh.shards[REMAT_AXIS_EXPERT];
+    if (ep <= 1) {
+        return 1;
+    }
+    if (c->ragged_buffer_factor > 0) {
+        double f = ceil(c->ragged_buffer_factor);
+        return f < (double)REMAT_MAX_AXIS_SIZE ? (uint64_t)f : REMAT_MAX_AXIS_SIZE;
+    }
+    uint64_t per = (uint64_t)c->num_experts / c->num_experts_per_tok; /* checked >= 1 */
+    return ep < per ? ep : (per ? per : 1);
+}
+
 static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
     const remat_graph_t *g = an->g;
     remat_status_t st;
@@ -437,6 +457,13 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
         }
         if ((st = remat_config_size(an->cfg, dim->from, &an->dim_size[d], err))) {
             return st;
+        }
+        if (strcmp(dim->from, "moe_buffer_factor") == 0) {
+            an->dim_size[d] = moe_buffer_factor(an);
+        }
+        if (an->dim_size[d] == 0) {
+            return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                                   "dim '%s' binds to %s, which is 0", dim->name, dim->from);
         }
         uint64_t div = 1;
         if (dim->div && (st = remat_config_size(an->cfg, dim->div, &div, err))) {

@@ -130,6 +130,8 @@ typedef struct meter {
 typedef struct collectives {
     uint64_t sharded;     /* per layer: bytes gathered over the gathered axes (ICI) */
     uint64_t grad_buffer; /* per layer: gradient bytes reduce-scattered */
+    uint64_t all_to_all;  /* per layer: bytes its all-to-alls (gathers over the expert
+                             axis) move each way, forward and again backward */
 } collectives_t;
 
 /* ---- static.c: params by the part of the step that uses them ------------ */

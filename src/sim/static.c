@@ -64,6 +64,12 @@ static uint64_t layer_params(remat_analyzer_t *an, size_t k) {
     uint64_t global_layer = 0;
     an->col[k] = (collectives_t){0};
     an->kpart[k] = (static_part_t){0};
+    for (size_t j = 0; j < b->nops; j++) {
+        if (b->ops[j].kind == REMAT_OP_GATHER && b->ops[j].over[0]) {
+            /* below the envelope: a part of the block's bytes */
+            an->col[k].all_to_all += lb->tbytes[b->ops[j].out[0]];
+        }
+    }
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         if (!t->param) {

@@ -140,7 +140,13 @@ static void layer_row(const remat_analyzer_t *an, const tpl_t *t, double fsdp_fr
     const collectives_t *col = &an->col[t->kind];
     row->allgather_seconds = (double)col->sharded * fsdp_frac / an->hw->ici_bw;
     row->reduce_scatter_seconds = (double)col->grad_buffer * fsdp_frac / an->hw->ici_bw;
-    double f = t->fwd_s, b2 = t->bwd_s + t->rec_s;
+    /* Each token's rows go to the expert shards and come back, with
+       (n-1)/n of them leaving the chip; the next op waits for them: on the
+       critical path, forward and backward. */
+    const double ep = (double)an->mesh.shards[REMAT_AXIS_EXPERT];
+    row->all_to_all_seconds = (double)col->all_to_all * (ep - 1) / ep / an->hw->ici_bw;
+    double f = t->fwd_s + row->all_to_all_seconds;
+    double b2 = t->bwd_s + t->rec_s + row->all_to_all_seconds;
     double fc = row->allgather_seconds, bcol = row->allgather_seconds + row->reduce_scatter_seconds;
     double d2h = row->d2h_seconds, h2d = row->h2d_seconds + row->param_fetch_seconds;
     row->forward_seconds = max2(max2(max2(f, fc), d2h), row->param_fetch_seconds);

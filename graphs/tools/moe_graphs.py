@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Writes the MoE graphs (graphs/mixtral.flash.json, graphs/deepseek.flash.json)
+from llama.flash.json's attention and the block pieces below. The JSON files
+are the source the build embeds; this script is how they were made, so that a
+change to a shared piece (the routed experts, MLA) is made once. Run it from
+anywhere with python3; it needs nothing else. The shapes follow MaxText
+e591f30 (layers/moe.py, layers/attention_mla.py); docs/graph-format.md
+describes the ops.
+"""
+import copy
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+base = json.load(open(os.path.join(HERE, '..', 'llama.flash.json')))
+A = 'act'
+def T(shape, dtype=A, ck=None, param=False, axes=None):
+    t = {"shape": shape, "dtype": dtype}
+    if param: t["param"] = True
+    if ck: t["checkpoint"] = ck if isinstance(ck, str) or len(ck) > 1 else ck[0]
+    if axes is not None: t["axes"] = axes
+    return t
+def O(name, op, i, o, **kw):
+    d = {"name": name, "op": op}
+    if 'spec' in kw: d['spec'] = kw.pop('spec')
+    d["in"] = i; d["out"] = o; d.update(kw); return d
+
+MOE_DIMS = {
+  "experts": {"from": "num_experts"},
+  "topk": {"from": "num_experts_per_tok"},
+  "ep_buffer": {"from": "moe_buffer_factor"},
+  "moe_mlp": {"from": "base_moe_mlp_dim", "axis": "activation_mlp_moe", "weight_axis": "mlp_moe"},
+}
+TOK5 = lambda last: ["batch", "seq", "topk", "ep_buffer", last]
+AX5 = lambda last: ["activation_batch_moe", "activation_length_moe", None, None, last]
+
+def moe_part(t, ops, inp, gate_axes, router):
+    """The routed experts on normed input `inp` [b,s,e]; returns the output tensor name."""
+    t["w_gate"] = T(["embed", "experts"], "weight", param=True, axes=gate_axes)
+    t["router_logits"] = T(["batch", "seq", "experts"])
+    ops.append(O("gate", "einsum", [inp, "w_gate"], ["router_logits"], spec="bse,ex->bsx"))
+    src = "router_logits"
+    if router == "sigmoid":
+        t["router_scores"] = T(["batch", "seq", "experts"])
+        ops.append(O("router_sigmoid", "sigmoid", ["router_logits"], ["router_scores"]))
+        src = "router_scores"
+    t["topk_raw"] = T(["batch", "seq", "topk"])
+    t["topk_idx"] = T(["batch", "seq", "topk"], "int32")
+    ops.append(O("top_k", "top_k", [src], ["topk_raw", "topk_idx"]))
+    t["topk_w"] = T(["batch", "seq", "topk"])
+    if router == "sigmoid":
+        ops.append(O("router_scale", "scale", ["topk_raw"], ["topk_w"], value=1.0))
+    else:
+        ops.append(O("router_softmax", "softmax", ["topk_raw"], ["topk_w"]))
+    t["tokens"] = T(TOK5("embed"), axes=AX5(None))
+    ops.append(O("permute", "gather", [inp, "topk_idx"], ["tokens"], over="expert"))
+    t["moe_wi_0"] = T(["experts", "embed", "moe_mlp"], "weight", param=True,
+                      axes=["exp", "embed_moe", "mlp_moe"])
+    t["moe_wi_1"] = T(["experts", "embed", "moe_mlp"], "weight", param=True,
+                      axes=["exp", "embed_moe", "mlp_moe"])
+    t["moe_wo"] = T(["experts", "moe_mlp", "embed"], "weight", param=True,
+                    axes=["exp", "mlp_moe", "embed_moe"])
+    t["moe_gate"] = T(TOK5("moe_mlp"), ck=["mlpwi_0", "moe_mlpwi_0"], axes=AX5("activation_mlp_moe"))
+    t["moe_up"] = T(TOK5("moe_mlp"), ck=["moe_mlpwi_1"], axes=AX5("activation_mlp_moe"))
+    t["moe_gate_act"] = T(TOK5("moe_mlp"), axes=AX5("activation_mlp_moe"))
+    t["moe_mix"] = T(TOK5("moe_mlp"), axes=AX5("activation_mlp_moe"))
+    t["moe_out"] = T(TOK5("embed"), ck=["mlpwo", "moe_mlpwo"], axes=AX5(None))
+    ops.append(O("moe_wi_0", "einsum", ["tokens", "moe_wi_0"], ["moe_gate"], spec="bskfe,xem->bskfm", ragged="xf"))
+    ops.append(O("moe_wi_1", "einsum", ["tokens", "moe_wi_1"], ["moe_up"], spec="bskfe,xem->bskfm", ragged="xf"))
+    ops.append(O("moe_silu", "silu", ["moe_gate"], ["moe_gate_act"]))
+    ops.append(O("moe_gated", "mul", ["moe_gate_act", "moe_up"], ["moe_mix"]))
+    ops.append(O("moe_wo", "einsum", ["moe_mix", "moe_wo"], ["moe_out"], spec="bskfm,xme->bskfe", ragged="xf"))
+    t["moe_back"] = T(["batch", "seq", "topk", "embed"])
+    ops.append(O("unpermute", "gather", ["moe_out", "topk_idx"], ["moe_back"], over="expert"))
+    t["moe_back_f32"] = T(["batch", "seq", "topk", "embed"], "fp32")
+    t["topk_w_f32"] = T(["batch", "seq", "topk"], "fp32")
+    t["moe_sum_f32"] = T(["batch", "seq", "embed"], "fp32")
+    t["moe_y"] = T(["batch", "seq", "embed"])
+    ops.append(O("combine_cast", "cast", ["moe_back"], ["moe_back_f32"]))
+    ops.append(O("weights_cast", "cast", ["topk_w"], ["topk_w_f32"]))
+    ops.append(O("combine", "einsum", ["moe_back_f32", "topk_w_f32"], ["moe_sum_f32"], spec="bske,bsk->bse"))
+    ops.append(O("combine_out", "cast", ["moe_sum_f32"], ["moe_y"]))
+    return "moe_y"
+
+def llama_attention(L):
+    """llama's layer up to h1 and the pre-MLP norm (hn)."""
+    t, ops = {}, []
+    keep = True
+    for n, v in L["tensors"].items():
+        t[n] = copy.deepcopy(v)
+        if n == "ln2_rstd": break
+    for o in L["ops"]:
+        ops.append(copy.deepcopy(o))
+        if o["name"] == "pre_mlp_norm": break
+    return t, ops
+
+def mixtral():
+    g = copy.deepcopy(base)
+    g["name"] = "mixtral"
+    g["description"] = ("Mixtral decoder layer as MaxText runs it (decoder_block mixtral): llama's attention "
+        "(RMSNorm, GQA, RoPE, the flash kernel) and a routed MoE block on MaxText's default sparse path: "
+        "router logits, top-k and a softmax over the chosen, tokens permuted to [batch,seq,top-k,buffer,embed] "
+        "(the expert-parallel all-to-all's receive buffer), Megablox grouped matmuls over the experts, "
+        "unpermuted, cast to fp32 and summed by the routing weights; head as llama's")
+    g["dims"].update(copy.deepcopy(MOE_DIMS))
+    t, ops = llama_attention(base["layer"])
+    y = moe_part(t, ops, "hn", ["embed", None], "softmax")
+    t["y"] = T(["batch", "seq", "embed"])
+    ops.append(O("mlp_residual", "add", ["h1", y], ["y"]))
+    g["layer"] = {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
+    return g
+
+def mla_attention():
+    t, ops = {}, []
+    t["x"] = T(["batch", "seq", "embed"], ck="decoder_layer_input")
+    t["ln1_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["xn"] = T(["batch", "seq", "embed"]); t["ln1_rstd"] = T(["batch", "seq"], "fp32")
+    ops.append(O("pre_attention_norm", "rmsnorm", ["x", "ln1_scale"], ["xn", "ln1_rstd"]))
+    # query: low rank, norm, up projection (q_lora_rank > 0)
+    t["wq_a"] = T(["embed", "q_lora"], "weight", param=True, axes=["embed", "q_lora_up_proj"])
+    t["q_a"] = T(["batch", "seq", "q_lora"], ck="query_wa_proj")
+    t["q_norm_scale"] = T(["q_lora"], "weight", param=True, axes=["norm"])
+    t["q_an"] = T(["batch", "seq", "q_lora"], ck="mla_q"); t["q_rstd"] = T(["batch", "seq"], "fp32")
+    t["wq_b"] = T(["q_lora", "heads", "qk_head"], "weight", param=True, axes=["q_lora", "q_heads", "kv"])
+    t["q_raw"] = T(["batch", "seq", "heads", "qk_head"])
+    t["q"] = T(["batch", "seq", "heads", "qk_head"], ck="query_proj")
+    ops += [O("wq_a", "einsum", ["xn", "wq_a"], ["q_a"], spec="bse,er->bsr"),
+            O("q_norm", "rmsnorm", ["q_a", "q_norm_scale"], ["q_an", "q_rstd"]),
+            O("wq_b", "einsum", ["q_an", "wq_b"], ["q_raw"], spec="bsr,rhd->bshd"),
+            O("q_rope", "rope", ["q_raw"], ["q"])]
+    # key/value: one low-rank projection with the shared RoPE key
+    t["wkv_a"] = T(["embed", "kv_a"], "weight", param=True, axes=["embed", "kv_lora_up_proj"])
+    t["kv_a_out"] = T(["batch", "seq", "kv_a"], ck="kv_wa_proj")
+    t["kv_main"] = T(["batch", "seq", "kv_lora"]); t["k_pe_raw"] = T(["batch", "seq", "qk_rope"])
+    t["kv_norm_scale"] = T(["kv_lora"], "weight", param=True, axes=["norm"])
+    t["kv_n"] = T(["batch", "seq", "kv_lora"], ck="mla_kv"); t["kv_rstd"] = T(["batch", "seq"], "fp32")
+    t["wk_b"] = T(["kv_lora", "heads", "qk_nope"], "weight", param=True, axes=["kv_lora", "kv_heads", "kv_head_dim"])
+    t["wv_b"] = T(["kv_lora", "heads", "v_head"], "weight", param=True, axes=["kv_lora", "kv_heads", "kv_head_dim"])
+    t["k_nope"] = T(["batch", "seq", "heads", "qk_nope"])
+    t["v"] = T(["batch", "seq", "heads", "v_head"], ck="value_proj")
+    t["k_pe"] = T(["batch", "seq", "qk_rope"])
+    t["k_pe_heads"] = T(["batch", "seq", "heads", "qk_rope"])
+    t["k"] = T(["batch", "seq", "heads", "qk_head"], ck="key_proj")
+    ops += [O("wkv_a", "einsum", ["xn", "wkv_a"], ["kv_a_out"], spec="bse,ec->bsc"),
+            O("kv_split", "split", ["kv_a_out"], ["kv_main", "k_pe_raw"]),
+            O("kv_norm", "rmsnorm", ["kv_main", "kv_norm_scale"], ["kv_n", "kv_rstd"]),
+            O("wk_b", "einsum", ["kv_n", "wk_b"], ["k_nope"], spec="bsc,chd->bshd"),
+            O("wv_b", "einsum", ["kv_n", "wv_b"], ["v"], spec="bsc,chd->bshd"),
+            O("k_rope", "rope", ["k_pe_raw"], ["k_pe"]),
+            O("k_pe_broadcast", "broadcast", ["k_pe"], ["k_pe_heads"]),
+            O("key_concat", "concat", ["k_nope", "k_pe_heads"], ["k"])]
+    # the flash kernel on [b,h,s,d]; values have their own head dim
+    t["q_t"] = T(["batch", "heads", "seq", "qk_head"]); t["k_t"] = T(["batch", "heads", "seq", "qk_head"])
+    t["v_t"] = T(["batch", "heads", "seq", "v_head"])
+    t["ctx"] = T(["batch", "heads", "seq", "v_head"], ck="context")
+    t["attn_lse"] = T(["batch", "heads", "seq"], "fp32", ck="context")
+    t["attn_out"] = T(["batch", "seq", "heads", "v_head"], ck="attention_out")
+    t["wo"] = T(["heads", "v_head", "embed"], "weight", param=True)
+    t["attn"] = T(["batch", "seq", "embed"], ck="out_proj")
+    t["h1"] = T(["batch", "seq", "embed"])
+    t["ln2_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["hn"] = T(["batch", "seq", "embed"]); t["ln2_rstd"] = T(["batch", "seq"], "fp32")
+    ops += [O("q_transpose", "transpose", ["q"], ["q_t"]), O("k_transpose", "transpose", ["k"], ["k_t"]),
+            O("v_transpose", "transpose", ["v"], ["v_t"]),
+            O("attention", "flash_attention", ["q_t", "k_t", "v_t"], ["ctx", "attn_lse"], causal=True, layout="bhsd"),
+            O("context_transpose", "transpose", ["ctx"], ["attn_out"]),
+            O("out_proj", "einsum", ["attn_out", "wo"], ["attn"], spec="bshd,hde->bse"),
+            O("attention_residual", "add", ["x", "attn"], ["h1"]),
+            O("pre_mlp_norm", "rmsnorm", ["h1", "ln2_scale"], ["hn", "ln2_rstd"])]
+    return t, ops
+
+def dense_mlp(t, ops, inp, dim, prefix):
+    t[prefix + "wi_0"] = T(["embed", dim], "weight", param=True)
+    t[prefix + "wi_1"] = T(["embed", dim], "weight", param=True)
+    t[prefix + "wo"] = T([dim, "embed"], "weight", param=True)
+    t[prefix + "gate"] = T(["batch", "seq", dim], ck="mlpwi_0")
+    t[prefix + "up"] = T(["batch", "seq", dim], ck="mlpwi_1")
+    t[prefix + "gate_act"] = T(["batch", "seq", dim]); t[prefix + "mix"] = T(["batch", "seq", dim])
+    t[prefix + "out"] = T(["batch", "seq", "embed"], ck="mlpwo")
+    ops += [O(prefix + "wi_0", "einsum", [inp, prefix + "wi_0"], [prefix + "gate"], spec="bse,em->bsm"),
+            O(prefix + "wi_1", "einsum", [inp, prefix + "wi_1"], [prefix + "up"], spec="bse,em->bsm"),
+            O(prefix + "silu", "silu", [prefix + "gate"], [prefix + "gate_act"]),
+            O(prefix + "gated", "mul", [prefix + "gate_act", prefix + "up"], [prefix + "mix"]),
+            O(prefix + "wo", "einsum", [prefix + "mix", prefix + "wo"], [prefix + "out"], spec="bsm,me->bse")]
+    return prefix + "out"
+
+def deepseek():
+    g = copy.deepcopy(base)
+    g["name"] = "deepseek"
+    g["description"] = ("DeepSeek-V2/V3 decoder layers as MaxText runs them (decoder_block deepseek): MLA attention "
+        "(low-rank query and key/value projections with their norms, a shared RoPE key, the flash kernel), then "
+        "first_num_dense_layers dense layers (a gated MLP of base_mlp_dim) and MoE layers: sigmoid router scores, "
+        "top-k, tokens permuted to the expert-parallel buffer, Megablox grouped matmuls, the fp32 weighted "
+        "combine, plus shared experts (one gated MLP of shared_experts x base_moe_mlp_dim); head as llama's")
+    d = g["dims"]
+    d.update(copy.deepcopy(MOE_DIMS))
+    d["shared_mlp"] = {"from": "shared_mlp_dim", "axis": "activation_mlp", "weight_axis": "mlp"}
+    d["q_lora"] = {"from": "q_lora_rank"}
+    d["kv_lora"] = {"from": "kv_lora_rank"}
+    d["kv_a"] = {"from": "kv_a_dim"}
+    d["qk_head"] = {"from": "qk_head_dim"}
+    d["qk_nope"] = {"from": "qk_nope_head_dim"}
+    d["qk_rope"] = {"from": "qk_rope_head_dim"}
+    d["v_head"] = {"from": "v_head_dim"}
+    del d["kv_heads"]; del d["head_dim"]
+    # dense
+    t, ops = mla_attention()
+    out = dense_mlp(t, ops, "hn", "mlp", "mlp_")
+    t["y"] = T(["batch", "seq", "embed"]); ops.append(O("mlp_residual", "add", ["h1", out], ["y"]))
+    dense = {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
+    t, ops = mla_attention()
+    routed = moe_part(t, ops, "hn", ["embed_moe", None], "sigmoid")
+    shared = dense_mlp(t, ops, "hn", "shared_mlp", "shared_")
+    t["ffn_out"] = T(["batch", "seq", "embed"])
+    ops.append(O("shared_add", "add", [routed, shared], ["ffn_out"]))
+    t["y"] = T(["batch", "seq", "embed"]); ops.append(O("mlp_residual", "add", ["h1", "ffn_out"], ["y"]))
+    moe = {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
+    del g["layer"]
+    head = g.pop("head")
+    g["blocks"] = {"dense": dense, "moe": moe}
+    g["stack"] = [{"name": "dense", "block": "dense", "first": "first_num_dense_layers"},
+                  {"name": "moe", "block": "moe"}]
+    g["head"] = head
+    return g
+
+def write(name, g):
+    with open(os.path.join(HERE, "..", f"{name}.flash.json"), "w") as f:
+        json.dump(g, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    write("mixtral", mixtral())
+    write("deepseek", deepseek())
