@@ -39,6 +39,7 @@ static const kind_info_t kinds[REMAT_OP_COUNT] = {
     [REMAT_OP_TOP_K] = {"top_k", 1, 1, 2, 2},
     [REMAT_OP_GATHER] = {"gather", 2, 2, 1, 1},
     [REMAT_OP_BROADCAST] = {"broadcast", 1, 1, 1, 1},
+    [REMAT_OP_TANH] = {"tanh", 1, 1, 1, 1},
 };
 
 const char *remat_opkind_name(remat_opkind_t k) {
@@ -500,6 +501,7 @@ remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
         case REMAT_OP_ROPE:
         case REMAT_OP_CAST:
         case REMAT_OP_SIGMOID:
+        case REMAT_OP_TANH:
             return check_elementwise(c);
         case REMAT_OP_TOP_K:
             return check_top_k(c);
@@ -565,6 +567,7 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
             break;
         case REMAT_OP_SOFTMAX:
         case REMAT_OP_SIGMOID:
+        case REMAT_OP_TANH:
             save(op, op->out[0]);
             break;
         case REMAT_OP_TOP_K:
@@ -719,6 +722,7 @@ static bool per_element_flops(const remat_block_t *b, const remat_op_t *op, cons
             *w = b->tensors[op->in[0]].needs_grad ? n : 0;
             break;
         case REMAT_OP_SIGMOID:
+        case REMAT_OP_TANH:
             ok = remat_i_mul(n, 4, f) && remat_i_mul(n, ngrad ? 3 : 0, w);
             break;
         case REMAT_OP_TOP_K:
