@@ -132,6 +132,9 @@ static const key_t_ keys[] = {
     {"sliding_window_size", K_U64, F(sliding_window_size),
      "local attention's window (its layers' attention FLOPs scale by window / sequence)"},
     {"chunk_attn_window_size", K_U64, F(chunk_attn_window_size), "chunked attention's chunk"},
+    {"nope_layer_interval", K_I64, F(nope_layer_interval),
+     "layer i is a global (NoPE) attention layer when (i + 1) is a multiple of it (Llama 4); "
+     "<= 0: none"},
     {"mtp_num_layers", K_U64, F(mtp_num_layers),
      "multi-token prediction layers (DeepSeek-V3); above 0 is refused"},
     {"use_qk_norm", K_BOOL, F(use_qk_norm), "MaxText's query/key norms; true is refused"},
@@ -186,6 +189,7 @@ static const struct {
     {"chunk_attn_window_size", SIZE_FIELD(chunk_attn_window_size)},
     /* derived (remat_config_size): not settable */
     {"num_experts", 0},
+    {"nope_layer_interval", 0},
     {"shared_mlp_dim", 0},
     {"qk_head_dim", 0},
     {"kv_a_dim", 0},
@@ -251,6 +255,7 @@ void remat_config_defaults(remat_config_t *c) {
     strcpy(c->attention_type, "global");
     c->num_experts = 1;
     c->num_experts_per_tok = 1;
+    c->nope_layer_interval = -1;
     c->interleave_moe_layer_step = 1;
     c->kv_lora_rank = 512;
     c->qk_nope_head_dim = 128;
@@ -1060,6 +1065,9 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
        bytes it would take, as for any other oversized dim. */
     if (strcmp(key, "num_experts") == 0) {
         *out = c->num_experts > 0 ? (uint64_t)c->num_experts : 1;
+    } else if (strcmp(key, "nope_layer_interval") == 0) {
+        /* as a stack rule's `every`, 0 takes no layer */
+        *out = c->nope_layer_interval > 0 ? (uint64_t)c->nope_layer_interval : 0;
     } else if (strcmp(key, "shared_mlp_dim") == 0) {
         *out = remat_i_mul(c->shared_experts, c->base_moe_mlp_dim, out) ? *out : UINT64_MAX;
     } else if (strcmp(key, "qk_head_dim") == 0) {

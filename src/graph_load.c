@@ -608,9 +608,21 @@ static remat_status_t load_block(loader_t *L, json_t *obj, remat_block_t *b, boo
     return st;
 }
 
-/* A stack rule's optional config key @p key of entry @p e into *out: an
-   integer config key (the rule binds to its value). */
-static remat_status_t load_rule_key(loader_t *L, json_t *e, const char *key, char **out) {
+/* A stack rule's optional value @p key of entry @p e: an integer config
+   key (the rule binds to its value) into *out, or, where @p n is given, a
+   positive integer constant into *n. */
+static remat_status_t load_rule_key(loader_t *L, json_t *e, const char *key, char **out,
+                                    uint64_t *n) {
+    json_t *jv = json_object_get(e, key);
+    if (n && json_is_integer(jv)) {
+        if (json_integer_value(jv) <= 0) {
+            remat_i_jpath_key(&L->path, key);
+            return fail(L, REMAT_E_SCHEMA, "'%s' must be a positive integer or a config key",
+                        key);
+        }
+        *n = (uint64_t)json_integer_value(jv);
+        return REMAT_OK;
+    }
     const char *v;
     remat_status_t st = get_string(L, e, key, false, &v);
     if (st || !v) {
@@ -646,9 +658,9 @@ static remat_status_t load_kind(loader_t *L, json_t *blocks, json_t *e, remat_ki
         return fail(L, REMAT_E_SCHEMA, "no block '%s' in 'blocks'", block);
     }
     if ((st = dup(L, name, &k->name)) || (st = dup(L, block, &k->block_name)) ||
-        (st = load_rule_key(L, e, "first", &k->first)) ||
-        (st = load_rule_key(L, e, "every", &k->every)) ||
-        (st = load_rule_key(L, e, "window", &k->window))) {
+        (st = load_rule_key(L, e, "first", &k->first, &k->first_n)) ||
+        (st = load_rule_key(L, e, "every", &k->every, &k->every_n)) ||
+        (st = load_rule_key(L, e, "window", &k->window, NULL))) {
         return st;
     }
     remat_jpath_t at = L->path;
@@ -690,7 +702,7 @@ static remat_status_t load_stack(loader_t *L, json_t *blocks, json_t *stack) {
                 return fail(L, REMAT_E_SCHEMA, "duplicate kind name '%s'", k->name);
             }
         }
-        if (i + 1 == g->nkinds && (k->first || k->every)) {
+        if (i + 1 == g->nkinds && (k->first || k->every || k->first_n || k->every_n)) {
             return fail(L, REMAT_E_SCHEMA,
                         "the last kind takes every layer left: it has no 'first' or 'every'");
         }

@@ -261,6 +261,8 @@ static void copy_kinds(remat_graph_t *d, const remat_graph_t *s, bool *ok, remat
         b->first = dup_str(a->first, ok, err);
         b->every = dup_str(a->every, ok, err);
         b->window = dup_str(a->window, ok, err);
+        b->first_n = a->first_n;
+        b->every_n = a->every_n;
         copy_block(&b->block, &a->block, ok, err);
     }
 }

@@ -79,6 +79,7 @@ typedef struct remat_config {
     uint64_t first_num_dense_layers, interleave_moe_layer_step;
     uint64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
     uint64_t sliding_window_size, chunk_attn_window_size, mtp_num_layers;
+    int64_t nope_layer_interval;      /* Llama 4's global (NoPE) layers; <= 0: none */
     bool sparse_matmul;               /* MaxText's default: Megablox grouped matmul */
     double capacity_factor;           /* the dense path's token dropping; <= 0: none */
     double ragged_buffer_factor;      /* expert-parallel receive buffer; <= 0: worst case */

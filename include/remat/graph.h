@@ -137,6 +137,8 @@ typedef struct remat_kind {
     remat_block_t block;
     char *first;          /* integer config key, or NULL */
     char *every;          /* integer config key, or NULL */
+    uint64_t first_n, every_n; /* the rule as a constant when its key is NULL (0: none);
+                                  MaxText fixes some patterns in code (Gemma 3's 6) */
     char *window;         /* integer config key: its attention ops see at most this
                              many positions (sliding-window, chunked); NULL: all */
 } remat_kind_t;

@@ -572,8 +572,8 @@ static remat_status_t bind_kinds(remat_analyzer_t *an, remat_error_t *err) {
     for (size_t k = 0; k < g->nkinds; k++) {
         const remat_kind_t *kd = &g->kinds[k];
         remat_status_t st = REMAT_OK;
-        first[k] = UINT64_MAX;
-        every[k] = 1;
+        first[k] = kd->first_n ? kd->first_n : UINT64_MAX;
+        every[k] = kd->every_n ? kd->every_n : 1;
         an->kwindow[k] = 0;
         if ((kd->first && (st = remat_config_size(an->cfg, kd->first, &first[k], err))) ||
             (kd->every && (st = remat_config_size(an->cfg, kd->every, &every[k], err))) ||
