@@ -27,7 +27,9 @@
 #include "remat/topology.h"
 #include "util.h"
 
-typedef enum ktype { K_STR, K_U64, K_I64, K_F64, K_DTYPE, K_BOOL, K_BYTES, K_PLACE } ktype_t;
+/* K_COUNT: an integer that may be 0 (MaxText's "none": no shared experts,
+   no dense layers first, no query low rank, no window), at most 10^9. */
+typedef enum ktype { K_STR, K_U64, K_COUNT, K_I64, K_F64, K_DTYPE, K_BOOL, K_BYTES, K_PLACE } ktype_t;
 
 typedef struct key {
     const char *name;
@@ -113,9 +115,9 @@ static const key_t_ keys[] = {
     {"num_experts", K_I64, F(num_experts), "experts per MoE layer (an MoE graph above 1)"},
     {"num_experts_per_tok", K_U64, F(num_experts_per_tok), "experts each token is routed to (top-k)"},
     {"base_moe_mlp_dim", K_U64, F(base_moe_mlp_dim), "MLP width of one expert"},
-    {"shared_experts", K_U64, F(shared_experts),
+    {"shared_experts", K_COUNT, F(shared_experts),
      "shared experts: one dense MLP of shared_experts x base_moe_mlp_dim beside the routed ones"},
-    {"first_num_dense_layers", K_U64, F(first_num_dense_layers),
+    {"first_num_dense_layers", K_COUNT, F(first_num_dense_layers),
      "the first layers that are dense, before the MoE layers (DeepSeek)"},
     {"interleave_moe_layer_step", K_U64, F(interleave_moe_layer_step),
      "layer i is MoE when (i + 1) is a multiple of it (Llama 4)"},
@@ -124,18 +126,18 @@ static const key_t_ keys[] = {
     {"capacity_factor", K_F64, F(capacity_factor), "the dense MoE path's expert capacity"},
     {"ragged_buffer_factor", K_F64, F(ragged_buffer_factor),
      "expert-parallel receive buffer as a multiple of local routed tokens; <= 0: worst case"},
-    {"q_lora_rank", K_U64, F(q_lora_rank), "MLA: query low-rank width (0: a direct query weight)"},
+    {"q_lora_rank", K_COUNT, F(q_lora_rank), "MLA: query low-rank width (0: a direct query weight)"},
     {"kv_lora_rank", K_U64, F(kv_lora_rank), "MLA: key/value low-rank width"},
     {"qk_nope_head_dim", K_U64, F(qk_nope_head_dim), "MLA: query/key head dims without RoPE"},
     {"qk_rope_head_dim", K_U64, F(qk_rope_head_dim), "MLA: query/key head dims with RoPE"},
     {"v_head_dim", K_U64, F(v_head_dim), "MLA: value head dims"},
-    {"sliding_window_size", K_U64, F(sliding_window_size),
+    {"sliding_window_size", K_COUNT, F(sliding_window_size),
      "local attention's window (its layers' attention FLOPs scale by window / sequence)"},
-    {"chunk_attn_window_size", K_U64, F(chunk_attn_window_size), "chunked attention's chunk"},
+    {"chunk_attn_window_size", K_COUNT, F(chunk_attn_window_size), "chunked attention's chunk"},
     {"nope_layer_interval", K_I64, F(nope_layer_interval),
      "layer i is a global (NoPE) attention layer when (i + 1) is a multiple of it (Llama 4); "
      "<= 0: none"},
-    {"mtp_num_layers", K_U64, F(mtp_num_layers),
+    {"mtp_num_layers", K_COUNT, F(mtp_num_layers),
      "multi-token prediction layers (DeepSeek-V3); above 0 is refused"},
     {"use_qk_norm", K_BOOL, F(use_qk_norm), "MaxText's query/key norms; true is refused"},
     {"use_post_attn_norm", K_BOOL, F(use_post_attn_norm),
@@ -411,6 +413,15 @@ static remat_status_t set_integer(remat_config_t *c, const key_t_ *k, const sett
         *(uint64_t *)field = v;
         return REMAT_OK;
     }
+    if (k->type == K_COUNT) {
+        if (!parse_u64(s->value, &v) || v > REMAT_MAX_AXIS_SIZE) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "'%s' must be an integer from 0 to 1000000000, not '%s'",
+                                   s->key, s->value);
+        }
+        *(uint64_t *)field = v;
+        return REMAT_OK;
+    }
     if (k->type == K_I64) {
         bool neg = s->value[0] == '-';
         if (!parse_u64(neg ? s->value + 1 : s->value, &v) || v == 0 || (neg && v != 1) ||
@@ -542,6 +553,7 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
         case K_STR:
             return set_str(c, k, &s, err);
         case K_U64:
+        case K_COUNT:
         case K_I64:
         case K_BYTES:
             return set_integer(c, k, &s, err);
@@ -1120,7 +1132,8 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
         }
     }
     for (size_t i = 0; i < NKEYS; i++) {
-        if (strcmp(keys[i].name, key) == 0 && keys[i].type == K_U64) {
+        const bool integer = keys[i].type == K_U64 || keys[i].type == K_COUNT;
+        if (integer && strcmp(keys[i].name, key) == 0) {
             *out = *(const uint64_t *)(const void *)((const char *)c + keys[i].offset);
             return REMAT_OK;
         }

@@ -236,6 +236,7 @@ static json_t *static_json(const remat_result_t *r) {
     json_t *st = json_object();
     json_object_set_new(st, "param_count", jint(r->param_count));
     json_object_set_new(st, "param_count_device", jint(r->param_count_device));
+    json_object_set_new(st, "active_param_count", jint(r->active_param_count));
     json_object_set_new(st, "host_bytes", jint(r->host_static_bytes));
     json_object_set_new(st, "param_bytes", jint(r->param_bytes));
     json_object_set_new(st, "optimizer_bytes", jint(r->optimizer_bytes));
@@ -564,6 +565,12 @@ static void costs_text(FILE *out, const remat_result_t *r) {
                  "params %.2f GiB, optimizer %.2f GiB, grads %.2f GiB\n",
             r->param_count, r->param_count_device, (double)r->param_bytes / GIB,
             (double)r->optimizer_bytes / GIB, (double)r->grad_bytes / GIB);
+    if (r->active_param_count != r->param_count) {
+        fprintf(out, "active       %" PRIu64 " params run per token (top-%" PRIu64
+                     " of %lld experts)\n",
+                r->active_param_count, r->config->num_experts_per_tok,
+                (long long)r->config->num_experts);
+    }
     if (r->host_static_bytes) {
         fprintf(out, "host static  %.2f GiB of params/optimizer state in host RAM per device\n",
                 (double)r->host_static_bytes / GIB);

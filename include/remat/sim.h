@@ -132,6 +132,9 @@ typedef struct remat_result {
     remat_moment_t peak_at;
     /* static memory, per device of the worst stage */
     uint64_t param_count;        /* the whole model */
+    uint64_t active_param_count; /* of those, what one token runs through: a routed expert
+                                    weight (a dim on the `exp` axis) counts
+                                    num_experts_per_tok / num_experts of itself */
     uint64_t param_count_device; /* held by one device of the worst stage */
     uint64_t param_bytes, optimizer_bytes, grad_bytes, accum_bytes, reserve_bytes;
     uint64_t host_static_bytes;  /* params/optimizer moved to host, per device */

@@ -123,6 +123,7 @@ static void result_begin(const remat_analyzer_t *an, const remat_policy_t *polic
     memcpy(r->dim_size, an->dim_size, sizeof r->dim_size);
     r->microbatches = an->microbatches;
     r->param_count = an->param_count;
+    r->active_param_count = an->active_param_count;
 }
 
 /* The rooms in pipeline order, into @p r begun by result_begin. */

@@ -590,20 +590,23 @@ static remat_status_t bind_kinds(remat_analyzer_t *an, remat_error_t *err) {
     return REMAT_OK;
 }
 
-/* A kind with an attention window: its flash attention ops visit at most
-   window of the sequence's positions per query, so their FLOPs (and time)
-   scale by window / max_target_length (docs/memory-model.md). Memory does
-   not change: the kernel's blocks are the same size. */
+/* A kind with an attention window w over a sequence of s: its flash
+   attention ops visit only the keys within the window. A causal op's count
+   (s^2 / 2 pairs, attention_flops) becomes s w - w^2 / 2, a full one's s^2
+   becomes s w; the kernel's blocks, so its memory, do not change
+   (docs/memory-model.md). The counts stay below 2^62 (the envelope), so
+   the scaled ones, smaller, do too. */
 static void apply_window(const remat_block_t *b, uint64_t window, uint64_t seq, bound_t *bd) {
     if (window == 0 || window >= seq) {
         return;
     }
+    const double w = (double)window, s = (double)seq;
     for (size_t j = 0; j < b->nops; j++) {
-        if (b->ops[j].kind == REMAT_OP_FLASH_ATTENTION) {
-            /* window < seq, and the product is below 2^62 x 2^32: scale
-               through a division first so it cannot overflow */
-            bd->fwd[j] = bd->fwd[j] / seq * window + bd->fwd[j] % seq * window / seq;
-            bd->bwd[j] = bd->bwd[j] / seq * window + bd->bwd[j] % seq * window / seq;
+        const remat_op_t *op = &b->ops[j];
+        if (op->kind == REMAT_OP_FLASH_ATTENTION) {
+            const double f = op->causal ? (2 * s * w - w * w) / (s * s) : w / s;
+            bd->fwd[j] = (uint64_t)((double)bd->fwd[j] * f);
+            bd->bwd[j] = (uint64_t)((double)bd->bwd[j] * f);
         }
     }
 }

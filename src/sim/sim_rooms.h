@@ -174,6 +174,7 @@ struct remat_analyzer {
     bound_t hb;              /* the head, bound */
     static_part_t pre, post;
     uint64_t param_count;    /* the whole model */
+    uint64_t active_param_count; /* what one token runs through (remat_result_t's) */
     double reserve_fraction; /* of the transient bytes (config, else the hardware's) */
     /* num_vocab_tiling > 1: the loss's params gathered whole in their dtype,
        and the accumulator of their gradients (zeros_like of them). */

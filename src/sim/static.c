@@ -54,10 +54,33 @@ static uint64_t global_numel(const remat_analyzer_t *an, const remat_tensor_t *t
     return n;
 }
 
+/* Whether param @p t is a routed expert's weight: one of its dims is on
+   the `exp` logical axis (its own `axes`, else its dim's weight axis). */
+static bool routed_param(const remat_graph_t *g, const remat_tensor_t *t) {
+    for (size_t j = 0; j < t->rank; j++) {
+        const char *axis = t->has_axes ? t->axes[j] : g->dims[t->dim[j]].weight_axis;
+        if (axis && strcmp(axis, "exp") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* What one token runs through of @p n params of @p t: a routed expert
+   weight's top-k of its experts (n / experts x top-k: the experts dim
+   divides n), any other param whole. */
+static uint64_t active_numel(const remat_analyzer_t *an, const remat_tensor_t *t, uint64_t n) {
+    const remat_config_t *c = an->cfg;
+    if (!routed_param(an->g, t) || c->num_experts <= 1) {
+        return n;
+    }
+    return n / (uint64_t)c->num_experts * c->num_experts_per_tok;
+}
+
 /* One layer of kind @p k: its params, and the bytes its collectives move
    (its gathered weights and their whole gradients). Returns its global
-   param count. */
-static uint64_t layer_params(remat_analyzer_t *an, size_t k) {
+   param count, and adds what one token runs through to *active. */
+static uint64_t layer_params(remat_analyzer_t *an, size_t k, uint64_t *active) {
     const remat_block_t *b = &an->g->kinds[k].block;
     const remat_config_t *cfg = an->cfg;
     const bound_t *lb = &an->kb[k];
@@ -77,6 +100,7 @@ static uint64_t layer_params(remat_analyzer_t *an, size_t k) {
         }
         add_param(&an->kpart[k], lb, t, i);
         global_layer += global_numel(an, t);
+        *active += active_numel(an, t, global_numel(an, t));
         if (lb->gnumel[i] != lb->numel[i]) {
             /* gathered in the compute dtype (fp8 under fp8), its gradient
                reduce-scattered in the compute dtype */
@@ -136,17 +160,22 @@ static void head_params(remat_analyzer_t *an, uint64_t *global) {
 }
 
 remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err) {
-    uint64_t global = 0;
+    uint64_t global = 0, active = 0;
     for (size_t k = 0; k < an->g->nkinds; k++) {
-        remat_status_t st =
-            sum_checked(&global, layer_params(an, k), an->klayers[k], "parameters", err);
+        uint64_t layer_active = 0;
+        remat_status_t st = sum_checked(&global, layer_params(an, k, &layer_active),
+                                        an->klayers[k], "parameters", err);
         if (st) {
             return st;
         }
+        /* at most the layer's params: the sum above bounds it */
+        active += layer_active * an->klayers[k];
     }
     an->tiled_gather = an->tiled_acc = 0;
+    const uint64_t layers = global;
     head_params(an, &global);
     an->param_count = global;
+    an->active_param_count = active + (global - layers);
     return REMAT_OK;
 }
 

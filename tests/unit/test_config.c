@@ -194,7 +194,9 @@ static void test_every_model_analyzes_or_names_its_block(void **state) {
         fx_free(f);
     }
     assert_int_equal(analyzed + refused, remat_builtin_count(REMAT_BUILTIN_MODEL));
-    assert_true(analyzed >= 16 && refused >= 50);
+    /* the dense models and at least the three MoE presets of the first
+       MoE graphs (mixtral-8x7b, mixtral-8x22b, deepseek3-671b) */
+    assert_true(analyzed >= 19);
 }
 
 /* num_slices and dcn axes multiply as in MaxText: a topology's devices
