@@ -196,6 +196,7 @@ static const struct {
     {"qk_head_dim", 0},
     {"kv_a_dim", 0},
     {"moe_buffer_factor", 0},
+    {"expert_capacity", 0},
     {"per_device_batch_size", 0},
 };
 
@@ -991,11 +992,12 @@ static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
                                "modeled yet",
                                (unsigned long long)c->mtp_num_layers);
     }
-    if (c->num_experts > 1 && !c->sparse_matmul) {
+    if (c->num_experts > 1 && !c->sparse_matmul && c->capacity_factor <= 0) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "sparse_matmul=false: the dense MoE path (dispatch and combine "
-                               "over expert capacity) is not modeled yet; remat's MoE graphs "
-                               "run MaxText's default sparse path (Megablox)");
+                               "sparse_matmul=false without a capacity_factor runs every token "
+                               "through every expert, which is not modeled; remat models the "
+                               "dense path with capacity_factor > 0 (dispatch and combine over "
+                               "expert capacity) and the sparse path");
     }
     return REMAT_OK;
 }
@@ -1067,6 +1069,19 @@ remat_status_t remat_config_build(const char *file, size_t nargs, char *const *a
     return st ? st : check_built(c, err);
 }
 
+/* The dense MoE path's slots per expert and sequence (MaxText's
+   generate_masks): int(max(ceil(S K / E) x capacity_factor,
+   capacity_factor)), at least 1; 0 with no capacity factor. */
+static uint64_t expert_capacity(const remat_config_t *c) {
+    if (c->capacity_factor <= 0 || c->num_experts < 1) {
+        return 0;
+    }
+    const double tokens = (double)c->max_target_length * (double)c->num_experts_per_tok;
+    const double per = ceil(tokens / (double)c->num_experts) * c->capacity_factor;
+    const double cap = per > c->capacity_factor ? per : c->capacity_factor;
+    return cap >= 1e15 ? (uint64_t)1e15 : cap < 1 ? 1 : (uint64_t)cap;
+}
+
 /* The sizes derived from other keys (docs/config.md): the shared experts'
    MLP width, MLA's query/key head and its first key/value projection, and
    num_experts (a signed MaxText key, at least 1 once checked). The
@@ -1088,6 +1103,8 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
         *out = remat_i_add(c->kv_lora_rank, c->qk_rope_head_dim, out) ? *out : UINT64_MAX;
     } else if (strcmp(key, "moe_buffer_factor") == 0) {
         *out = 1;
+    } else if (strcmp(key, "expert_capacity") == 0) {
+        *out = expert_capacity(c);
     } else {
         return false;
     }

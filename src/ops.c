@@ -40,6 +40,7 @@ static const kind_info_t kinds[REMAT_OP_COUNT] = {
     [REMAT_OP_GATHER] = {"gather", 2, 2, 1, 1},
     [REMAT_OP_BROADCAST] = {"broadcast", 1, 1, 1, 1},
     [REMAT_OP_TANH] = {"tanh", 1, 1, 1, 1},
+    [REMAT_OP_ONE_HOT] = {"one_hot", 1, 2, 1, 1},
 };
 
 const char *remat_opkind_name(remat_opkind_t k) {
@@ -457,6 +458,16 @@ static remat_status_t check_gather(const opcheck_t *c) {
     return REMAT_OK;
 }
 
+/* one_hot: int32 indices (and optionally the values to place) spread over
+   a new, larger array (the dense MoE path's dispatch and combine masks,
+   [batch,seq,experts,capacity], from the top-k choices). */
+static remat_status_t check_one_hot(const opcheck_t *c) {
+    if (c->x->dtype != REMAT_DTYPE_I32) {
+        return BAD("one_hot op '%s': indices '%s' must be int32", c->op->name, c->x->name);
+    }
+    return REMAT_OK;
+}
+
 /* broadcast: the input's dims, in order, are some of the output's (MLA's
    shared RoPE key copied to every head); the dtype stays. */
 static remat_status_t check_broadcast(const opcheck_t *c) {
@@ -509,6 +520,8 @@ remat_status_t remat_i_op_check(const remat_graph_t *g, const remat_block_t *b,
             return check_gather(c);
         case REMAT_OP_BROADCAST:
             return check_broadcast(c);
+        case REMAT_OP_ONE_HOT:
+            return check_one_hot(c);
         case REMAT_OP_RMSNORM:
         case REMAT_OP_LAYERNORM:
             return check_norm(c);
@@ -578,6 +591,9 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
             /* the backward scatters by the indices (MaxText's custom sort
                VJP keeps only them) */
             save(op, op->in[1]);
+            break;
+        case REMAT_OP_ONE_HOT:
+            save(op, op->in[0]);
             break;
         case REMAT_OP_RMSNORM:
         case REMAT_OP_LAYERNORM:
@@ -729,6 +745,12 @@ static bool per_element_flops(const remat_block_t *b, const remat_op_t *op, cons
             /* a compare per score; the gradient is a scatter of k per row */
             *f = N(op->in[0]);
             *w = ngrad ? n : 0;
+            break;
+        case REMAT_OP_ONE_HOT:
+            /* a write per output element; the values' gradient gathers
+               back from the output */
+            *f = n;
+            *w = op->nin > 1 && b->tensors[op->in[1]].needs_grad ? n : 0;
             break;
         case REMAT_OP_BROADCAST:
             /* a copy; the gradient sums the copies */

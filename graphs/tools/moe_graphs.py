@@ -83,6 +83,50 @@ def moe_part(t, ops, inp, gate_axes, router):
     ops.append(O("combine_out", "cast", ["moe_sum_f32"], ["moe_y"]))
     return "moe_y"
 
+def dense_moe_part(t, ops, inp, gate_axes):
+    """The routed experts on MaxText's dense path with capacity (sparse_matmul=false,
+    capacity_factor > 0; moe.py dense_matmul, generate_masks): every expert takes
+    up to `capacity` tokens of each sequence; dispatch and combine masks
+    [batch,seq,experts,capacity] move tokens in and out (einsums BSM,BSEC->EBCM and
+    EBCM,BSEC->BSM). Returns the output tensor name."""
+    t["w_gate"] = T(["embed", "experts"], "weight", param=True, axes=gate_axes)
+    t["router_logits"] = T(["batch", "seq", "experts"])
+    t["topk_raw"] = T(["batch", "seq", "topk"])
+    t["topk_idx"] = T(["batch", "seq", "topk"], "int32")
+    t["topk_w"] = T(["batch", "seq", "topk"])
+    mask_axes = ["activation_batch_moe", "activation_norm_length_moe", None, None]
+    t["combine_mask"] = T(["batch", "seq", "experts", "capacity"], axes=mask_axes)
+    t["dispatch_mask"] = T(["batch", "seq", "experts", "capacity"], "bool", axes=mask_axes)
+    ops += [O("gate", "einsum", [inp, "w_gate"], ["router_logits"], spec="bse,ex->bsx"),
+            O("top_k", "top_k", ["router_logits"], ["topk_raw", "topk_idx"]),
+            O("router_softmax", "softmax", ["topk_raw"], ["topk_w"]),
+            O("combine_mask", "one_hot", ["topk_idx", "topk_w"], ["combine_mask"]),
+            O("dispatch_mask", "one_hot", ["topk_idx"], ["dispatch_mask"])]
+    ax = lambda last: ["activation_exp", "activation_batch_moe", None, last]
+    t["dispatched"] = T(["experts", "batch", "capacity", "embed"], axes=ax("activation_embed_moe"))
+    for w, shape, axes in [("moe_wi_0", ["experts", "embed", "moe_mlp"], ["exp", "embed_moe", "mlp_moe"]),
+                           ("moe_wi_1", ["experts", "embed", "moe_mlp"], ["exp", "embed_moe", "mlp_moe"]),
+                           ("moe_wo", ["experts", "moe_mlp", "embed"], ["exp", "mlp_moe", "embed_moe"])]:
+        t[w] = T(shape, "weight", param=True, axes=axes)
+    t["moe_gate"] = T(["experts", "batch", "capacity", "moe_mlp"], ck=["mlpwi_0", "moe_mlpwi_0"],
+                      axes=ax("activation_mlp"))
+    t["moe_up"] = T(["experts", "batch", "capacity", "moe_mlp"], ck=["mlpwi_1", "moe_mlpwi_1"],
+                    axes=ax("activation_mlp"))
+    t["moe_gate_act"] = T(["experts", "batch", "capacity", "moe_mlp"], axes=ax("activation_mlp"))
+    t["moe_mix"] = T(["experts", "batch", "capacity", "moe_mlp"], axes=ax("activation_mlp"))
+    t["moe_out"] = T(["experts", "batch", "capacity", "embed"], ck=["mlpwo", "moe_mlpwo"],
+                     axes=ax("activation_embed_moe"))
+    t["moe_y"] = T(["batch", "seq", "embed"])
+    ops += [O("dispatch", "einsum", [inp, "dispatch_mask"], ["dispatched"], spec="bse,bsxc->xbce"),
+            O("moe_wi_0", "einsum", ["dispatched", "moe_wi_0"], ["moe_gate"], spec="xbce,xem->xbcm"),
+            O("moe_wi_1", "einsum", ["dispatched", "moe_wi_1"], ["moe_up"], spec="xbce,xem->xbcm"),
+            O("moe_silu", "silu", ["moe_gate"], ["moe_gate_act"]),
+            O("moe_gated", "mul", ["moe_gate_act", "moe_up"], ["moe_mix"]),
+            O("moe_wo", "einsum", ["moe_mix", "moe_wo"], ["moe_out"], spec="xbcm,xme->xbce"),
+            O("combine", "einsum", ["moe_out", "combine_mask"], ["moe_y"], spec="xbce,bsxc->bse")]
+    return "moe_y"
+
+
 def llama_attention(L):
     """llama's layer up to h1 and the pre-MLP norm (hn)."""
     t, ops = {}, []
@@ -94,6 +138,25 @@ def llama_attention(L):
         ops.append(copy.deepcopy(o))
         if o["name"] == "pre_mlp_norm": break
     return t, ops
+
+def mixtral_dense():
+    """mixtral on MaxText's dense MoE path with capacity (the 'dropped' recipes)."""
+    g = copy.deepcopy(base)
+    g["name"] = "mixtral"
+    g["description"] = ("Mixtral decoder layer on MaxText's dense MoE path (sparse_matmul=false, "
+        "capacity_factor > 0): llama's attention, then router logits, top-k and a softmax over the chosen; "
+        "dispatch and combine masks [batch,seq,experts,capacity] with expert_capacity slots per expert and "
+        "sequence; the experts' matmuls over [experts,batch,capacity,...]; head as llama's")
+    g["dims"].update(copy.deepcopy(MOE_DIMS))
+    del g["dims"]["ep_buffer"]
+    g["dims"]["capacity"] = {"from": "expert_capacity"}
+    t, ops = llama_attention(base["layer"])
+    y = dense_moe_part(t, ops, "hn", ["embed", None])
+    t["y"] = T(["batch", "seq", "embed"])
+    ops.append(O("mlp_residual", "add", ["h1", y], ["y"]))
+    g["layer"] = {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
+    return g
+
 
 def mixtral():
     g = copy.deepcopy(base)
@@ -224,12 +287,13 @@ def deepseek():
     g["head"] = head
     return g
 
-def write(name, g):
-    with open(os.path.join(HERE, "..", f"{name}.flash.json"), "w") as f:
+def write(name, g, variant="flash"):
+    with open(os.path.join(HERE, "..", f"{name}.{variant}.json"), "w") as f:
         json.dump(g, f, indent=2)
         f.write("\n")
 
 
 if __name__ == "__main__":
     write("mixtral", mixtral())
+    write("mixtral", mixtral_dense(), "flash.dense_moe")
     write("deepseek", deepseek())

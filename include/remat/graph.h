@@ -58,6 +58,7 @@ typedef enum remat_opkind {
     REMAT_OP_GATHER,
     REMAT_OP_BROADCAST,
     REMAT_OP_TANH,
+    REMAT_OP_ONE_HOT,
     REMAT_OP_COUNT
 } remat_opkind_t;
 
