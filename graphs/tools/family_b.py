@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Writes the Gemma 2, Gemma 3 and DeepSeek-V2-Lite graphs
+(graphs/gemma2.flash.json, graphs/gemma3.flash.json,
+graphs/deepseek_lite.flash.json) from the pieces of moe_graphs.py: llama's
+attention, its gated MLP, MLA, the routed experts. The JSON files are the
+source the build embeds; this script is how they were made. Run it from
+anywhere with python3; it needs nothing else. The shapes follow MaxText
+e591f30 (models/gemma2.py, models/gemma3.py, layers/attentions.py,
+layers/decoders.py, layers/attention_mla.py, layers/moe.py);
+docs/graph-format.md describes the ops.
+"""
+import copy
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ beside the generators
+import moe_graphs  # noqa: E402
+from moe_graphs import T, O, base, dense_mlp, llama_attention, write  # noqa: E402
+
+BSE = ["batch", "seq", "embed"]
+
+
+def renamed(t, ops, rename):
+    """The tensors and ops with every tensor and op name n replaced by rename(n)."""
+    t2 = {rename(n): v for n, v in t.items()}
+    ops2 = []
+    for o in ops:
+        o = copy.deepcopy(o)
+        o["name"] = rename(o["name"])
+        o["in"] = [rename(n) for n in o["in"]]
+        o["out"] = [rename(n) for n in o["out"]]
+        ops2.append(o)
+    return t2, ops2
+
+
+def op_index(ops, name):
+    return next(i for i, o in enumerate(ops) if o["name"] == name)
+
+
+def gelu_mlp(t, ops, inp, prefix):
+    """moe_graphs.dense_mlp with MaxText's Gemma activations ['gelu', 'linear']:
+    gelu on wi_0 (mlpwi_0), wi_1 linear (mlpwi_1), their product into wo (mlpwo)."""
+    out = dense_mlp(t, ops, inp, "mlp", prefix)
+    i = op_index(ops, prefix + "silu")
+    ops[i]["op"] = "gelu"
+    ops[i]["name"] = prefix + "gelu"
+    return out
+
+
+def gemma_sublayer(prefix, inp, qk_norm, query_scale):
+    """One Gemma decoder sub-layer (MaxText's Gemma2DecoderLayer half, or a
+    Gemma3DecoderLayer) on the residual stream `inp`: pre-norm, GQA with RoPE
+    (Gemma 3: per-head RMSNorm on q and k before RoPE, q scaled by
+    query_pre_attn_scalar after it), the flash kernel, the output projection,
+    a post-attention norm, the residual; pre-norm, the GeGLU MLP, a post-MLP
+    norm, the residual. Names get `prefix`; the block input keeps its own
+    name. Returns (tensors, ops, output name)."""
+    t, ops = llama_attention(base["layer"])  # up to the pre-MLP norm
+    if inp != "x":
+        del t["x"]
+
+    def rename(n):
+        return inp if n == "x" else prefix + n
+
+    if qk_norm:
+        # per-head RMSNorms between the projections (q_raw, k_raw) and RoPE
+        for w, heads in (("q", "heads"), ("k", "kv_heads")):
+            t[w + "_norm_scale"] = T(["head_dim"], "weight", param=True, axes=["norm"])
+            t[w + "_normed"] = T(["batch", "seq", heads, "head_dim"])
+            t[w + "_norm_rstd"] = T(["batch", "seq", heads], "fp32")
+            ops[op_index(ops, w + "_rope")]["in"] = [w + "_normed"]
+        at = op_index(ops, "v_proj") + 1
+        ops[at:at] = [
+            O("query_norm", "rmsnorm", ["q_raw", "q_norm_scale"], ["q_normed", "q_norm_rstd"]),
+            O("key_norm", "rmsnorm", ["k_raw", "k_norm_scale"], ["k_normed", "k_norm_rstd"])]
+    if query_scale:
+        # query * query_pre_attn_scalar after RoPE (attentions.py:1299-1300), then
+        # tagged query_proj; the scalar is model-specific (gemma3.py:52-59)
+        t["q_rot"] = T(["batch", "seq", "heads", "head_dim"])
+        ops[op_index(ops, "q_rope")]["out"] = ["q_rot"]
+        ops.insert(op_index(ops, "k_rope") + 1, O("query_scale", "scale", ["q_rot"], ["q"]))
+    # post-attention norm between the output projection and the residual
+    t["post_attn_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["attn_normed"] = T(BSE)
+    t["post_attn_rstd"] = T(["batch", "seq"], "fp32")
+    at = op_index(ops, "attention_residual")
+    ops.insert(at, O("post_attention_norm", "rmsnorm", ["attn", "post_attn_scale"],
+                     ["attn_normed", "post_attn_rstd"]))
+    ops[at + 1]["in"] = ["x", "attn_normed"]
+    # the MLP, its post norm and the residual
+    out = gelu_mlp(t, ops, "hn", "mlp_")
+    t["post_ffw_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["mlp_normed"] = T(BSE)
+    t["post_ffw_rstd"] = T(["batch", "seq"], "fp32")
+    t["y"] = T(BSE)
+    ops += [O("post_ffw_norm", "rmsnorm", [out, "post_ffw_scale"], ["mlp_normed", "post_ffw_rstd"]),
+            O("mlp_residual", "add", ["h1", "mlp_normed"], ["y"])]
+    t, ops = renamed(t, ops, rename)
+    return t, ops, prefix + "y"
+
+
+def tied_head():
+    """llama's head with the logits taken from the embedding table
+    (logits_via_embedding, as gpt3's head does). MaxText's elementwise ops on
+    the logits (decoders.py:823-828: the 1/sqrt(emb) normalization and Gemma
+    2's final soft cap, logits / cap, tanh, * cap) are not ops here: XLA fuses
+    them into the logits matmul's output and their backward into the
+    cross-entropy gradient, so they make no [batch, seq, vocab] buffer of
+    their own. As separate ops (scale, tanh, scale) they would keep a second
+    [batch, seq, vocab] residual (tanh's output) and hold two
+    [batch, seq, vocab] gradients at once in backward: MaxText's own
+    gemma2-9b and gemma2-27b v6e-256 benchmark configs (batch 3 and 2,
+    sequence 8192, vocabulary 256128) would then need 41.8 and 30.2 GiB of a
+    31.25 GiB device, where they run; without them, 20.8 and 18.4 GiB."""
+    h = copy.deepcopy(base["head"])
+    del h["tensors"]["w_logits"]
+    i = op_index(h["ops"], "logits")
+    h["ops"][i]["in"] = ["hf", "embedding"]
+    h["ops"][i]["spec"] = "bse,ve->bsv"
+    return h
+
+
+def gemma_graph(name, description, layer=None, blocks=None, stack=None):
+    g = {"format": base["format"], "name": name, "description": description,
+         "dims": copy.deepcopy(base["dims"])}
+    if layer:
+        g["layer"] = layer
+    else:
+        g["blocks"] = blocks
+        g["stack"] = stack
+    g["head"] = tied_head()
+    return g
+
+
+def gemma2():
+    t, ops, mid = gemma_sublayer("local_", "x", qk_norm=False, query_scale=False)
+    t2, ops2, out = gemma_sublayer("global_", mid, qk_norm=False, query_scale=False)
+    t.update(t2)
+    ops += ops2
+    layer = {"inputs": ["x"], "outputs": [out], "tensors": t, "ops": ops}
+    return gemma_graph("gemma2", (
+        "Gemma 2 decoder layer as MaxText runs it (decoder_block gemma2): one layer is a pair, a local "
+        "(sliding-window) sub-layer then a global one, as base_num_decoder_layers counts them (23 pairs = "
+        "46 sub-layers for 27B); only the pair's input is tagged decoder_layer_input. Each sub-layer: "
+        "RMSNorm, GQA with RoPE, the flash kernel (the attention logit soft cap is inside it), output "
+        "projection, post-attention RMSNorm, residual; RMSNorm, GeGLU MLP (gelu on wi_0), post-MLP RMSNorm, "
+        "residual. Head: token embedding, final RMSNorm, logits tied to the embedding, cross-entropy in fp32 "
+        "fused with the cast; the 1/sqrt(emb) normalization and the final logit soft cap (logits / cap, "
+        "tanh, * cap) are fused by XLA into the logits and their gradient, so they are no tensors here. "
+        "Left out: the local sub-layer's "
+        "window (sliding_window_size) does not scale its attention FLOPs, since a layer kind's window "
+        "would apply to both flash ops of the pair: attention FLOPs of the local half are counted over "
+        "the whole sequence when it is longer than the window (memory is the same either way)"),
+        layer=layer)
+
+
+def gemma3():
+    t, ops, out = gemma_sublayer("", "x", qk_norm=True, query_scale=True)
+    block = {"inputs": ["x"], "outputs": [out], "tensors": t, "ops": ops}
+    return gemma_graph("gemma3", (
+        "Gemma 3 decoder layer as MaxText runs it (decoder_block gemma3): five local (sliding-window, "
+        "sliding_window_size) layers then one global, layer i global when (i + 1) is a multiple of 6 "
+        "(GEMMA3_ATTENTION_PATTERN, fixed in MaxText's code). Each layer: RMSNorm, GQA with per-head "
+        "RMSNorms on q and k before RoPE, q scaled by query_pre_attn_scalar after it (tagged query_proj "
+        "after the scale), the flash kernel, output projection, post-attention RMSNorm, residual; "
+        "RMSNorm, GeGLU MLP (gelu on wi_0), post-MLP RMSNorm, residual. Head: token embedding, final "
+        "RMSNorm, logits tied to the embedding (the 1/sqrt(emb) normalization fused into them), "
+        "cross-entropy in fp32 fused with the cast. Left out: MaxText scans Gemma 3 in blocks of six "
+        "layers (one remat unit each, the num_decoder_layers % 6 left over as one unscanned block); "
+        "here each layer is its own unit; the vision encoder"),
+        blocks={"decoder": block},
+        stack=[{"name": "global", "block": "decoder", "every": 6},
+               {"name": "local", "block": "decoder", "window": "sliding_window_size"}])
+
+
+def direct_query(t, ops):
+    """MLA's query without the low rank (q_lora_rank 0, attention_mla.py:798-812,
+    924-926): one projection [embed, heads, qk_head] of the normed input,
+    replacing wq_a, its norm and wq_b (no query_wa_proj, no mla_q)."""
+    for n in ("wq_a", "q_a", "q_norm_scale", "q_an", "q_rstd", "wq_b"):
+        del t[n]
+    t["wq"] = T(["embed", "heads", "qk_head"], "weight", param=True, axes=["embed", "q_heads", "kv"])
+    at = op_index(ops, "wq_a")
+    ops[at:at + 3] = [O("q_proj", "einsum", ["xn", "wq"], ["q_raw"], spec="bse,ehd->bshd")]
+
+
+def deepseek_lite():
+    g = moe_graphs.deepseek()
+    g["name"] = "deepseek_lite"
+    g["description"] = (
+        "DeepSeek-V2-Lite decoder layers as MaxText runs them (decoder_block deepseek, q_lora_rank 0): "
+        "MLA attention with a direct query projection (no low-rank query, so no query_wa_proj or mla_q), "
+        "the low-rank key/value projection with its norm (kv_wa_proj, mla_kv), a shared RoPE key, the "
+        "flash kernel; then first_num_dense_layers dense layers (a gated MLP of base_mlp_dim) and MoE "
+        "layers: softmax router scores over all experts (routed_score_func softmax), top-k, the routed "
+        "scaling, tokens permuted to the expert-parallel buffer, Megablox grouped matmuls, the fp32 "
+        "weighted combine, plus shared experts (one gated MLP of shared_experts x base_moe_mlp_dim); "
+        "head as llama's. As the deepseek graph, RoPE is counted on the whole query and key head dims "
+        "(MaxText splits off the rope part, rotates it and concatenates), and the key and value "
+        "up-projections are two einsums where MaxText runs one and splits it")
+    del g["dims"]["q_lora"]
+    for b in g["blocks"].values():
+        direct_query(b["tensors"], b["ops"])
+        if "router_sigmoid" in [o["name"] for o in b["ops"]]:
+            i = op_index(b["ops"], "router_sigmoid")
+            b["ops"][i]["name"] = "router_softmax"
+            b["ops"][i]["op"] = "softmax"
+    return g
+
+
+if __name__ == "__main__":
+    write("gemma2", gemma2())
+    write("gemma3", gemma3())
+    write("deepseek_lite", deepseek_lite())
