@@ -133,6 +133,11 @@ remat_status_t remat_i_einsum_parse(const char *spec, remat_op_t *op, const char
 }
 
 bool remat_op_einsum_no_batch_dims(const remat_op_t *op) {
+    /* A grouped matmul is Megablox's kernel (a custom call) or JAX's
+       ragged_dot, not a dot_general: JAX's dot predicates do not match it. */
+    if (op->kind == REMAT_OP_EINSUM && op->ragged[0]) {
+        return false;
+    }
     if (op->kind != REMAT_OP_EINSUM || op->nin < 2) {
         return op->kind == REMAT_OP_EINSUM;
     }

@@ -200,7 +200,8 @@ unsigned remat_dtype_bytes(remat_dtype_t d);
 /** Parses a dtype name, accepting MaxText's spellings (bfloat16, float32). */
 bool remat_dtype_parse(const char *s, remat_dtype_t *out);
 
-/** Whether an einsum op has no batch dimension (JAX's dot predicate). */
+/** Whether an einsum op has no batch dimension (JAX's dot predicate); a
+ * grouped matmul (`ragged`) is not a dot_general and never matches. */
 bool remat_op_einsum_no_batch_dims(const remat_op_t *op);
 
 #endif

@@ -291,6 +291,63 @@ static void test_preset_param_counts(void **state) {
     }
 }
 
+/* The built-in MoE graphs at tiny sizes (batch 1, seq 4, embed 8, 4
+   experts, top-2): what each kind keeps per preset under JAX's residual
+   rule, as `remat table --kind tensors` lists it, kinds in stack order. */
+static void expect_kept(const char *graph, const char *policy, const char *want) {
+    const char *args[] = {"model_name=default", graph, policy, "num_experts=4",
+                          "num_experts_per_tok=2", "shared_experts=1", "first_num_dense_layers=1",
+                          "per_device_batch_size=1", "max_target_length=4", "base_emb_dim=8",
+                          "base_num_query_heads=2", "base_num_kv_heads=2", "head_dim=4",
+                          "q_lora_rank=4", "kv_lora_rank=4", "qk_nope_head_dim=4",
+                          "qk_rope_head_dim=2", "v_head_dim=4", "base_mlp_dim=16",
+                          "base_moe_mlp_dim=16", "vocab_size=16", "base_num_decoder_layers=2",
+                          strstr(graph, "deepseek") ? "attention_type=mla" : NULL, NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    char kept[1024] = "";
+    for (size_t p = 0; p < f->r.nprofiles; p++) {
+        const remat_block_t *b = remat_profile_block(&f->r, p);
+        const char *kind = f->graph->kinds[f->r.profiles[p].kind].name;
+        for (size_t i = 0; i < b->ntensors; i++) {
+            remat_fate_t fate = f->r.profiles[p].tensors[i].fate;
+            if (fate == REMAT_FATE_DEVICE || fate == REMAT_FATE_OFFLOAD) {
+                snprintf(kept + strlen(kept), sizeof kept - strlen(kept), "%s%s:%s",
+                         kept[0] ? " " : "", kind, b->tensors[i].name);
+            }
+        }
+    }
+    if (strcmp(kept, want) != 0) {
+        fail_msg("%s %s: kept '%s', expected '%s'", graph, policy, kept, want);
+    }
+    fx_free(f);
+}
+
+/* mixtral: minimal keeps the attention projections, out_proj, the routed
+   experts' wi_0 (mlpwi_0) and, to re-run the unpermute, their output
+   (mlpwo); not wi_1, which MaxText's sparse path tags moe_mlpwi_1 only.
+   The dot predicate saves the router's logits and the weight matmuls but
+   not the grouped matmuls (Megablox's kernel is not a dot_general).
+   deepseek: MLA's query_proj (q), key_proj (k, the concat), value_proj
+   (v); minimal also keeps the dense MLP's and the shared experts' wi_0 and
+   wi_1 (mlpwi_0, mlpwi_1); their mlpwo is read by no backward and not
+   needed to re-run anything: dropped. */
+static void test_moe_kept_sets(void **state) {
+    (void)state;
+    expect_kept("graph=mixtral", "remat_policy=full", "layer:x");
+    expect_kept("graph=mixtral", "remat_policy=minimal",
+                "layer:x layer:q layer:k layer:v layer:attn layer:moe_gate layer:moe_out");
+    expect_kept("graph=mixtral", "remat_policy=save_qkv_proj", "layer:x layer:q layer:k layer:v");
+    expect_kept("graph=mixtral", "remat_policy=dots_with_no_batch_dims_saveable",
+                "layer:x layer:q_raw layer:k_raw layer:v layer:attn layer:router_logits");
+    expect_kept("graph=deepseek", "remat_policy=full", "dense:x moe:x");
+    expect_kept("graph=deepseek", "remat_policy=minimal",
+                "dense:x dense:q dense:v dense:k dense:attn dense:mlp_gate dense:mlp_up "
+                "moe:x moe:q moe:v moe:k moe:attn moe:moe_gate moe:moe_out moe:shared_gate "
+                "moe:shared_up");
+    expect_kept("graph=deepseek", "remat_policy=save_dot_except_mlp",
+                "dense:x dense:q dense:v dense:k dense:attn moe:x moe:q moe:v moe:k moe:attn");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_moe_by_hand),
@@ -299,6 +356,7 @@ int main(void) {
         cmocka_unit_test(test_every_and_stages),
         cmocka_unit_test(test_stack_errors),
         cmocka_unit_test(test_preset_param_counts),
+        cmocka_unit_test(test_moe_kept_sets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
