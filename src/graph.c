@@ -101,6 +101,7 @@ size_t remat_graph_kind_of(const remat_graph_t *g, size_t l, const uint64_t *fir
 static void block_release(remat_block_t *b) {
     for (size_t i = 0; i < b->ntensors; i++) {
         free(b->tensors[i].name);
+        free(b->tensors[i].gather_group);
         for (size_t j = 0; j < b->tensors[i].ntags; j++) {
             free(b->tensors[i].tags[j]);
         }

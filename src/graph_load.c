@@ -280,7 +280,8 @@ static remat_status_t load_tags(loader_t *L, json_t *t, remat_tensor_t *out) {
 }
 
 static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
-    static const char *const allowed[] = {"shape", "dtype", "param", "checkpoint", "axes", NULL};
+    static const char *const allowed[] = {"shape", "dtype", "param",       "checkpoint",
+                                          "axes",  "gather_group",          NULL};
     remat_status_t st;
     out->producer = REMAT_NONE;
     out->last_use = REMAT_NONE;
@@ -340,7 +341,16 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
         }
         out->param = json_is_true(param);
     }
-    if ((st = load_axes(L, t, out))) {
+    const char *group;
+    if ((st = load_axes(L, t, out)) || (st = get_string(L, t, "gather_group", false, &group))) {
+        return st;
+    }
+    if (group && (!out->param || !valid_name(group))) {
+        remat_i_jpath_key(&L->path, "gather_group");
+        return fail(L, REMAT_E_SCHEMA,
+                    "'gather_group' is a param's, and a name " NAME_RULE);
+    }
+    if (group && (st = dup(L, group, &out->gather_group))) {
         return st;
     }
     return load_tags(L, t, out);

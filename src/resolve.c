@@ -200,6 +200,7 @@ static void copy_tensor(remat_tensor_t *d, const remat_tensor_t *s, bool *ok,
                         remat_error_t *err) {
     *d = *s;
     d->name = dup_str(s->name, ok, err);
+    d->gather_group = dup_str(s->gather_group, ok, err);
     for (size_t k = 0; k < REMAT_MAX_TAGS; k++) {
         d->tags[k] = k < s->ntags ? dup_str(s->tags[k], ok, err) : NULL;
     }

@@ -15,9 +15,10 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 base = json.load(open(os.path.join(HERE, '..', 'llama.flash.json')))
 A = 'act'
-def T(shape, dtype=A, ck=None, param=False, axes=None):
+def T(shape, dtype=A, ck=None, param=False, axes=None, group=None):
     t = {"shape": shape, "dtype": dtype}
     if param: t["param"] = True
+    if group: t["gather_group"] = group
     if ck: t["checkpoint"] = ck if isinstance(ck, str) or len(ck) > 1 else ck[0]
     if axes is not None: t["axes"] = axes
     return t
@@ -55,12 +56,13 @@ def moe_part(t, ops, inp, gate_axes, router):
         ops.append(O("router_softmax", "softmax", ["topk_raw"], ["topk_w"]))
     t["tokens"] = T(TOK5("embed"), axes=AX5(None))
     ops.append(O("permute", "gather", [inp, "topk_idx"], ["tokens"], over="expert"))
+    # the shard_map takes the expert weights as inputs: gathered together
     t["moe_wi_0"] = T(["experts", "embed", "moe_mlp"], "weight", param=True,
-                      axes=["exp", "embed_moe", "mlp_moe"])
+                      axes=["exp", "embed_moe", "mlp_moe"], group="moe_experts")
     t["moe_wi_1"] = T(["experts", "embed", "moe_mlp"], "weight", param=True,
-                      axes=["exp", "embed_moe", "mlp_moe"])
+                      axes=["exp", "embed_moe", "mlp_moe"], group="moe_experts")
     t["moe_wo"] = T(["experts", "moe_mlp", "embed"], "weight", param=True,
-                    axes=["exp", "mlp_moe", "embed_moe"])
+                    axes=["exp", "mlp_moe", "embed_moe"], group="moe_experts")
     t["moe_gate"] = T(TOK5("moe_mlp"), ck=["mlpwi_0", "moe_mlpwi_0"], axes=AX5("activation_mlp_moe"))
     t["moe_up"] = T(TOK5("moe_mlp"), ck=["moe_mlpwi_1"], axes=AX5("activation_mlp_moe"))
     t["moe_gate_act"] = T(TOK5("moe_mlp"), axes=AX5("activation_mlp_moe"))

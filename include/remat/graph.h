@@ -81,6 +81,11 @@ typedef struct remat_tensor {
     bool input;                   /* a block input (layer input, tokens, ...) */
     size_t ntags;
     char *tags[REMAT_MAX_TAGS];   /* MaxText checkpoint names (checkpoint_name) */
+    /* A param's gather group (`gather_group`): the params of one group are
+       gathered together before the first op that reads one of them and held
+       until the last has run (MaxText's MoE shard_map takes the expert
+       weights as inputs); NULL: gathered by each op that reads it. */
+    char *gather_group;
     bool has_axes;                /* `axes` given: it overrides the dims' axes */
     char *axes[REMAT_MAX_RANK];   /* logical axis per dim (NULL: replicated) */
     /* Derived at load time. */

@@ -145,9 +145,12 @@ static remat_status_t bind_dims_of(const remat_graph_t *g, const remat_tensor_t 
                                    logical[j] ? logical[j] : "(none)");
         }
         out->tdim[i][j] = size / shards;
-        /* what an op computes on: a param as gathered for use */
-        out->ctdim[i][j] =
-            t->param ? size / remat_mesh_product(mesh, axes[j] & ~GATHER_AXES) : size / shards;
+        /* what an op computes on: a param as gathered for use; an expert
+           weight's experts (logical axis `exp`) stay where they are (expert
+           parallelism moves the tokens, not the weights) */
+        const bool experts = logical[j] && strcmp(logical[j], "exp") == 0;
+        const unsigned kept = experts ? axes[j] : axes[j] & ~GATHER_AXES;
+        out->ctdim[i][j] = t->param ? size / remat_mesh_product(mesh, kept) : size / shards;
         if (!remat_i_mul(*n, size / shards, n) || !remat_i_mul(*gn, out->ctdim[i][j], gn)) {
             return overflow(g, "the element count", t->name, err);
         }
@@ -269,6 +272,78 @@ static bool op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t 
 /* The gather XLA overlaps with each op (fsdp_prefetch): forward, the next
    gathering op's, wrapping to the first of the next layer; backward, the
    previous one's. The head prefetches nothing. */
+/* The bytes op @p j's gather makes for param @p w (op_gather's copies). */
+static uint64_t param_copy(const remat_block_t *b, const remat_config_t *cfg, size_t w,
+                           const bound_t *out) {
+    const uint64_t cbytes = is_fp8(cfg) ? 1 : remat_dtype_bytes(cfg->dtype);
+    uint64_t c = out->gnumel[w] != out->numel[w] ? out->gnumel[w] * cbytes : 0;
+    if (cfg->parameter_memory_host_offload) {
+        c += out->numel[w] * remat_config_dtype_bytes(cfg, b->tensors[w].dtype);
+    }
+    return c; /* at most the envelope's bytes: no overflow */
+}
+
+/* Whether op @p j reads a param of gather group @p group. */
+static bool reads_group(const remat_block_t *b, size_t j, const char *group) {
+    const remat_op_t *op = &b->ops[j];
+    for (size_t i = 0; i < op->nin; i++) {
+        const char *gg = b->tensors[op->in[i]].gather_group;
+        if (gg && strcmp(gg, group) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* One gather group (@p first, a member param, names it): its members'
+   copies are made before the first op that reads one and held to the last
+   (forward; backward the span in reverse). Every op of the span holds them
+   all instead of its own members', and prefetches nothing within the span:
+   the group is already there. */
+static void gather_group(const remat_block_t *b, const remat_config_t *cfg, size_t first,
+                         bound_t *out) {
+    const char *group = b->tensors[first].gather_group;
+    uint64_t all = 0;
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const char *gg = b->tensors[i].gather_group;
+        all += gg && strcmp(gg, group) == 0 ? param_copy(b, cfg, i, out) : 0;
+    }
+    size_t lo = REMAT_NONE, hi = 0;
+    for (size_t p = 0; p < b->nops; p++) {
+        if (reads_group(b, b->order[p], group)) {
+            lo = lo == REMAT_NONE ? p : lo;
+            hi = p;
+        }
+    }
+    for (size_t p = lo; lo != REMAT_NONE && p <= hi; p++) {
+        const size_t j = b->order[p];
+        const remat_op_t *op = &b->ops[j];
+        for (size_t i = 0; i < op->nin; i++) {
+            const char *gg = b->tensors[op->in[i]].gather_group;
+            if (gg && strcmp(gg, group) == 0) {
+                out->op_gather_mem[j] -= param_copy(b, cfg, op->in[i], out);
+            }
+        }
+        out->op_gather_mem[j] += all;
+        out->gather_next[j] = p < hi ? 0 : out->gather_next[j];
+        out->gather_prev[j] = p > lo ? 0 : out->gather_prev[j];
+    }
+}
+
+/* Every gather group of the block, each once. */
+static void gather_groups(const remat_block_t *b, const remat_config_t *cfg, bound_t *out) {
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const char *gg = b->tensors[i].gather_group;
+        bool seen = false;
+        for (size_t k = 0; gg && k < i && !seen; k++) {
+            seen = b->tensors[k].gather_group && strcmp(b->tensors[k].gather_group, gg) == 0;
+        }
+        if (gg && !seen) {
+            gather_group(b, cfg, i, out);
+        }
+    }
+}
+
 static void gather_prefetch(const remat_block_t *b, bool wrap, bound_t *out) {
     const size_t n = b->nops;
     for (size_t p = 0; p < n; p++) {
@@ -418,6 +493,7 @@ static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
     if (cfg->fsdp_prefetch && !head) {
         gather_prefetch(b, true, out);
     }
+    gather_groups(b, cfg, out);
     for (size_t i = 0; !head && i < b->ntensors; i++) {
         out->fusable[i] = fusable_tensor(b, i);
     }

@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sim_internal.h"
+
 #define TINY_DIMS                                                                              \
     "\"dims\":{\"b\":{\"from\":\"per_device_batch_size\",\"axis\":\"activation_batch\"},"     \
     "\"e\":{\"from\":\"base_emb_dim\"},\"m\":{\"from\":\"base_moe_mlp_dim\","                 \
@@ -348,6 +350,65 @@ static void test_moe_kept_sets(void **state) {
                 "dense:x dense:q dense:v dense:k dense:attn moe:x moe:q moe:v moe:k moe:attn");
 }
 
+/* The gather of an op of @p f's first layer, forward, from a traced run. */
+static int64_t gathered_at(const fx_run_t *f, const char *op) {
+    remat_analyzer_t *an = NULL;
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_analyzer_new(f->graph, &f->cfg, &f->hw, &an, &err), REMAT_OK);
+    remat_trace_t tr;
+    remat_i_trace_init(&tr);
+    remat_result_t r;
+    remat_result_init(&r);
+    const remat_run_opts_t opts = {.trace = &tr};
+    assert_int_equal(remat_analyzer_run(an, f->policy, &opts, &r, &err), REMAT_OK);
+    int64_t g = -1;
+    for (size_t i = 0; i < tr.nevents && g < 0; i++) {
+        const remat_trace_event_t *e = &tr.events[i];
+        if (e->layer == 0 && e->step == REMAT_STEP_FORWARD && e->op && strcmp(e->op, op) == 0) {
+            g = e->cats[REMAT_CAT_GATHERED];
+        }
+    }
+    remat_result_release(&r);
+    remat_i_trace_release(&tr);
+    remat_analyzer_free(an);
+    return g;
+}
+
+/* A gather group (MaxText's MoE shard_map takes the expert weights as
+   inputs): on the 4x2 mesh, without prefetch, wi and wo each gather their
+   own weight, whole over fsdp in bf16: [2 experts, 8, 8] = 128 elements,
+   256 B; grouped, both are held from the first op that reads one (wi) to
+   the last (wo): 512 B at each, and at the gate the router's [8, 4]
+   weight alone, 64 B, either way. */
+static void test_gather_group(void **state) {
+    (void)state;
+    const char *extra[] = {"remat_policy=full",        "base_emb_dim=8",
+                           "num_devices=8",            "ici_fsdp_parallelism=4",
+                           "ici_expert_parallelism=2", "fsdp_prefetch=false",
+                           NULL};
+    char grouped[8192];
+    snprintf(grouped, sizeof grouped, "%s", moe_graph);
+    for (const char *w = "\"w0\":{"; w; w = strcmp(w, "\"w0\":{") == 0 ? "\"w2\":{" : NULL) {
+        static const char attr[] = "\"gather_group\":\"moe_experts\",";
+        char *at = strstr(grouped, w);
+        assert_non_null(at);
+        at += strlen(w);
+        memmove(at + strlen(attr), at, strlen(at) + 1);
+        memcpy(at, attr, strlen(attr));
+    }
+    fx_run_t *own = fx_analyze_with(moe_graph, tiny_base, extra);
+    fx_run_t *grp = fx_analyze_with(grouped, tiny_base, extra);
+    assert_int_equal(gathered_at(own, "wi"), 256);
+    assert_int_equal(gathered_at(own, "wo"), 256);
+    assert_int_equal(gathered_at(grp, "wi"), 512);
+    assert_int_equal(gathered_at(grp, "wo"), 512);
+    assert_int_equal(gathered_at(own, "gate"), 64);
+    assert_int_equal(gathered_at(grp, "gate"), 64);
+    fx_free(own);
+    fx_free(grp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_moe_by_hand),
@@ -357,6 +418,7 @@ int main(void) {
         cmocka_unit_test(test_stack_errors),
         cmocka_unit_test(test_preset_param_counts),
         cmocka_unit_test(test_moe_kept_sets),
+        cmocka_unit_test(test_gather_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
