@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "remat/solve.h"
 #include "sim_internal.h"
 
 #define TINY_DIMS                                                                              \
@@ -409,6 +410,49 @@ static void test_gather_group(void **state) {
     fx_free(grp);
 }
 
+/* The solver on a mixed stack: one placement per name over both kinds,
+   branch and bound against exhaustive enumeration, under budgets from
+   loose to tight (the budget replaces XLA's limit; no margin, no
+   reserve). */
+static void test_solver_on_stack(void **state) {
+    (void)state;
+    /* all in HBM peaks at 10,144 B; 10,100 and 10,000 bind (the solver
+       moves names off, slower each time); nothing fits 9,900 */
+    static const char *const budgets[] = {"hbm_budget=1000000", "hbm_budget=10100",
+                                          "hbm_budget=10000", "hbm_budget=9900", NULL};
+    double last = 0;
+    size_t found = 0;
+    for (size_t b = 0; budgets[b]; b++) {
+        const char *extra[] = {"remat_policy=full", "first_num_dense_layers=1",
+                               "safety_margin=0", budgets[b], NULL};
+        fx_run_t *f = fx_analyze_with(first_graph, tiny_base, extra);
+        remat_solution_t bb, ex;
+        remat_solution_init(&bb);
+        remat_solution_init(&ex);
+        remat_error_t err;
+        remat_error_init(&err);
+        assert_int_equal(remat_solve(f->graph, &f->cfg, &f->hw, 0, &bb, &err), REMAT_OK);
+        assert_int_equal(remat_solve(f->graph, &f->cfg, &f->hw, REMAT_SOLVE_EXHAUSTIVE, &ex, &err),
+                         REMAT_OK);
+        /* the names of both kinds: the layer input, the dense MLP's and
+           the experts' */
+        assert_int_equal(bb.nnames, 5);
+        assert_int_equal(bb.found, ex.found);
+        if (bb.found) {
+            found++;
+            assert_true(bb.best.step_seconds > last);
+            last = bb.best.step_seconds;
+            assert_true(bb.best.step_seconds == ex.best.step_seconds);
+            assert_int_equal(bb.best.peak_bytes, ex.best.peak_bytes);
+            assert_true(bb.evaluated <= ex.evaluated);
+        }
+        remat_solution_release(&bb);
+        remat_solution_release(&ex);
+        fx_free(f);
+    }
+    assert_int_equal(found, 3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_moe_by_hand),
@@ -419,6 +463,7 @@ int main(void) {
         cmocka_unit_test(test_preset_param_counts),
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),
+        cmocka_unit_test(test_solver_on_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
