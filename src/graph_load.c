@@ -391,9 +391,10 @@ static remat_status_t load_name_list(loader_t *L, json_t *arr, const char *key,
 }
 
 /* The attributes some op kinds take: `causal`, `layout` and `value`. */
-/* A grouped matmul's ragged indices (einsum) and an all-to-all's mesh axis
-   (gather). The ragged indices are checked against the spec in graph.c's
-   op checks (they must be the spec's own letters). */
+/* A grouped matmul's ragged indices (einsum), an all-to-all's mesh axis
+   (gather) and an attention op's own window (flash_attention). The ragged
+   indices are checked against the spec in graph.c's op checks (they must
+   be the spec's own letters). */
 static remat_status_t load_moe_attrs(loader_t *L, json_t *o, remat_op_t *op) {
     json_t *ragged = json_object_get(o, "ragged"), *over = json_object_get(o, "over");
     if (ragged) {
@@ -405,6 +406,17 @@ static remat_status_t load_moe_attrs(loader_t *L, json_t *o, remat_op_t *op) {
                         REMAT_MAX_RANK);
         }
         snprintf(op->ragged, sizeof op->ragged, "%s", rv);
+    }
+    json_t *window = json_object_get(o, "window");
+    if (window) {
+        const char *wv = json_is_string(window) ? json_string_value(window) : "";
+        if (op->kind != REMAT_OP_FLASH_ATTENTION || !remat_config_is_size_key(wv) ||
+            strlen(wv) >= sizeof op->window) {
+            remat_i_jpath_key(&L->path, "window");
+            return fail(L, REMAT_E_SCHEMA,
+                        "'window' must be an integer config key on a flash_attention op");
+        }
+        snprintf(op->window, sizeof op->window, "%s", wv);
     }
     if (over) {
         const char *ov = json_is_string(over) ? json_string_value(over) : "";
@@ -457,7 +469,7 @@ static remat_status_t load_op_attrs(loader_t *L, json_t *o, remat_op_t *op) {
 static remat_status_t load_op(loader_t *L, json_t *o, remat_op_t *op) {
     static const char *const allowed[] = {"name", "op",     "in",    "out", "spec",
                                           "saves", "causal", "value", "layout", "ragged",
-                                          "over",  NULL};
+                                          "over",  "window", NULL};
     remat_status_t st;
     if (!json_is_object(o)) {
         return fail(L, REMAT_E_SCHEMA, "an op must be an object");

@@ -139,6 +139,7 @@ def gemma2():
     t, ops, mid = gemma_sublayer("local_", "x", qk_norm=False, query_scale=False)
     t2, ops2, out = gemma_sublayer("global_", mid, qk_norm=False, query_scale=False)
     t.update(t2)
+    ops[op_index(ops, "local_attention")]["window"] = "sliding_window_size"
     ops += ops2
     layer = {"inputs": ["x"], "outputs": [out], "tensors": t, "ops": ops}
     return gemma_graph("gemma2", (
@@ -150,10 +151,8 @@ def gemma2():
         "residual. Head: token embedding, final RMSNorm, logits tied to the embedding, cross-entropy in fp32 "
         "fused with the cast; the 1/sqrt(emb) normalization and the final logit soft cap (logits / cap, "
         "tanh, * cap) are fused by XLA into the logits and their gradient, so they are no tensors here. "
-        "Left out: the local sub-layer's "
-        "window (sliding_window_size) does not scale its attention FLOPs, since a layer kind's window "
-        "would apply to both flash ops of the pair: attention FLOPs of the local half are counted over "
-        "the whole sequence when it is longer than the window (memory is the same either way)"),
+        "The local sub-layer's flash op has its own window (sliding_window_size), which scales its "
+        "attention FLOPs; memory is the same either way"),
         layer=layer)
 
 

@@ -113,6 +113,9 @@ typedef struct remat_op {
     /* gather: the mesh axis its rows cross (MoE's all-to-all over "expert"),
        "" when local */
     char over[24];
+    /* flash_attention: the integer config key of its own attention window
+       (Gemma 2's local half of a pair), over its kind's; "" when none */
+    char window[REMAT_NAME_LEN];
     size_t nsaves;        /* what its backward reads (rule or "saves") */
     size_t saves[2 * REMAT_MAX_IO];
     bool saves_override;

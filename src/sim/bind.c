@@ -666,25 +666,36 @@ static remat_status_t bind_kinds(remat_analyzer_t *an, remat_error_t *err) {
     return REMAT_OK;
 }
 
-/* A kind with an attention window w over a sequence of s: its flash
-   attention ops visit only the keys within the window. A causal op's count
+/* A kind with an attention window w over a sequence of s (or an op with a
+   window of its own, which wins): its flash attention ops visit only the
+   keys within the window. A causal op's count
    (s^2 / 2 pairs, attention_flops) becomes s w - w^2 / 2, a full one's s^2
    becomes s w; the kernel's blocks, so its memory, do not change
    (docs/memory-model.md). The counts stay below 2^62 (the envelope), so
    the scaled ones, smaller, do too. */
-static void apply_window(const remat_block_t *b, uint64_t window, uint64_t seq, bound_t *bd) {
-    if (window == 0 || window >= seq) {
-        return;
-    }
-    const double w = (double)window, s = (double)seq;
+static remat_status_t apply_window(const remat_block_t *b, const remat_config_t *cfg,
+                                   uint64_t kind_window, bound_t *bd, remat_error_t *err) {
+    const double s = (double)cfg->max_target_length;
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
-        if (op->kind == REMAT_OP_FLASH_ATTENTION) {
-            const double f = op->causal ? (2 * s * w - w * w) / (s * s) : w / s;
-            bd->fwd[j] = (uint64_t)((double)bd->fwd[j] * f);
-            bd->bwd[j] = (uint64_t)((double)bd->bwd[j] * f);
+        if (op->kind != REMAT_OP_FLASH_ATTENTION) {
+            continue;
         }
+        uint64_t window = kind_window;
+        remat_status_t st = op->window[0] ? remat_config_size(cfg, op->window, &window, err)
+                                          : REMAT_OK;
+        if (st) {
+            return st;
+        }
+        if (window == 0 || window >= cfg->max_target_length) {
+            continue;
+        }
+        const double w = (double)window;
+        const double f = op->causal ? (2 * s * w - w * w) / (s * s) : w / s;
+        bd->fwd[j] = (uint64_t)((double)bd->fwd[j] * f);
+        bd->bwd[j] = (uint64_t)((double)bd->bwd[j] * f);
     }
+    return REMAT_OK;
 }
 
 remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
@@ -705,7 +716,9 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
         if ((st = bind_block(g, b, an->cfg, &an->mesh, an->dim_size, false, &an->kb[k], err))) {
             return st;
         }
-        apply_window(b, an->kwindow[k], an->cfg->max_target_length, &an->kb[k]);
+        if ((st = apply_window(b, an->cfg, an->kwindow[k], &an->kb[k], err))) {
+            return st;
+        }
         for (size_t i = 0; i < b->ntensors; i++) {
             an->fsdp |= b->tensors[i].param && an->kb[k].gnumel[i] != an->kb[k].numel[i];
         }

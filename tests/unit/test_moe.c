@@ -453,6 +453,24 @@ static void test_solver_on_stack(void **state) {
     assert_int_equal(found, 3);
 }
 
+/* Windows: gemma2's pair at seq 8 with a window of 4 on its local half's
+   flash op. Causal attention counts s^2/2 = 32 query-key pairs; windowed,
+   s w - w^2/2 = 24: the local op's FLOPs (its re-run under full remat,
+   on its output ctx) are 3/4 of the global one's. Per pair: 2 b h s t (d
+   + d_v) / 2 = 2*1*2*8*8*(4+4)/2 = 1024 global, 768 local. */
+static void test_attention_window(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=default", "graph=gemma2", "remat_policy=full",
+                          "per_device_batch_size=1", "max_target_length=8", "base_emb_dim=8",
+                          "base_num_query_heads=2", "base_num_kv_heads=1", "head_dim=4",
+                          "base_mlp_dim=16", "vocab_size=16", "base_num_decoder_layers=2",
+                          "sliding_window_size=4", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    assert_int_equal(row(f, 0, "global_ctx")->recompute_flops, 1024);
+    assert_int_equal(row(f, 0, "local_ctx")->recompute_flops, 768);
+    fx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_moe_by_hand),
@@ -464,6 +482,7 @@ int main(void) {
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),
         cmocka_unit_test(test_solver_on_stack),
+        cmocka_unit_test(test_attention_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
