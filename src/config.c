@@ -126,6 +126,10 @@ static const key_t_ keys[] = {
     {"capacity_factor", K_F64, F(capacity_factor), "the dense MoE path's expert capacity"},
     {"ragged_buffer_factor", K_F64, F(ragged_buffer_factor),
      "expert-parallel receive buffer as a multiple of local routed tokens; <= 0: worst case"},
+    {"wi_tile_fwd_batch_seq", K_U64, F(wi_tile_fwd_batch_seq),
+     "Megablox's row tile: each local expert's group pads up to one (time model)"},
+    {"sa_block_kv", K_U64, F(sa_block_kv),
+     "the flash kernel's key block: a windowed layer computes whole blocks (time model)"},
     {"q_lora_rank", K_COUNT, F(q_lora_rank), "MLA: query low-rank width (0: a direct query weight)"},
     {"kv_lora_rank", K_U64, F(kv_lora_rank), "MLA: key/value low-rank width"},
     {"qk_nope_head_dim", K_U64, F(qk_nope_head_dim), "MLA: query/key head dims without RoPE"},
@@ -267,6 +271,8 @@ void remat_config_defaults(remat_config_t *c) {
     c->sparse_matmul = true;
     c->capacity_factor = -1.0;
     c->ragged_buffer_factor = -1.0;
+    c->wi_tile_fwd_batch_seq = 512;
+    c->sa_block_kv = 512;
     c->num_slices = -1;
 }
 

@@ -83,6 +83,8 @@ typedef struct remat_config {
     bool sparse_matmul;               /* MaxText's default: Megablox grouped matmul */
     double capacity_factor;           /* the dense path's token dropping; <= 0: none */
     double ragged_buffer_factor;      /* expert-parallel receive buffer; <= 0: worst case */
+    uint64_t wi_tile_fwd_batch_seq;   /* Megablox's row tile (the time model's group padding) */
+    uint64_t sa_block_kv;             /* the flash kernel's key block (a window's whole blocks) */
     int64_t num_slices;               /* slices of the topology; -1 (MaxText's default): one */
     bool num_devices_assumed;         /* nothing gave the device count: one device */
     bool gpu_assumed;                 /* hardware=gpu picked h100 */

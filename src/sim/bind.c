@@ -36,7 +36,7 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
     X(tdim, nt) X(ctdim, nt) X(numel, nt) X(bytes, nt) X(kbytes, nt) X(gbytes, nt)              \
     X(gnumel, nt) X(fwd, no) X(bwd, no) X(kv_extra, no) X(op_gather, no) X(op_gather_mem, no)   \
     X(op_wgrad, no) X(gather_next, no) X(gather_prev, no) X(tbytes, nt) X(fwd_s, no)           \
-    X(bwd_s, no) X(pos, no) X(fusable, nt)
+    X(bwd_s, no) X(pos, no) X(fusable, nt) X(xscale, no)
 
 /* Array starts stay aligned for any element type. */
 #define SLAB_ALIGN ((size_t)16)
@@ -694,6 +694,16 @@ static remat_status_t apply_window(const remat_block_t *b, const remat_config_t 
         const double f = op->causal ? (2 * s * w - w * w) / (s * s) : w / s;
         bd->fwd[j] = (uint64_t)((double)bd->fwd[j] * f);
         bd->bwd[j] = (uint64_t)((double)bd->bwd[j] * f);
+        /* The kernel computes whole blocks of sa_block_kv keys: a query
+           block visits the ceil(w / B) blocks of its window and its
+           diagonal one, s B (ceil(w / B) + 1) pairs in all, at most the
+           whole causal (or full) count. */
+        const double B = (double)cfg->sa_block_kv;
+        const double model = op->causal ? s * w - w * w / 2 : s * w;
+        double executed = s * B * (ceil(w / B) + 1);
+        const double whole = op->causal ? s * (s + B) / 2 : s * s;
+        executed = executed < whole ? executed : whole;
+        bd->xscale[j] = model > 0 ? executed / model : 1;
     }
     return REMAT_OK;
 }

@@ -55,6 +55,8 @@ typedef struct bound {
     unsigned char *fusable; /* per tensor: XLA can compute it inside each op that reads it
                                (forward or backward) instead of materializing it */
     double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
+    double *xscale;     /* per op: executed over model FLOPs beyond the kernel's own rule
+                           (a windowed flash op's whole blocks); 0 is 1 */
     size_t *pos;        /* per op: position in the block's order */
     void *slab;         /* the one allocation every array above lives in */
 } bound_t;

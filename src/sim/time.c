@@ -30,15 +30,50 @@ static double eff(double cfg, double hw) {
     return cfg > 0 ? cfg : hw;
 }
 
+/* A grouped matmul's executed rows over its model rows: Megablox's kernel
+   walks the rows in tiles of `tile` (wi_tile_fwd_batch_seq) and computes a
+   tile that straddles two experts' groups once for each, so each local
+   expert adds up to a tile: (R + G x tile) / R for R routed rows (the
+   output's leading letters, less the ragged ones) and G local experts (the
+   ragged letters a weight carries). */
+static double grouped_padding(const remat_block_t *b, const remat_op_t *op, const bound_t *bd,
+                              uint64_t tile) {
+    const size_t out = op->out[0];
+    const char *os = op->subs[op->nin];
+    double rows = 1, groups = 1;
+    for (size_t i = 0; os[i + 1]; i++) {
+        rows *= strchr(op->ragged, os[i]) ? 1.0 : (double)bd->tdim[out][i];
+    }
+    for (size_t k = 0; k < op->nin; k++) {
+        const size_t t = op->in[k];
+        for (size_t i = 0; b->tensors[t].param && op->subs[k][i]; i++) {
+            groups *= strchr(op->ragged, op->subs[k][i]) ? (double)bd->ctdim[t][i] : 1.0;
+        }
+    }
+    return rows > 0 ? (rows + groups * (double)tile) / rows : 1;
+}
+
 /* The FLOPs an op's kernels execute, forward and backward: the model's,
    except that a flash kernel re-runs QK^T in its backward (5 contractions
-   for the model's 4). */
-static void executed_flops(const remat_op_t *op, const bound_t *bd, size_t j, double *f,
+   for the model's 4) and computes whole key blocks of a window (bind.c's
+   xscale), and a grouped matmul pads its experts' groups to tiles
+   (grouped_padding). */
+static void executed_flops(const remat_block_t *b, const remat_config_t *cfg,
+                           const remat_op_t *op, const bound_t *bd, size_t j, double *f,
                            double *w) {
     *f = (double)bd->fwd[j];
     *w = (double)bd->bwd[j];
     if (op->kind == REMAT_OP_FLASH_ATTENTION) {
         *w *= 5.0 / 4.0;
+    }
+    if (bd->xscale[j] > 0) {
+        *f *= bd->xscale[j];
+        *w *= bd->xscale[j];
+    }
+    if (op->kind == REMAT_OP_EINSUM && op->ragged[0]) {
+        const double pad = grouped_padding(b, op, bd, cfg->wi_tile_fwd_batch_seq);
+        *f *= pad;
+        *w *= pad;
     }
 }
 
@@ -107,7 +142,7 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
             fmoved *= (double)cfg->num_vocab_tiling;
             bmoved *= (double)cfg->num_vocab_tiling;
         }
-        executed_flops(op, bd, j, &f, &w);
+        executed_flops(b, cfg, op, bd, j, &f, &w);
         double peak = is_fp8(cfg) && weight_einsum(b, op) ? hw->flops_fp8 : hw->flops_bf16;
         peak *= op->kind == REMAT_OP_FLASH_ATTENTION ? at : mm;
         double fc = f / peak, fm = fmoved / bw;
