@@ -142,7 +142,8 @@ static const key_t_ keys[] = {
      "layer i is a global (NoPE) attention layer when (i + 1) is a multiple of it (Llama 4); "
      "<= 0: none"},
     {"mtp_num_layers", K_COUNT, F(mtp_num_layers),
-     "multi-token prediction layers (DeepSeek-V3); above 0 is refused"},
+     "multi-token prediction layers (DeepSeek-V3): 1 selects the graph's .mtp variant; above 1 is "
+     "refused"},
     {"use_qk_norm", K_BOOL, F(use_qk_norm), "MaxText's query/key norms; true is refused"},
     {"use_post_attn_norm", K_BOOL, F(use_post_attn_norm),
      "MaxText's norm after attention; true is refused"},
@@ -992,10 +993,10 @@ static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                "interleave_moe_layer_step must be at least 1");
     }
-    if (c->mtp_num_layers > 0) {
+    if (c->mtp_num_layers > 1) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "mtp_num_layers=%llu: multi-token prediction layers are not "
-                               "modeled yet",
+                               "mtp_num_layers=%llu: remat models one multi-token prediction "
+                               "layer (DeepSeek-V3's), not more",
                                (unsigned long long)c->mtp_num_layers);
     }
     if (c->num_experts > 1 && !c->sparse_matmul && c->capacity_factor <= 0) {

@@ -453,20 +453,22 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
            with its dropout ops only when dropout is on. */
         const bool dropout = cfg->enable_dropout && cfg->dropout_rate > 0;
         const bool dense_moe = cfg->num_experts > 1 && !cfg->sparse_matmul;
+        const bool mtp = cfg->mtp_num_layers > 0;
         char name[REMAT_STR_LEN + 64];
-        snprintf(name, sizeof name, "%s.%s%s%s", cfg->graph, cfg->attention,
-                 dropout ? ".dropout" : "", dense_moe ? ".dense_moe" : "");
+        snprintf(name, sizeof name, "%s.%s%s%s%s", cfg->graph, cfg->attention,
+                 dropout ? ".dropout" : "", dense_moe ? ".dense_moe" : "", mtp ? ".mtp" : "");
         const size_t index = builtin_index(REMAT_BUILTIN_GRAPH, name);
         if (index == REMAT_NONE) {
             char list[1024];
             remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                                   "no built-in graph '%s' with attention=%s%s%s (built-in "
-                                   "graph.attention[.dropout][.dense_moe]: %s; or a graph .json "
-                                   "file)",
+                                   "no built-in graph '%s' with attention=%s%s%s%s (built-in "
+                                   "graph.attention[.dropout][.dense_moe][.mtp]: %s; or a graph "
+                                   ".json file)",
                                    cfg->graph, cfg->attention,
                                    dropout ? " and dropout (dropout_rate > 0)" : "",
                                    dense_moe ? " on the dense MoE path (sparse_matmul=false)" : "",
+                                   mtp ? " and multi-token prediction (mtp_num_layers)" : "",
                                    list);
         }
         const void *g = NULL;

@@ -289,6 +289,70 @@ def deepseek():
     g["head"] = head
     return g
 
+def with_mtp(g):
+    """g with one multi-token prediction module (mtp_num_layers=1; MaxText's
+    layers/multi_token_prediction.py): the embedding of the tokens shifted by
+    one (the shared table), RMSNorms of it and of the last layer's output,
+    their projection W_p [2E, E] (as two [E, E] halves summed: the same
+    params and FLOPs), one more MoE layer, the shared final norm and logits,
+    a second cross-entropy, scaled by mtp_loss_scaling_factor (0.1) and added
+    to the loss. It runs in the head after the layers, outside the layer
+    scan's remat: its backward keeps every residual."""
+    g = copy.deepcopy(g)
+    h = g["head"]
+    moe = g["blocks"]["moe"]
+    t, ops = h["tensors"], h["ops"]
+    BSE = ["batch", "seq", "embed"]
+    t["mtp_token_ids"] = T(["batch", "seq"], "int32")
+    t["mtp_target_ids"] = T(["batch", "seq"], "int32")
+    for n in ("mtp_emb", "mtp_emb_n", "mtp_hid_n", "mtp_proj_e", "mtp_proj_h", "mtp_x"):
+        t[n] = T(BSE)
+    for n in ("mtp_emb_rstd", "mtp_hid_rstd", "mtp_final_rstd", "mtp_loss_lse"):
+        t[n] = T(["batch", "seq"], "fp32")
+    for n in ("mtp_emb_scale", "mtp_hid_scale"):
+        t[n] = T(["embed"], "weight", param=True, axes=["norm"])
+    for n in ("mtp_wp_e", "mtp_wp_h"):
+        t[n] = T(["embed", "embed"], "weight", param=True, axes=["embed", None])
+    ops += [O("mtp_embed", "embedding", ["embedding", "mtp_token_ids"], ["mtp_emb"]),
+            O("mtp_embedding_norm", "rmsnorm", ["mtp_emb", "mtp_emb_scale"], ["mtp_emb_n", "mtp_emb_rstd"]),
+            O("mtp_hidden_norm", "rmsnorm", ["hL", "mtp_hid_scale"], ["mtp_hid_n", "mtp_hid_rstd"]),
+            O("mtp_projection_e", "einsum", ["mtp_emb_n", "mtp_wp_e"], ["mtp_proj_e"], spec="bse,ef->bsf"),
+            O("mtp_projection_h", "einsum", ["mtp_hid_n", "mtp_wp_h"], ["mtp_proj_h"], spec="bse,ef->bsf"),
+            O("mtp_projection", "add", ["mtp_proj_e", "mtp_proj_h"], ["mtp_x"])]
+    # the MoE layer, its names prefixed and its checkpoint names dropped (no
+    # remat policy reaches the head)
+    ren = lambda n: "mtp_x" if n == "x" else "mtp_" + n
+    for n, v in moe["tensors"].items():
+        if n == "x":
+            continue
+        v = copy.deepcopy(v)
+        v.pop("checkpoint", None)
+        t[ren(n)] = v
+    for o in moe["ops"]:
+        o = copy.deepcopy(o)
+        o["name"] = "mtp_" + o["name"]
+        o["in"] = [ren(n) for n in o["in"]]
+        o["out"] = [ren(n) for n in o["out"]]
+        ops.append(o)
+    t["mtp_hf"] = T(BSE)
+    t["mtp_logits"] = copy.deepcopy(t["logits"])
+    t["mtp_loss"] = T([], "fp32")
+    t["mtp_loss_scaled"] = T([], "fp32")
+    t["total_loss"] = T([], "fp32")
+    ops += [O("mtp_final_norm", "rmsnorm", [ren("y"), "final_scale"], ["mtp_hf", "mtp_final_rstd"]),
+            O("mtp_logits", "einsum", ["mtp_hf", "w_logits"], ["mtp_logits"], spec="bse,ev->bsv"),
+            O("mtp_cross_entropy", "cross_entropy", ["mtp_logits", "mtp_target_ids"], ["mtp_loss", "mtp_loss_lse"]),
+            O("mtp_loss_scale", "scale", ["mtp_loss"], ["mtp_loss_scaled"], value=0.1),
+            O("total_loss", "add", ["loss", "mtp_loss_scaled"], ["total_loss"])]
+    h["inputs"] = h["inputs"] + ["mtp_token_ids", "mtp_target_ids"]
+    h["outputs"] = ["total_loss"]
+    g["description"] += ("; with one multi-token prediction module in the head (mtp_num_layers=1: the "
+                         "shifted tokens' embedding, two RMSNorms, the [2E, E] projection, one more MoE "
+                         "layer keeping all its residuals, the shared final norm and logits, a second "
+                         "cross-entropy)")
+    return g
+
+
 def write(name, g, variant="flash"):
     with open(os.path.join(HERE, "..", f"{name}.{variant}.json"), "w") as f:
         json.dump(g, f, indent=2)
@@ -299,3 +363,4 @@ if __name__ == "__main__":
     write("mixtral", mixtral())
     write("mixtral", mixtral_dense(), "flash.dense_moe")
     write("deepseek", deepseek())
+    write("deepseek", with_mtp(deepseek()), "flash.mtp")

@@ -127,8 +127,8 @@ static void tiled_gathers(remat_analyzer_t *an, const remat_tensor_t *t, size_t 
 }
 
 /* The head's params by the part that reads them; adds their global count
-   to *global. */
-static void head_params(remat_analyzer_t *an, uint64_t *global) {
+   to *global and what one token runs through of them to *active. */
+static void head_params(remat_analyzer_t *an, uint64_t *global, uint64_t *active) {
     const remat_graph_t *g = an->g;
     const remat_block_t *b = &g->head;
     for (size_t i = 0; g->has_head && i < b->ntensors; i++) {
@@ -137,6 +137,7 @@ static void head_params(remat_analyzer_t *an, uint64_t *global) {
             continue;
         }
         *global += global_numel(an, t);
+        *active += active_numel(an, t, global_numel(an, t));
         bool in_pre = false, in_post = false;
         for (size_t p = 0; p < b->nops; p++) {
             const remat_op_t *op = &b->ops[b->order[p]];
@@ -172,10 +173,9 @@ remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err) {
         active += layer_active * an->klayers[k];
     }
     an->tiled_gather = an->tiled_acc = 0;
-    const uint64_t layers = global;
-    head_params(an, &global);
+    head_params(an, &global, &active);
     an->param_count = global;
-    an->active_param_count = active + (global - layers);
+    an->active_param_count = active;
     return REMAT_OK;
 }
 

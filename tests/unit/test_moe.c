@@ -494,6 +494,32 @@ static void test_attention_window(void **state) {
     fx_free(f);
 }
 
+/* DeepSeek-V3's multi-token prediction (mtp_num_layers=1): the head gains
+   one more MoE layer (what a 62nd layer adds), the projection's 2E x E
+   and two norms of E; it keeps all its residuals, so its forward is no
+   recompute. Two MTP layers are refused. */
+static void test_mtp(void **state) {
+    (void)state;
+    const char *base[] = {"model_name=deepseek3-671b", "per_device_batch_size=1",
+                          "max_target_length=256", NULL};
+    const char *mtp[] = {"mtp_num_layers=1", NULL}, *more[] = {"base_num_decoder_layers=62", NULL};
+    fx_run_t *a = fx_analyze_with(NULL, base, NULL), *m = fx_analyze_with(NULL, base, mtp),
+             *l = fx_analyze_with(NULL, base, more);
+    const uint64_t E = 7168;
+    assert_int_equal(m->r.param_count - a->r.param_count,
+                     l->r.param_count - a->r.param_count + 2 * E * E + 2 * E);
+    assert_true(m->r.recompute_flops == a->r.recompute_flops);
+    assert_true(m->r.forward_flops > a->r.forward_flops);
+    fx_free(a);
+    fx_free(m);
+    fx_free(l);
+    const char *args[] = {"model_name=deepseek3-671b", "mtp_num_layers=2", NULL};
+    fx_run_t *f = fx_analyze(NULL, args);
+    assert_int_equal(f->st, REMAT_E_CONFIG);
+    assert_non_null(strstr(f->err.text, "one multi-token prediction layer"));
+    fx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_moe_by_hand),
@@ -506,6 +532,7 @@ int main(void) {
         cmocka_unit_test(test_gather_group),
         cmocka_unit_test(test_solver_on_stack),
         cmocka_unit_test(test_attention_window),
+        cmocka_unit_test(test_mtp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
