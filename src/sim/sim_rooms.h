@@ -221,6 +221,27 @@ static inline bool weight_einsum(const remat_block_t *b, const remat_op_t *op) {
     return false;
 }
 
+/* A weight einsum that quantization=fp8 runs in fp8: a dense one. MaxText
+   quantizes the grouped matmuls (`ragged`) only under fp8_full (moe.py at
+   e591f30), which remat does not model: they stay in the compute dtype. */
+static inline bool fp8_matmul(const remat_config_t *cfg, const remat_block_t *b,
+                              const remat_op_t *op) {
+    return is_fp8(cfg) && weight_einsum(b, op) && !op->ragged[0];
+}
+
+/* Whether param @p w is a grouped matmul's weight (an expert's). */
+static inline bool grouped_weight(const remat_block_t *b, size_t w) {
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        for (size_t i = 0; op->ragged[0] && i < op->nin; i++) {
+            if (op->in[i] == w) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 /* ---- the meter: shared by a layer's profile and the step ---------------- */
 
 /* Whether a meter's categories sum to its live bytes (debug checks). */

@@ -143,7 +143,7 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
             bmoved *= (double)cfg->num_vocab_tiling;
         }
         executed_flops(b, cfg, op, bd, j, &f, &w);
-        double peak = is_fp8(cfg) && weight_einsum(b, op) ? hw->flops_fp8 : hw->flops_bf16;
+        double peak = fp8_matmul(cfg, b, op) ? hw->flops_fp8 : hw->flops_bf16;
         peak *= op->kind == REMAT_OP_FLASH_ATTENTION ? at : mm;
         double fc = f / peak, fm = fmoved / bw;
         double bc = w / peak, bm = bmoved / bw;
