@@ -243,7 +243,8 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out) {
 static bool op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t j,
                       bound_t *out) {
     const remat_op_t *op = &b->ops[j];
-    const uint64_t cbytes = fp8_matmul(cfg, b, op) ? 1 : remat_dtype_bytes(cfg->dtype);
+    /* fp8 gathers for every op but a grouped matmul (fp8_matmul) */
+    const uint64_t cbytes = is_fp8(cfg) && !op->ragged[0] ? 1 : remat_dtype_bytes(cfg->dtype);
     remat_acc_t reads = {0, false}, copies = {0, false}, wgrad = {0, false};
     for (size_t i = 0; i < op->nin; i++) {
         size_t w = op->in[i];
