@@ -693,6 +693,40 @@ static bool attention_flops(const remat_block_t *b, const remat_op_t *op,
     return ok;
 }
 
+/* The kinds of MoE routing and their kin: sigmoid and tanh, top_k,
+   one_hot, broadcast, gather (the others here cost nothing). */
+static bool routing_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
+                          size_t ngrad, uint64_t *f, uint64_t *w) {
+    const uint64_t n = N(op->out[0]);
+    switch (op->kind) {
+        case REMAT_OP_SIGMOID:
+        case REMAT_OP_TANH:
+            return remat_i_mul(n, 4, f) && remat_i_mul(n, ngrad ? 3 : 0, w);
+        case REMAT_OP_TOP_K:
+            /* a compare per score; the gradient is a scatter of k per row */
+            *f = N(op->in[0]);
+            *w = ngrad ? n : 0;
+            return true;
+        case REMAT_OP_ONE_HOT:
+            /* a write per output element; the values' gradient gathers
+               back from the output */
+            *f = n;
+            *w = op->nin > 1 && b->tensors[op->in[1]].needs_grad ? n : 0;
+            return true;
+        case REMAT_OP_BROADCAST:
+        case REMAT_OP_GATHER:
+            /* data movement; the gradient sums the copies (a scatter-add
+               for a gather, into its data only) */
+            *f = 0;
+            *w = (op->kind == REMAT_OP_GATHER ? b->tensors[op->in[0]].needs_grad : ngrad > 0)
+                     ? n
+                     : 0;
+            return true;
+        default:
+            return true;
+    }
+}
+
 /* Every other kind: a fixed cost per element of its output (or, for the
    loss, of its logits). */
 static bool per_element_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
@@ -742,38 +776,15 @@ static bool per_element_flops(const remat_block_t *b, const remat_op_t *op, cons
             *f = 0;
             *w = b->tensors[op->in[0]].needs_grad ? n : 0;
             break;
-        case REMAT_OP_SIGMOID:
-        case REMAT_OP_TANH:
-            ok = remat_i_mul(n, 4, f) && remat_i_mul(n, ngrad ? 3 : 0, w);
-            break;
-        case REMAT_OP_TOP_K:
-            /* a compare per score; the gradient is a scatter of k per row */
-            *f = N(op->in[0]);
-            *w = ngrad ? n : 0;
-            break;
-        case REMAT_OP_ONE_HOT:
-            /* a write per output element; the values' gradient gathers
-               back from the output */
-            *f = n;
-            *w = op->nin > 1 && b->tensors[op->in[1]].needs_grad ? n : 0;
-            break;
-        case REMAT_OP_BROADCAST:
-            /* a copy; the gradient sums the copies */
-            *f = 0;
-            *w = ngrad ? n : 0;
-            break;
-        case REMAT_OP_GATHER:
-            /* data movement; the gradient's scatter-add adds once per row */
-            *f = 0;
-            *w = b->tensors[op->in[0]].needs_grad ? n : 0;
-            break;
         case REMAT_OP_CROSS_ENTROPY: {
             uint64_t nl = N(op->in[0]);
             ok = remat_i_mul(nl, 4, f) && remat_i_mul(nl, ngrad ? 2 : 0, w);
             break;
         }
         default:
-            /* cast, reshape, transpose, split, concat move no arithmetic. */
+            /* cast, reshape, transpose, split, concat move no arithmetic;
+               the routing kinds have their own rule */
+            ok = routing_flops(b, op, numel, ngrad, f, w);
             break;
     }
     return ok;
