@@ -520,6 +520,76 @@ static void test_mtp(void **state) {
     fx_free(f);
 }
 
+/* The routing kinds by hand, one device, per_device_batch_size=2,
+   base_emb_dim=4, top-2: x, s, t [2,4]; v, idx [2,2] (idx int32); mask,
+   wide, m [2,2,4]; g, y [2,4]. Forward: sigmoid 4n = 32, tanh 32, top_k
+   one per score 8, one_hot a write per output element 16, broadcast 0,
+   mul 16, the sum over k (einsum bke->be) 2*2*2*4 = 32, add 8: 144.
+   Backward: sigmoid and tanh 3n = 24 each, top_k's scatter 4, one_hot's
+   values 16, broadcast's sum 16, mul 16 x 2, einsum 32 x 1, add 0: 148. */
+static void test_routing_kinds(void **state) {
+    (void)state;
+    static const char *const graph =
+        "{\"format\":\"remat-graph/1\",\"name\":\"routing\","
+        "\"dims\":{\"b\":{\"from\":\"per_device_batch_size\"},\"e\":{\"from\":"
+        "\"base_emb_dim\"},\"k\":{\"from\":\"num_experts_per_tok\"}},"
+        "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
+        "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"s\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"t\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"v\":{\"shape\":[\"b\",\"k\"],\"dtype\":\"act\"},"
+        "\"idx\":{\"shape\":[\"b\",\"k\"],\"dtype\":\"int32\"},"
+        "\"wide\":{\"shape\":[\"b\",\"k\",\"e\"],\"dtype\":\"act\"},"
+        "\"mask\":{\"shape\":[\"b\",\"k\",\"e\"],\"dtype\":\"act\"},"
+        "\"m\":{\"shape\":[\"b\",\"k\",\"e\"],\"dtype\":\"act\"},"
+        "\"g\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"y\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}},\"ops\":["
+        "{\"name\":\"sig\",\"op\":\"sigmoid\",\"in\":[\"x\"],\"out\":[\"s\"]},"
+        "{\"name\":\"th\",\"op\":\"tanh\",\"in\":[\"s\"],\"out\":[\"t\"]},"
+        "{\"name\":\"pick\",\"op\":\"top_k\",\"in\":[\"t\"],\"out\":[\"v\",\"idx\"]},"
+        "{\"name\":\"oh\",\"op\":\"one_hot\",\"in\":[\"idx\",\"v\"],\"out\":[\"mask\"]},"
+        "{\"name\":\"bc\",\"op\":\"broadcast\",\"in\":[\"t\"],\"out\":[\"wide\"]},"
+        "{\"name\":\"mm\",\"op\":\"mul\",\"in\":[\"wide\",\"mask\"],\"out\":[\"m\"]},"
+        "{\"name\":\"sum\",\"op\":\"einsum\",\"spec\":\"bke->be\",\"in\":[\"m\"],"
+        "\"out\":[\"g\"]},"
+        "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"g\"],\"out\":[\"y\"]}]}}";
+    const char *base[] = {"model_name=default",    "graph=mixtral",
+                          "num_experts=4",         "num_experts_per_tok=2",
+                          "per_device_batch_size=2", "base_emb_dim=4",
+                          "base_num_decoder_layers=1", "remat_policy=full",
+                          NULL};
+    fx_run_t *f = fx_analyze_with(graph, base, NULL);
+    assert_int_equal(f->r.layers[0].forward_flops, 144);
+    assert_int_equal(f->r.layers[0].backward_flops, 148);
+    fx_free(f);
+    /* shape rules, each broken once */
+    static const struct {
+        const char *from, *to, *text;
+    } bad[] = {
+        {"\"idx\":{\"shape\":[\"b\",\"k\"],\"dtype\":\"int32\"}",
+         "\"idx\":{\"shape\":[\"b\",\"k\"],\"dtype\":\"fp32\"}", "must be int32"},
+        {"\"v\":{\"shape\":[\"b\",\"k\"]", "\"v\":{\"shape\":[\"b\",\"e\"]",
+         "values and indices"},
+        {"\"wide\":{\"shape\":[\"b\",\"k\",\"e\"],\"dtype\":\"act\"}",
+         "\"wide\":{\"shape\":[\"b\",\"k\",\"e\"],\"dtype\":\"fp32\"}",
+         "do not broadcast"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[4096];
+        const char *at = strstr(graph, bad[i].from);
+        assert_non_null(at);
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - graph), graph, bad[i].to,
+                 at + strlen(bad[i].from));
+        remat_graph_t *g = NULL;
+        remat_error_t err;
+        remat_error_init(&err);
+        assert_int_not_equal(remat_graph_load_string(text, "<t>", &g, &err), REMAT_OK);
+        if (!strstr(err.text, bad[i].text)) {
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.text, bad[i].text);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_moe_by_hand),
@@ -533,6 +603,7 @@ int main(void) {
         cmocka_unit_test(test_solver_on_stack),
         cmocka_unit_test(test_attention_window),
         cmocka_unit_test(test_mtp),
+        cmocka_unit_test(test_routing_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
