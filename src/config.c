@@ -1146,14 +1146,17 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
         *out = (uint64_t)micro;
         return REMAT_OK;
     }
-    if (derived_size(c, key, out)) {
-        return REMAT_OK;
-    }
     for (size_t i = 0; i < sizeof size_keys / sizeof size_keys[0]; i++) {
-        if (size_keys[i].offset && strcmp(size_keys[i].name, key) == 0) {
+        if (strcmp(size_keys[i].name, key) == 0) {
+            if (!size_keys[i].offset) {
+                break; /* derived */
+            }
             *out = *(const uint64_t *)(const void *)((const char *)c + size_keys[i].offset);
             return REMAT_OK;
         }
+    }
+    if (derived_size(c, key, out)) {
+        return REMAT_OK;
     }
     for (size_t i = 0; i < NKEYS; i++) {
         const bool integer = keys[i].type == K_U64 || keys[i].type == K_COUNT;

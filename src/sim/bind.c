@@ -148,7 +148,7 @@ static remat_status_t bind_dims_of(const remat_graph_t *g, const remat_tensor_t 
         /* what an op computes on: a param as gathered for use; an expert
            weight's experts (logical axis `exp`) stay where they are (expert
            parallelism moves the tokens, not the weights) */
-        const bool experts = logical[j] && strcmp(logical[j], "exp") == 0;
+        const bool experts = t->param && logical[j] && strcmp(logical[j], "exp") == 0;
         const unsigned kept = experts ? axes[j] : axes[j] & ~GATHER_AXES;
         out->ctdim[i][j] = t->param ? size / remat_mesh_product(mesh, kept) : size / shards;
         if (!remat_i_mul(*n, size / shards, n) || !remat_i_mul(*gn, out->ctdim[i][j], gn)) {

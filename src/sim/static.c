@@ -184,9 +184,10 @@ remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err) {
 static remat_status_t stage_params(const remat_analyzer_t *an, size_t k, uint64_t *count,
                                    uint64_t *pbytes, uint64_t *afac, remat_error_t *err) {
     const size_t Ls = an->nlayers / an->nstages;
-    size_t of_kind[REMAT_MAX_KINDS] = {0};
-    for (size_t l = k * Ls; l < (k + 1) * Ls; l++) {
-        of_kind[an->kind_of[l]]++;
+    size_t of_kind[REMAT_MAX_KINDS] = {Ls};
+    for (size_t l = k * Ls; an->g->nkinds > 1 && l < (k + 1) * Ls; l++) {
+        of_kind[0] -= an->kind_of[l] != 0;
+        of_kind[an->kind_of[l]] += an->kind_of[l] != 0;
     }
     remat_status_t st = REMAT_OK;
     for (size_t kd = 0; kd < an->g->nkinds && st == REMAT_OK; kd++) {

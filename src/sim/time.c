@@ -203,9 +203,15 @@ void remat_i_layer_rows(const remat_analyzer_t *an, remat_result_t *r) {
     const double fsdp_frac = (double)(fsdp_shards - 1) / (double)fsdp_shards;
     for (size_t l = 0; l < L; l++) {
         remat_layer_row_t *row = &r->layers[l];
+        /* a row depends only on its layer's profile: runs of identical
+           layers copy the row before */
+        if (l > 0 && an->profile_of[l] == an->profile_of[l - 1]) {
+            *row = r->layers[l - 1];
+        } else {
+            layer_row(an, &an->tpls[an->profile_of[l]], fsdp_frac, r->host_link_bw, row);
+        }
         row->index = l;
         row->profile = an->profile_of[l];
-        layer_row(an, &an->tpls[an->profile_of[l]], fsdp_frac, r->host_link_bw, row);
     }
 }
 
