@@ -659,7 +659,7 @@ static bool einsum_flops(const remat_op_t *op, const uint64_t (*tdim)[REMAT_MAX_
     *f = 2;
     for (size_t k = 0; k < nseen; k++) {
         /* a ragged index (a grouped matmul's experts) does not multiply */
-        if (!strchr(op->ragged, seen[k])) {
+        if (!op->ragged[0] || !strchr(op->ragged, seen[k])) {
             ok = ok && remat_i_mul(*f, size[k], f);
         }
     }

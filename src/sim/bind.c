@@ -661,8 +661,9 @@ static remat_status_t bind_kinds(remat_analyzer_t *an, remat_error_t *err) {
         an->klayers[k] = 0;
     }
     an->kind_of = remat_i_xcalloc(an->nlayers ? an->nlayers : 1, sizeof *an->kind_of);
-    for (size_t l = 0; l < an->nlayers; l++) {
-        an->kind_of[l] = remat_graph_kind_of(g, l, first, every);
+    an->klayers[0] = g->nkinds == 1 ? an->nlayers : 0; /* a uniform stack: all kind 0 */
+    for (size_t l = 0; g->nkinds > 1 && l < an->nlayers; l++) {
+        an->kind_of[l] = (unsigned char)remat_graph_kind_of(g, l, first, every);
         an->klayers[an->kind_of[l]]++;
     }
     return REMAT_OK;

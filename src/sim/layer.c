@@ -604,6 +604,9 @@ remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t
         profile_layer(&an->g->kinds[pr->kind].block, &an->kb[pr->kind], &pr->plan, &an->s, t,
                       tr ? &tr->fwd[p] : NULL, tr ? &tr->bwd[p] : NULL);
         t->kind = pr->kind;
+        const remat_op_t *ops = an->g->kinds[pr->kind].block.ops;
+        t->fwd_name = ops[t->fwd_op].name;
+        t->bwd_name = t->bwd_op == REMAT_NONE ? NULL : ops[t->bwd_op].name;
         pr->fwd_peak_rel = t->fwd_peak > 0 ? (uint64_t)t->fwd_peak : 0;
         pr->bwd_peak_rel = t->bwd_peak > 0 ? (uint64_t)t->bwd_peak : 0;
         if (lite) {

@@ -27,6 +27,7 @@
 /* Byte counts stay below 2^62 so that signed deltas never overflow. */
 #define BYTES_MAX REMAT_BYTES_MAX
 _Static_assert(REMAT_BYTES_MAX == REMAT_ACC_MAX, "one limit for bytes and the accumulator");
+_Static_assert(REMAT_MAX_KINDS <= 256, "a layer's kind fits in a byte");
 
 /* The graph's dims a run can bind; the result reports each one's size. */
 #define SIM_MAX_DIMS REMAT_MAX_DIMS
@@ -67,6 +68,8 @@ typedef struct bound {
    bytes it starts from, and what it leaves live (the deltas). */
 typedef struct tpl {
     size_t kind;          /* the layer kind whose block it plays */
+    const char *fwd_name, *bwd_name; /* its peaks' ops (borrowed from the graph; NULL for
+                                        the fetch): the step reads them once per layer */
     int64_t fwd_peak;
     size_t fwd_op;
     int64_t fwd_cats[REMAT_CAT_COUNT];
@@ -172,7 +175,7 @@ struct remat_analyzer {
     collectives_t col[REMAT_MAX_KINDS];   /* one layer's collectives, per kind */
     uint64_t kwindow[REMAT_MAX_KINDS];    /* attention window (0: none) */
     size_t klayers[REMAT_MAX_KINDS];      /* layers of each kind */
-    size_t *kind_of;         /* per layer */
+    unsigned char *kind_of;  /* per layer (kinds are fewer than REMAT_MAX_KINDS) */
     bound_t hb;              /* the head, bound */
     static_part_t pre, post;
     uint64_t param_count;    /* the whole model */

@@ -459,7 +459,6 @@ static void trace_layers(const remat_analyzer_t *an, size_t first, size_t last, 
    registers instead of being stored back after every layer. */
 static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, bool backward,
                          step_t *stp) {
-    const remat_kind_t *kinds = an->g->kinds;
     const tpl_t *tpls = an->tpls;
     const size_t *profile_of = an->profile_of;
     if (stp->tr) {
@@ -471,18 +470,15 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
             const tpl_t *t = &tpls[profile_of[l]];
             step_measure(&st, t->fwd_peak, t->fwd_cats,
                          (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = REMAT_AT_LAYER,
-                                          .layer = l,
-                                          .op = kinds[t->kind].block.ops[t->fwd_op].name});
+                                          .layer = l, .op = t->fwd_name});
             step_add(&st, t->fwd_delta, t->fwd_dcats);
         }
     } else {
         for (size_t l = last + 1; l-- > first;) {
             const tpl_t *t = &tpls[profile_of[l]];
-            const char *op =
-                t->bwd_op == REMAT_NONE ? NULL : kinds[t->kind].block.ops[t->bwd_op].name;
             step_measure(&st, t->bwd_peak, t->bwd_cats,
                          (remat_moment_t){.step = t->bwd_step, .where = REMAT_AT_LAYER,
-                                          .layer = l, .op = op});
+                                          .layer = l, .op = t->bwd_name});
             step_add(&st, t->bwd_delta, t->bwd_dcats);
         }
     }
