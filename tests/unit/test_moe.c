@@ -595,6 +595,88 @@ static void test_routing_kinds(void **state) {
     }
 }
 
+/* The tiny sizes of the built-in graphs' hand-worked cases: batch 1, seq 4,
+   embed 8, 2 heads, 4 experts, top-2, expert MLP 16. */
+#define TINY_BUILTIN                                                                           \
+    "model_name=default", "per_device_batch_size=1", "max_target_length=4", "base_emb_dim=8",  \
+        "base_num_query_heads=2", "base_num_kv_heads=2", "head_dim=4", "base_mlp_dim=16",      \
+        "base_moe_mlp_dim=16", "num_experts=4", "num_experts_per_tok=2", "vocab_size=16",      \
+        "base_num_decoder_layers=2", "remat_policy=full"
+
+/* Mixtral's dense path with capacity_factor 1: capacity = int(max(ceil(4 x
+   2 / 4) x 1, 1)) = 2 slots per expert and sequence. bf16 bytes: masks
+   [b,s,x,c] = 32 elements, 64 B (combine) and 32 B (dispatch, bool);
+   dispatched tokens [x,b,c,e] 64 elements, 128 B; an expert activation
+   [x,b,c,m] 128 elements, 256 B; the combined output [b,s,e] 64 B. FLOPs
+   (their re-runs under full remat): dispatch 2 b s e x c = 512, each
+   expert matmul in 2 x b c e m = 2048 (the combine's output is read by no
+   backward: not re-run). */
+static void test_dense_path_by_hand(void **state) {
+    (void)state;
+    const char *args[] = {TINY_BUILTIN, "graph=mixtral", "sparse_matmul=false",
+                          "capacity_factor=1", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    assert_string_equal(f->graph->source, "<builtin:graphs/mixtral.flash.dense_moe.json>");
+    const struct {
+        const char *name;
+        uint64_t bytes, flops;
+    } want[] = {{"combine_mask", 64, 0},   {"dispatch_mask", 32, 0}, {"dispatched", 128, 512},
+                {"moe_gate", 256, 2048},   {"moe_up", 256, 2048},    {"moe_out", 128, 2048},
+                {"moe_y", 64, 0}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const remat_tensor_row_t *t = row(f, 0, want[i].name);
+        if (t->bytes != want[i].bytes || (want[i].flops && t->recompute_flops != want[i].flops)) {
+            fail_msg("%s: %llu B, %llu FLOPs", want[i].name, (unsigned long long)t->bytes,
+                     (unsigned long long)t->recompute_flops);
+        }
+    }
+    fx_free(f);
+}
+
+/* MLA at q_lora_rank 4, kv_lora_rank 4, qk_nope 4, qk_rope 2, v_head 4, 2
+   heads (bf16 bytes): q_a [1,4,4] 32 B; the key/value down-projection with
+   the RoPE key [1,4,6] 48 B; its normed main part [1,4,4] 32 B; q and k
+   [1,4,2,6] 96 B; v [1,4,2,4] 64 B; the RoPE key copied to both heads
+   [1,4,2,2] 32 B; the kernel's output [1,2,4,4] 64 B. FLOPs (re-runs):
+   wq_a 2*4*8*4 = 256, wq_b 2*4*4*2*6 = 384, wkv_a 2*4*8*6 = 384, wk_b and
+   wv_b 2*4*4*2*4 = 256, the flash kernel causal 2*2*4*4*(6 + 4)/2 = 320.
+   The attention's params: 32 + 4 + 48 + 48 + 4 + 32 + 32 + 64 + 8 = 272. */
+static void test_mla_by_hand(void **state) {
+    (void)state;
+    const char *args[] = {TINY_BUILTIN, "graph=deepseek", "attention_type=mla",
+                          "q_lora_rank=4", "kv_lora_rank=4", "qk_nope_head_dim=4",
+                          "qk_rope_head_dim=2", "v_head_dim=4", "first_num_dense_layers=2",
+                          "shared_experts=1", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    const struct {
+        const char *name;
+        uint64_t bytes, flops;
+    } want[] = {{"q_a", 32, 256},    {"kv_a_out", 48, 384}, {"kv_n", 32, 0},
+                {"q_raw", 96, 384},  {"k", 96, 0},          {"v", 64, 256},
+                {"k_nope", 64, 256}, {"k_pe_heads", 32, 0}, {"ctx", 64, 320}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const remat_tensor_row_t *t = row(f, 0, want[i].name);
+        if (t->bytes != want[i].bytes || (want[i].flops && t->recompute_flops != want[i].flops)) {
+            fail_msg("%s: %llu B, %llu FLOPs", want[i].name, (unsigned long long)t->bytes,
+                     (unsigned long long)t->recompute_flops);
+        }
+    }
+    const remat_block_t *b = remat_profile_block(&f->r, 0);
+    uint64_t attention = 0;
+    static const char *const params[] = {"ln1_scale", "wq_a", "q_norm_scale", "wq_b",
+                                         "wkv_a",     "kv_norm_scale", "wk_b", "wv_b", "wo"};
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+        const remat_tensor_t *t = &b->tensors[remat_block_find_tensor(b, params[i])];
+        uint64_t n = 1;
+        for (size_t j = 0; j < t->rank; j++) {
+            n *= f->r.dim_size[t->dim[j]];
+        }
+        attention += n;
+    }
+    assert_int_equal(attention, 272);
+    fx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_moe_by_hand),
@@ -609,6 +691,8 @@ int main(void) {
         cmocka_unit_test(test_attention_window),
         cmocka_unit_test(test_mtp),
         cmocka_unit_test(test_routing_kinds),
+        cmocka_unit_test(test_dense_path_by_hand),
+        cmocka_unit_test(test_mla_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
