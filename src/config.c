@@ -259,6 +259,7 @@ void remat_config_defaults(remat_config_t *c) {
         c->dcn[a] = 1;
     }
     c->ici[REMAT_AXIS_FSDP] = -1; /* MaxText: FSDP takes the devices left */
+    c->dcn[REMAT_AXIS_DATA] = -1; /* MaxText: data parallelism takes the slices left */
     c->fsdp_prefetch = true;
     strcpy(c->attention_type, "global");
     c->num_experts = 1;

@@ -254,6 +254,29 @@ static void index_rules(remat_mesh_t *m) {
     }
 }
 
+/* The slices a -1 dcn axis (@p fill, or -1 for none) takes: num_slices
+   over the other dcn axes' product when num_slices is given, else 1. */
+static remat_status_t dcn_fill_value(const remat_config_t *cfg, int fill, uint64_t *out,
+                                     remat_error_t *err) {
+    *out = 1;
+    if (fill < 0 || cfg->num_slices <= 0) {
+        return REMAT_OK;
+    }
+    uint64_t others = 1;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        others *= a == fill ? 1 : (uint64_t)cfg->dcn[a]; /* below 2^40: config checks */
+    }
+    if ((uint64_t)cfg->num_slices % others) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "mesh: the dcn axes multiply to %llu, which does not divide "
+                               "num_slices=%lld, so dcn_%s_parallelism=-1 cannot fill it",
+                               (unsigned long long)others, (long long)cfg->num_slices,
+                               axis_keys[fill]);
+    }
+    *out = (uint64_t)cfg->num_slices / others;
+    return REMAT_OK;
+}
+
 remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, remat_error_t *err) {
     memset(m, 0, sizeof *m);
     m->devices = cfg->num_devices;
@@ -279,8 +302,14 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                "mesh: the fixed axes multiply past 2^62");
     }
-    /* One slice unless the dcn axes say otherwise: a -1 dcn axis is 1 then,
-       and an ici -1 takes what the devices leave. */
+    /* A -1 dcn axis takes the slices the fixed dcn axes leave of
+       num_slices (MaxText's dcn_data_parallelism=-1), one slice without
+       num_slices; an ici -1 takes what the devices leave. */
+    uint64_t dcn_fill_v = 1;
+    if ((st = dcn_fill_value(cfg, dcn_fill, &dcn_fill_v, err))) {
+        return st;
+    }
+    fixed *= dcn_fill_v; /* both below 2^40 (config checks) */
     uint64_t ici_fill_v = 1;
     if (ici_fill >= 0) {
         if (fixed == 0 || m->devices % fixed) {
@@ -295,7 +324,7 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
     bool overflow = false;
     for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
         uint64_t pair[2] = {a == ici_fill ? ici_fill_v : (uint64_t)cfg->ici[a],
-                            a == dcn_fill ? 1 : (uint64_t)cfg->dcn[a]};
+                            a == dcn_fill ? dcn_fill_v : (uint64_t)cfg->dcn[a]};
         overflow |= !product_ok(pair, 2, &m->shards[a]);
     }
     uint64_t product = 0;
