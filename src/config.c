@@ -92,6 +92,8 @@ static const key_t_ keys[] = {
      "a slice as MaxText names it (tpu7x-128: 64 chips, 128 devices): sets hardware and num_devices"},
     {"logical_axis_rules", K_STR, F(logical_axis_rules),
      "overrides, e.g. activation_embed:,activation_norm_length:tensor"},
+    {"override_logical_axis_rules", K_BOOL, F(override_logical_axis_rules),
+     "logical_axis_rules replace MaxText's default rules instead of overriding them one by one"},
     {"quantization", K_STR, F(quantization),
      "'' (none) or fp8 / nanoo_fp8: weight-einsum residuals and gathers in fp8"},
     {"use_qwix_quantization", K_BOOL, F(use_qwix_quantization),

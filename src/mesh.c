@@ -332,7 +332,12 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
     if (overflow || product != m->devices) {
         return mesh_mismatch(m, product, overflow, err);
     }
-    for (size_t i = 0; i < sizeof default_rules / sizeof default_rules[0]; i++) {
+    /* override_logical_axis_rules: the config's rules are all there are
+       (MaxText replaces base.yml's list); a logical axis they do not name
+       is not sharded */
+    for (size_t i = 0; !cfg->override_logical_axis_rules &&
+                       i < sizeof default_rules / sizeof default_rules[0];
+         i++) {
         m->rules[m->nrules] = default_rules[i];
         m->rules[m->nrules++].hash = remat_mesh_name_hash(default_rules[i].logical);
     }

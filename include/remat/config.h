@@ -34,6 +34,7 @@ typedef struct remat_config {
     enum { REMAT_OPT_ADAM, REMAT_OPT_SGD, REMAT_OPT_ADAFACTOR } optimizer;
     char quantization[32];            /* "" or fp8 (FP8 einsum residuals, gathers) */
     char logical_axis_rules[REMAT_RULES_LEN]; /* overrides: "logical:axis+axis,..." */
+    bool override_logical_axis_rules; /* the rules above replace MaxText's defaults */
     int64_t ici[REMAT_AXIS_COUNT];    /* ici_<axis>_parallelism; -1 fills */
     int64_t dcn[REMAT_AXIS_COUNT];    /* dcn_<axis>_parallelism */
     uint64_t num_pipeline_microbatches; /* 0: one per stage */

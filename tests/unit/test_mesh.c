@@ -811,11 +811,38 @@ static void test_mesh_errors(void **state) {
     expect_error(dseq, "no 'sequence' axis");
 }
 
+/* override_logical_axis_rules: the config's rules replace MaxText's. With
+   none left, nothing is sharded: every device holds the whole model; with
+   only `embed:fsdp`, a weight shards over fsdp along its embed dim, and
+   the embedding and logits tables ("vocab", "embed_vocab") do not; the
+   norms ("norm") shard over tensor by default, 1 here, so neither way. */
+static void test_override_axis_rules(void **state) {
+    (void)state;
+    const char *none[] = {"model_name=llama3-8b", "per_device_batch_size=1", "num_devices=8",
+                          "override_logical_axis_rules=true", NULL};
+    fx_run_t *f = run(none);
+    assert_int_equal(f->r.param_count_device, f->r.param_count);
+    fx_free(f);
+    const char *embed[] = {"model_name=llama3-8b", "per_device_batch_size=1", "num_devices=8",
+                           "override_logical_axis_rules=true", "logical_axis_rules=embed:fsdp",
+                           NULL};
+    const char *dflt[] = {"model_name=llama3-8b", "per_device_batch_size=1", "num_devices=8",
+                          NULL};
+    fx_run_t *e = run(embed), *d = run(dflt);
+    /* the layers' matmul weights shard 8 ways either way; the embedding and
+       logits tables (2 x 128256 x 4096) only by default */
+    const uint64_t tables = 2ull * 128256 * 4096;
+    assert_int_equal(e->r.param_count_device - d->r.param_count_device, tables - tables / 8);
+    fx_free(e);
+    fx_free(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_megatron_table2),
         cmocka_unit_test(test_pipeline_by_hand),
         cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_override_axis_rules),
         cmocka_unit_test(test_logical_axis_rules),
         cmocka_unit_test(test_axis_rules_on_llama),
         cmocka_unit_test(test_shapes_fsdp_tensor_context),
