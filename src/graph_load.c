@@ -348,7 +348,7 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
     if (group && (!out->param || !valid_name(group))) {
         remat_i_jpath_key(&L->path, "gather_group");
         return fail(L, REMAT_E_SCHEMA,
-                    "'gather_group' is a param's, and a name " NAME_RULE);
+                    "'gather_group' belongs on a param and is a name " NAME_RULE);
     }
     if (group && (st = dup(L, group, &out->gather_group))) {
         return st;
