@@ -279,6 +279,7 @@ def llama4_moe(t, ops, inp):
         O("router_scale_tokens", "einsum", [inp, "router_scores"], ["scaled_tokens"], spec="bse,bsk->bske"),
         O("tokens_cast", "cast", ["scaled_tokens"], ["moe_in"])])
     op(ops, "permute")["in"] = ["moe_in", "topk_idx"]
+    drop(t, ops, ["repeat"], ["tokens_rep"])  # moe_in is the repeated tokens already
     c = op(ops, "combine")
     c["in"] = ["moe_back_f32"]
     c["spec"] = "bske->bse"

@@ -54,8 +54,14 @@ def moe_part(t, ops, inp, gate_axes, router):
         ops.append(O("router_scale", "scale", ["topk_raw"], ["topk_w"], value=1.0))
     else:
         ops.append(O("router_softmax", "softmax", ["topk_raw"], ["topk_w"]))
+    # MaxText repeats each token k times, then sorts the copies by expert
+    # (moe.py permute: jnp.repeat, then the sort): two arrays; with expert
+    # parallelism the sorted rows land in the all-to-all's receive buffer
+    t["tokens_rep"] = T(["batch", "seq", "topk", "embed"],
+                        axes=["activation_batch_moe", "activation_length_moe", None, None])
     t["tokens"] = T(TOK5("embed"), axes=AX5(None))
-    ops.append(O("permute", "gather", [inp, "topk_idx"], ["tokens"], over="expert"))
+    ops.append(O("repeat", "broadcast", [inp], ["tokens_rep"]))
+    ops.append(O("permute", "gather", ["tokens_rep", "topk_idx"], ["tokens"], over="expert"))
     # the shard_map takes the expert weights as inputs: gathered together
     t["moe_wi_0"] = T(["experts", "embed", "moe_mlp"], "weight", param=True,
                       axes=["exp", "embed_moe", "mlp_moe"], group="moe_experts")
