@@ -4,11 +4,14 @@
  * graph for the attention kind, or a file), the policy (a preset, "custom",
  * or a file) and the hardware profile.
  *
- * Built-ins are parsed once per process. The first resolve of a built-in
- * graph, preset or hardware profile parses and validates its JSON and keeps
- * the object in a process-wide cache, one slot per entry of the built-in
- * table; every resolve copies the cached object. So ownership is what it
- * always was: the caller owns what remat_resolve returns, frees it with
+ * Built-ins are made once per process. The first resolve of a built-in
+ * preset or hardware profile parses and validates its JSON, and that of a
+ * built-in graph copies the graph the build generated from its JSON
+ * (builtin_graphs.h: loaded and validated at build time, so no parse and
+ * no igraph analysis at run time); either keeps the object in a
+ * process-wide cache, one slot per entry of the built-in table, and every
+ * resolve copies the cached object. So ownership is what it always was:
+ * the caller owns what remat_resolve returns, frees it with
  * remat_graph_free / remat_policy_free and may change it, while the cached
  * objects are never handed out and never change. A copy is a few hundred
  * small allocations (the graph's strings and arrays), against a JSON parse
@@ -22,8 +25,10 @@
  * races for it. The cache is freed at exit (atexit); resolving from another
  * thread while the process exits is not supported.
  *
- * Invariants (asserted): a slot is NULL or holds the parsed object of its
- * own entry, of the entry's kind; an error is never cached.
+ * Invariants (asserted): a slot is NULL or holds the object made from its
+ * own entry, of the entry's kind, allocated like a loaded one (a graph's
+ * strings and arrays are its own, never the generated data's, so drop
+ * frees it as it would a parsed one); an error is never cached.
  */
 #include <assert.h>
 #include <stdatomic.h>
@@ -37,6 +42,7 @@
 #include "remat/policy.h"
 #include "remat/sim.h"
 #include "builtin_data.h"
+#include "builtin_graphs.h"
 #include "config_maxtext.h"
 #include "util.h"
 
@@ -142,12 +148,32 @@ static size_t builtin_index(remat_builtin_kind_t kind, const char *name) {
     return REMAT_NONE;
 }
 
+const remat_i_static_graph_t *remat_i_static_graph_find(const char *name) {
+    for (size_t i = 0; i < remat_i_nstatic_graphs; i++) {
+        if (strcmp(remat_i_static_str(remat_i_static_graphs[i].builtin), name) == 0) {
+            return &remat_i_static_graphs[i];
+        }
+    }
+    return NULL;
+}
+
+/* The graph the build generated from the entry's JSON. The generator runs
+   on every built-in graph and fails the build on one that does not load,
+   so each has its entry; the parse below is for a table that holds a graph
+   the generator did not see, and reports what a load reports. */
 static remat_status_t make_graph(size_t index, void **out, remat_error_t *err) {
     assert(remat_i_builtins[index].kind == REMAT_BUILTIN_GRAPH);
-    char source[REMAT_STR_LEN + 128];
-    snprintf(source, sizeof source, "<builtin:graphs/%s.json>", remat_i_builtins[index].name);
+    const remat_i_static_graph_t *s = remat_i_static_graph_find(remat_i_builtins[index].name);
     remat_graph_t *g = NULL;
-    remat_status_t st = remat_graph_load_string(remat_i_builtins[index].text, source, &g, err);
+    remat_status_t st;
+    if (s) {
+        st = remat_i_graph_from_static(s, &g, err);
+    } else {
+        char source[REMAT_STR_LEN + 128];
+        snprintf(source, sizeof source, REMAT_I_BUILTIN_GRAPH_SOURCE,
+                 remat_i_builtins[index].name);
+        st = remat_graph_load_string(remat_i_builtins[index].text, source, &g, err);
+    }
     *out = g;
     return st;
 }
@@ -293,6 +319,118 @@ static remat_status_t copy_graph(const remat_graph_t *s, remat_graph_t **out,
     copy_kinds(d, s, &ok, err);
     if (s->has_head) {
         copy_block(&d->head, &s->head, &ok, err);
+    }
+    if (!ok) {
+        remat_graph_free(d);
+        return REMAT_E_NOMEM;
+    }
+    *out = d;
+    return REMAT_OK;
+}
+
+/* ---- the generated graphs (builtin_graphs.h) into graphs of their own ---- */
+
+/* As the copies above: @p d starts empty, counts follow their arrays, and
+   every string and array is the graph's own. */
+static char *static_str(remat_i_str_t s, bool *ok, remat_error_t *err) {
+    return dup_str(remat_i_static_str(s), ok, err);
+}
+
+static void unpack_tensors(remat_tensor_t *d, const remat_i_static_block_t *s, bool *ok,
+                           remat_error_t *err) {
+    for (size_t i = 0; i < s->ntensors; i++) {
+        const remat_tensor_t *t = &remat_i_static_tensors[s->tensors + i];
+        const remat_i_tensor_strs_t *str = &remat_i_static_tensor_strs[s->tensors + i];
+        d[i] = *t; /* every pointer NULL: the strings are in str */
+        d[i].name = static_str(str->name, ok, err);
+        d[i].gather_group = static_str(str->gather_group, ok, err);
+        for (size_t k = 0; k < REMAT_MAX_TAGS; k++) {
+            d[i].tags[k] = k < t->ntags ? static_str(str->tags[k], ok, err) : NULL;
+        }
+        for (size_t k = 0; k < REMAT_MAX_RANK; k++) {
+            d[i].axes[k] = static_str(str->axes[k], ok, err);
+        }
+    }
+}
+
+static void unpack_block(remat_block_t *d, const remat_i_static_block_t *s, bool *ok,
+                         remat_error_t *err) {
+    d->ninputs = s->ninputs;
+    d->noutputs = s->noutputs;
+    d->tensors = *ok ? remat_i_try_calloc(s->ntensors + 1, sizeof *d->tensors, err) : NULL;
+    d->ops = d->tensors ? remat_i_try_calloc(s->nops + 1, sizeof *d->ops, err) : NULL;
+    *ok = *ok && d->ops;
+    if (!*ok) {
+        return;
+    }
+    d->ntensors = s->ntensors;
+    d->nops = s->nops;
+    unpack_tensors(d->tensors, s, ok, err);
+    for (size_t i = 0; i < s->nops; i++) {
+        d->ops[i] = remat_i_static_ops[s->ops + i];
+        d->ops[i].name = static_str(remat_i_static_op_names[s->ops + i], ok, err);
+    }
+    const size_t *sizes = remat_i_static_sizes;
+    d->order = dup_array(sizes + s->order, s->nops, sizeof *sizes, ok, err);
+    d->inputs = dup_array(sizes + s->inputs, s->ninputs, sizeof *sizes, ok, err);
+    d->outputs = dup_array(sizes + s->outputs, s->noutputs, sizeof *sizes, ok, err);
+}
+
+static void unpack_dims(remat_graph_t *d, const remat_i_static_graph_t *s, bool *ok,
+                        remat_error_t *err) {
+    d->dims = *ok ? remat_i_try_calloc(s->ndims + 1, sizeof *d->dims, err) : NULL;
+    *ok = *ok && d->dims;
+    d->ndims = d->dims ? s->ndims : 0;
+    for (size_t i = 0; i < d->ndims; i++) {
+        const remat_i_static_dim_t *a = &remat_i_static_dims[s->dims + i];
+        remat_dim_t *b = &d->dims[i];
+        b->value = a->value;
+        b->name = static_str(a->name, ok, err);
+        b->from = static_str(a->from, ok, err);
+        b->div = static_str(a->div, ok, err);
+        b->axis = static_str(a->axis, ok, err);
+        b->weight_axis = static_str(a->weight_axis, ok, err);
+    }
+}
+
+static void unpack_kinds(remat_graph_t *d, const remat_i_static_graph_t *s, bool *ok,
+                         remat_error_t *err) {
+    d->kinds = *ok ? remat_i_try_calloc(s->nkinds, sizeof *d->kinds, err) : NULL;
+    *ok = *ok && d->kinds;
+    d->nkinds = d->kinds ? s->nkinds : 0;
+    for (size_t k = 0; k < d->nkinds; k++) {
+        const remat_i_static_kind_t *a = &remat_i_static_kinds[s->kinds + k];
+        remat_kind_t *b = &d->kinds[k];
+        b->name = static_str(a->name, ok, err);
+        b->block_name = static_str(a->block_name, ok, err);
+        b->first = static_str(a->first, ok, err);
+        b->every = static_str(a->every, ok, err);
+        b->window = static_str(a->window, ok, err);
+        b->first_n = a->first_n;
+        b->every_n = a->every_n;
+        unpack_block(&b->block, &a->block, ok, err);
+    }
+}
+
+remat_status_t remat_i_graph_from_static(const remat_i_static_graph_t *s, remat_graph_t **out,
+                                         remat_error_t *err) {
+    remat_graph_t *d = remat_i_try_calloc(1, sizeof *d, err);
+    *out = NULL;
+    if (!d) {
+        return REMAT_E_NOMEM;
+    }
+    d->has_head = s->has_head;
+    d->head_feeds = s->head_feeds;
+    d->head_takes = s->head_takes;
+    d->head_npre = s->head_npre;
+    bool ok = true;
+    d->name = static_str(s->name, &ok, err);
+    d->description = static_str(s->description, &ok, err);
+    d->source = static_str(s->source, &ok, err);
+    unpack_dims(d, s, &ok, err);
+    unpack_kinds(d, s, &ok, err);
+    if (s->has_head) {
+        unpack_block(&d->head, &s->head, &ok, err);
     }
     if (!ok) {
         remat_graph_free(d);

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_builtin_graphs.c: the built-in graphs the build generated as C data
+ * (src/builtin_graphs.h, tools/gen_graphs.c) are the graphs a load of their
+ * JSON makes.
+ *
+ * For every built-in graph: the generated entry exists, the graph made from
+ * it (remat_i_graph_from_static) equals a fresh remat_graph_load_string of
+ * the embedded text field by field, every field of every struct, and shares
+ * no string or array with the load or with the generated data; the graph
+ * remat_resolve returns for the config that selects it is equal too. A
+ * failed allocation while making one is a clean REMAT_E_NOMEM (LeakSanitizer
+ * checks the half-made graph is freed in the sanitizer build).
+ *
+ * The comparisons extend test_solve.c's (a copy of the cache against a
+ * fresh parse) with the fields it leaves out. A field added to remat_graph_t
+ * needs its line here.
+ */
+#include "fixtures.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtin_data.h"
+#include "builtin_graphs.h"
+#include "remat/builtin.h"
+#include "remat/config.h"
+#include "util.h"
+
+static void same_str(const char *a, const char *b) {
+    if (!a || !b) {
+        assert_true(a == b);
+        return;
+    }
+    assert_string_equal(a, b);
+    assert_true(a != b);
+}
+
+static void tensors_equal(const remat_tensor_t *a, const remat_tensor_t *b) {
+    same_str(a->name, b->name);
+    assert_int_equal(a->rank, b->rank);
+    assert_memory_equal(a->dim, b->dim, sizeof a->dim);
+    assert_int_equal(a->dtype, b->dtype);
+    assert_true(a->param == b->param && a->input == b->input && a->has_axes == b->has_axes);
+    assert_int_equal(a->ntags, b->ntags);
+    for (size_t k = 0; k < REMAT_MAX_TAGS; k++) {
+        same_str(a->tags[k], b->tags[k]);
+    }
+    same_str(a->gather_group, b->gather_group);
+    for (size_t k = 0; k < REMAT_MAX_RANK; k++) {
+        same_str(a->axes[k], b->axes[k]);
+    }
+    assert_true(a->producer == b->producer && a->storage == b->storage &&
+                a->last_use == b->last_use && a->needs_grad == b->needs_grad &&
+                a->residual == b->residual);
+}
+
+static void ops_equal(const remat_op_t *a, const remat_op_t *b) {
+    same_str(a->name, b->name);
+    assert_int_equal(a->kind, b->kind);
+    assert_true(a->nin == b->nin && a->nout == b->nout && a->nsaves == b->nsaves);
+    assert_memory_equal(a->in, b->in, sizeof a->in);
+    assert_memory_equal(a->out, b->out, sizeof a->out);
+    assert_memory_equal(a->subs, b->subs, sizeof a->subs);
+    assert_memory_equal(a->ragged, b->ragged, sizeof a->ragged);
+    assert_memory_equal(a->over, b->over, sizeof a->over);
+    assert_memory_equal(a->window, b->window, sizeof a->window);
+    assert_memory_equal(a->saves, b->saves, sizeof a->saves);
+    assert_memory_equal(&a->value, &b->value, sizeof a->value); /* the bits, -0.0 included */
+    assert_true(a->causal == b->causal && a->bhsd == b->bhsd &&
+                a->saves_override == b->saves_override && a->has_backward == b->has_backward);
+}
+
+static void blocks_equal(const remat_block_t *a, const remat_block_t *b) {
+    assert_true(a->ntensors == b->ntensors && a->nops == b->nops && a->ninputs == b->ninputs &&
+                a->noutputs == b->noutputs);
+    assert_true(a->tensors != b->tensors && a->ops != b->ops);
+    for (size_t i = 0; i < a->ntensors; i++) {
+        tensors_equal(&a->tensors[i], &b->tensors[i]);
+    }
+    for (size_t i = 0; i < a->nops; i++) {
+        ops_equal(&a->ops[i], &b->ops[i]);
+    }
+    assert_true(a->nops == 0 || a->order != b->order);
+    assert_memory_equal(a->order, b->order, a->nops * sizeof *a->order);
+    assert_memory_equal(a->inputs, b->inputs, a->ninputs * sizeof *a->inputs);
+    assert_memory_equal(a->outputs, b->outputs, a->noutputs * sizeof *a->outputs);
+}
+
+static void kinds_equal(const remat_kind_t *a, const remat_kind_t *b) {
+    same_str(a->name, b->name);
+    same_str(a->block_name, b->block_name);
+    same_str(a->first, b->first);
+    same_str(a->every, b->every);
+    same_str(a->window, b->window);
+    assert_true(a->first_n == b->first_n && a->every_n == b->every_n);
+    blocks_equal(&a->block, &b->block);
+}
+
+static void graphs_equal(const remat_graph_t *a, const remat_graph_t *b) {
+    assert_true(a != b);
+    same_str(a->name, b->name);
+    same_str(a->description, b->description);
+    same_str(a->source, b->source);
+    assert_int_equal(a->ndims, b->ndims);
+    assert_true(a->dims != b->dims);
+    for (size_t i = 0; i < a->ndims; i++) {
+        const remat_dim_t *x = &a->dims[i], *y = &b->dims[i];
+        same_str(x->name, y->name);
+        same_str(x->from, y->from);
+        same_str(x->div, y->div);
+        same_str(x->axis, y->axis);
+        same_str(x->weight_axis, y->weight_axis);
+        assert_true(x->value == y->value);
+    }
+    assert_int_equal(a->nkinds, b->nkinds);
+    assert_true(a->kinds != b->kinds);
+    for (size_t k = 0; k < a->nkinds; k++) {
+        kinds_equal(&a->kinds[k], &b->kinds[k]);
+    }
+    assert_true(a->has_head == b->has_head && a->head_feeds == b->head_feeds &&
+                a->head_takes == b->head_takes && a->head_npre == b->head_npre);
+    if (a->has_head) {
+        blocks_equal(&a->head, &b->head);
+    }
+}
+
+/* A fresh load of built-in graph @p name's embedded text, as the generator
+   and the run time's fallback load it. */
+static remat_graph_t *load_builtin(const char *name) {
+    char source[REMAT_STR_LEN + 128];
+    snprintf(source, sizeof source, REMAT_I_BUILTIN_GRAPH_SOURCE, name);
+    remat_graph_t *g = NULL;
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_graph_load_string(remat_builtin_find(REMAT_BUILTIN_GRAPH, name), source,
+                                             &g, &err),
+                     REMAT_OK);
+    return g;
+}
+
+static remat_graph_t *from_static(const char *name) {
+    const remat_i_static_graph_t *s = remat_i_static_graph_find(name);
+    assert_non_null(s);
+    remat_graph_t *g = NULL;
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_i_graph_from_static(s, &g, &err), REMAT_OK);
+    assert_non_null(g);
+    /* its strings are its own, not the generated pool's */
+    assert_true(g->name != remat_i_static_str(s->name));
+    const remat_i_static_block_t *b = &remat_i_static_kinds[s->kinds].block;
+    assert_true(g->kinds[0].block.tensors[0].name !=
+                remat_i_static_str(remat_i_static_tensor_strs[b->tensors].name));
+    return g;
+}
+
+/* One entry per built-in graph, in the table's order, and none for a name
+   that is not one. */
+static void test_every_builtin_graph_has_its_entry(void **state) {
+    (void)state;
+    size_t n = 0;
+    for (size_t i = 0; i < remat_i_nbuiltins; i++) {
+        if (remat_i_builtins[i].kind == REMAT_BUILTIN_GRAPH) {
+            const remat_i_static_graph_t *s = remat_i_static_graph_find(remat_i_builtins[i].name);
+            assert_non_null(s);
+            assert_ptr_equal(s, &remat_i_static_graphs[n]);
+            n++;
+        }
+    }
+    assert_true(n > 0);
+    assert_int_equal(n, remat_i_nstatic_graphs);
+    assert_int_equal(n, remat_builtin_count(REMAT_BUILTIN_GRAPH));
+    assert_null(remat_i_static_graph_find("minimal")); /* a policy */
+    assert_null(remat_i_static_graph_find("llama"));
+    assert_null(remat_i_static_graph_find(""));
+}
+
+static void test_static_graphs_equal_a_load(void **state) {
+    (void)state;
+    for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_GRAPH); i++) {
+        const char *name = remat_builtin_name(REMAT_BUILTIN_GRAPH, i);
+        remat_graph_t *fresh = load_builtin(name), *g = from_static(name);
+        graphs_equal(fresh, g);
+        remat_graph_free(fresh);
+        remat_graph_free(g);
+    }
+}
+
+/* The config that selects built-in graph @p name
+   (graph.attention[.dropout][.dense_moe][.mtp], resolve.c). */
+static void config_for(const char *name, remat_config_t *cfg) {
+    remat_config_defaults(cfg);
+    char parts[REMAT_STR_LEN];
+    snprintf(parts, sizeof parts, "%s", name);
+    char *save = NULL;
+    snprintf(cfg->graph, sizeof cfg->graph, "%s", strtok_r(parts, ".", &save));
+    snprintf(cfg->attention, sizeof cfg->attention, "%s", strtok_r(NULL, ".", &save));
+    for (const char *p = strtok_r(NULL, ".", &save); p; p = strtok_r(NULL, ".", &save)) {
+        if (strcmp(p, "dropout") == 0) {
+            cfg->enable_dropout = true;
+            cfg->dropout_rate = 0.1;
+        } else if (strcmp(p, "dense_moe") == 0) {
+            cfg->num_experts = 8;
+            cfg->sparse_matmul = false;
+        } else {
+            assert_string_equal(p, "mtp");
+            cfg->mtp_num_layers = 1;
+        }
+    }
+}
+
+/* What remat_resolve returns for each built-in graph: equal to a load, and
+   a copy of its own each time. */
+static void test_resolve_returns_the_static_graphs(void **state) {
+    (void)state;
+    for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_GRAPH); i++) {
+        const char *name = remat_builtin_name(REMAT_BUILTIN_GRAPH, i);
+        remat_config_t cfg;
+        config_for(name, &cfg);
+        remat_graph_t *fresh = load_builtin(name), *g[2] = {NULL, NULL};
+        for (size_t k = 0; k < 2; k++) {
+            remat_policy_t *p = NULL;
+            remat_hw_t hw;
+            remat_error_t err;
+            remat_error_init(&err);
+            assert_int_equal(remat_resolve(&cfg, &g[k], &p, &hw, &err), REMAT_OK);
+            graphs_equal(fresh, g[k]);
+            remat_policy_free(p);
+        }
+        graphs_equal(g[0], g[1]);
+        remat_graph_free(fresh);
+        remat_graph_free(g[0]);
+        remat_graph_free(g[1]);
+    }
+}
+
+/* Each allocation of making a graph from its entry, failed in turn: a
+   clean REMAT_E_NOMEM, no graph, and the next try succeeds. The smallest
+   uniform graph and the largest mixed stack (with a head both). */
+static void test_from_static_allocation_failures(void **state) {
+    (void)state;
+    static const char *const names[] = {"llama.flash", "deepseek.flash.mtp"};
+    static remat_graph_t not_made;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        const remat_i_static_graph_t *s = remat_i_static_graph_find(names[k]);
+        assert_non_null(s);
+        remat_graph_t *g = NULL;
+        remat_error_t err;
+        remat_error_init(&err);
+        remat_i_alloc_fail_at(0);
+        assert_int_equal(remat_i_graph_from_static(s, &g, &err), REMAT_OK);
+        const uint64_t count = remat_i_alloc_count();
+        remat_graph_free(g);
+        assert_true(count > 100);
+        for (uint64_t i = 1; i <= count; i++) {
+            remat_error_init(&err);
+            remat_i_alloc_fail_at(i);
+            g = &not_made; /* overwritten with NULL */
+            assert_int_equal(remat_i_graph_from_static(s, &g, &err), REMAT_E_NOMEM);
+            assert_null(g);
+            assert_int_equal(err.code, REMAT_E_NOMEM);
+        }
+        remat_i_alloc_fail_at(0);
+        assert_int_equal(remat_i_graph_from_static(s, &g, &err), REMAT_OK);
+        remat_graph_free(g);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_builtin_graph_has_its_entry),
+        cmocka_unit_test(test_static_graphs_equal_a_load),
+        cmocka_unit_test(test_resolve_returns_the_static_graphs),
+        cmocka_unit_test(test_from_static_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
