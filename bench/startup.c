@@ -72,19 +72,10 @@ static double median(double *v, size_t n) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 4 || strcmp(argv[2], "--") != 0) {
-        fprintf(stderr, "usage: startup N -- CMD [ARG...] [-- CMD [ARG...]]...\n");
-        return 2;
-    }
-    long n = strtol(argv[1], NULL, 10);
-    if (n < 1 || n > 1000000) {
-        fprintf(stderr, "startup: N must be 1 to 1000000\n");
-        return 2;
-    }
-    /* Split the rest at "--" into commands, in place. */
-    char **cmd[MAX_CMDS];
-    char *label[MAX_CMDS];
+/* The commands of argv after N, split at "--" in place, into @p cmd; each
+   one's label (its program by its last path component, then its
+   arguments) into @p label. Returns the count, 0 on a usage error. */
+static size_t split_commands(int argc, char **argv, char **cmd[MAX_CMDS], char *label[MAX_CMDS]) {
     size_t nc = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
@@ -92,15 +83,11 @@ int main(int argc, char **argv) {
             if (i + 1 < argc && strcmp(argv[i + 1], "--") != 0) {
                 if (nc == MAX_CMDS) {
                     fprintf(stderr, "startup: at most %d commands\n", MAX_CMDS);
-                    return 2;
+                    return 0;
                 }
                 cmd[nc++] = &argv[i + 1];
             }
         }
-    }
-    if (nc < 2) {
-        fprintf(stderr, "startup: give the reference command and at least one other\n");
-        return 2;
     }
     for (size_t c = 0; c < nc; c++) {
         size_t len = 0;
@@ -111,15 +98,17 @@ int main(int argc, char **argv) {
         label[c][0] = '\0';
         for (char **a = cmd[c]; *a; a++) {
             strcat(label[c], a == cmd[c] ? "" : " ");
-            /* The program by its last path component. */
             const char *s = a == cmd[c] && strrchr(*a, '/') ? strrchr(*a, '/') + 1 : *a;
             strcat(label[c], s);
         }
     }
+    return nc;
+}
 
-    double *t = malloc(sizeof *t * (size_t)n * nc);
-    double *col = malloc(sizeof *col * (size_t)n);
-    int first_status[MAX_CMDS];
+/* N rounds of every command, in an order that rotates each round, into
+   t[round * nc + command]; 1 when a command's exit status changed. */
+static int run_rounds(long n, size_t nc, char **cmd[MAX_CMDS], char *label[MAX_CMDS],
+                      int first_status[MAX_CMDS], double *t) {
     int bad = 0;
     for (size_t c = 0; c < nc; c++) {
         run_once(cmd[c], &first_status[c]);
@@ -137,7 +126,30 @@ int main(int argc, char **argv) {
             }
         }
     }
+    return bad;
+}
 
+int main(int argc, char **argv) {
+    if (argc < 4 || strcmp(argv[2], "--") != 0) {
+        fprintf(stderr, "usage: startup N -- CMD [ARG...] [-- CMD [ARG...]]...\n");
+        return 2;
+    }
+    long n = strtol(argv[1], NULL, 10);
+    if (n < 1 || n > 1000000) {
+        fprintf(stderr, "startup: N must be 1 to 1000000\n");
+        return 2;
+    }
+    char **cmd[MAX_CMDS];
+    char *label[MAX_CMDS];
+    const size_t nc = split_commands(argc, argv, cmd, label);
+    if (nc < 2) {
+        fprintf(stderr, "startup: give the reference command and at least one other\n");
+        return 2;
+    }
+    double *t = malloc(sizeof *t * (size_t)n * nc);
+    double *col = malloc(sizeof *col * (size_t)n);
+    int first_status[MAX_CMDS];
+    int bad = run_rounds(n, nc, cmd, label, first_status, t);
     for (long r = 0; r < n; r++) {
         col[r] = t[(size_t)r * nc];
     }

@@ -39,6 +39,11 @@ fx_run_t *fx_analyze_with(const char *graph_text, const char *const *base,
                           const char *const *extra);
 void fx_free(fx_run_t *f);
 
+/* Fails the test unless @p a and @p b are equal graphs, every field (the
+   derived ones included), and share no string or array: either may be
+   freed or changed alone. */
+void fx_graphs_equal(const remat_graph_t *a, const remat_graph_t *b);
+
 /* Index of a layer tensor by name; fails the test if absent. */
 size_t fx_tensor(const remat_graph_t *g, const char *name);
 

@@ -28,104 +28,6 @@
 #include "remat/config.h"
 #include "util.h"
 
-static void same_str(const char *a, const char *b) {
-    if (!a || !b) {
-        assert_true(a == b);
-        return;
-    }
-    assert_string_equal(a, b);
-    assert_true(a != b);
-}
-
-static void tensors_equal(const remat_tensor_t *a, const remat_tensor_t *b) {
-    same_str(a->name, b->name);
-    assert_int_equal(a->rank, b->rank);
-    assert_memory_equal(a->dim, b->dim, sizeof a->dim);
-    assert_int_equal(a->dtype, b->dtype);
-    assert_true(a->param == b->param && a->input == b->input && a->has_axes == b->has_axes);
-    assert_int_equal(a->ntags, b->ntags);
-    for (size_t k = 0; k < REMAT_MAX_TAGS; k++) {
-        same_str(a->tags[k], b->tags[k]);
-    }
-    same_str(a->gather_group, b->gather_group);
-    for (size_t k = 0; k < REMAT_MAX_RANK; k++) {
-        same_str(a->axes[k], b->axes[k]);
-    }
-    assert_true(a->producer == b->producer && a->storage == b->storage &&
-                a->last_use == b->last_use && a->needs_grad == b->needs_grad &&
-                a->residual == b->residual);
-}
-
-static void ops_equal(const remat_op_t *a, const remat_op_t *b) {
-    same_str(a->name, b->name);
-    assert_int_equal(a->kind, b->kind);
-    assert_true(a->nin == b->nin && a->nout == b->nout && a->nsaves == b->nsaves);
-    assert_memory_equal(a->in, b->in, sizeof a->in);
-    assert_memory_equal(a->out, b->out, sizeof a->out);
-    assert_memory_equal(a->subs, b->subs, sizeof a->subs);
-    assert_memory_equal(a->ragged, b->ragged, sizeof a->ragged);
-    assert_memory_equal(a->over, b->over, sizeof a->over);
-    assert_memory_equal(a->window, b->window, sizeof a->window);
-    assert_memory_equal(a->saves, b->saves, sizeof a->saves);
-    assert_memory_equal(&a->value, &b->value, sizeof a->value); /* the bits, -0.0 included */
-    assert_true(a->causal == b->causal && a->bhsd == b->bhsd &&
-                a->saves_override == b->saves_override && a->has_backward == b->has_backward);
-}
-
-static void blocks_equal(const remat_block_t *a, const remat_block_t *b) {
-    assert_true(a->ntensors == b->ntensors && a->nops == b->nops && a->ninputs == b->ninputs &&
-                a->noutputs == b->noutputs);
-    assert_true(a->tensors != b->tensors && a->ops != b->ops);
-    for (size_t i = 0; i < a->ntensors; i++) {
-        tensors_equal(&a->tensors[i], &b->tensors[i]);
-    }
-    for (size_t i = 0; i < a->nops; i++) {
-        ops_equal(&a->ops[i], &b->ops[i]);
-    }
-    assert_true(a->nops == 0 || a->order != b->order);
-    assert_memory_equal(a->order, b->order, a->nops * sizeof *a->order);
-    assert_memory_equal(a->inputs, b->inputs, a->ninputs * sizeof *a->inputs);
-    assert_memory_equal(a->outputs, b->outputs, a->noutputs * sizeof *a->outputs);
-}
-
-static void kinds_equal(const remat_kind_t *a, const remat_kind_t *b) {
-    same_str(a->name, b->name);
-    same_str(a->block_name, b->block_name);
-    same_str(a->first, b->first);
-    same_str(a->every, b->every);
-    same_str(a->window, b->window);
-    assert_true(a->first_n == b->first_n && a->every_n == b->every_n);
-    blocks_equal(&a->block, &b->block);
-}
-
-static void graphs_equal(const remat_graph_t *a, const remat_graph_t *b) {
-    assert_true(a != b);
-    same_str(a->name, b->name);
-    same_str(a->description, b->description);
-    same_str(a->source, b->source);
-    assert_int_equal(a->ndims, b->ndims);
-    assert_true(a->dims != b->dims);
-    for (size_t i = 0; i < a->ndims; i++) {
-        const remat_dim_t *x = &a->dims[i], *y = &b->dims[i];
-        same_str(x->name, y->name);
-        same_str(x->from, y->from);
-        same_str(x->div, y->div);
-        same_str(x->axis, y->axis);
-        same_str(x->weight_axis, y->weight_axis);
-        assert_true(x->value == y->value);
-    }
-    assert_int_equal(a->nkinds, b->nkinds);
-    assert_true(a->kinds != b->kinds);
-    for (size_t k = 0; k < a->nkinds; k++) {
-        kinds_equal(&a->kinds[k], &b->kinds[k]);
-    }
-    assert_true(a->has_head == b->has_head && a->head_feeds == b->head_feeds &&
-                a->head_takes == b->head_takes && a->head_npre == b->head_npre);
-    if (a->has_head) {
-        blocks_equal(&a->head, &b->head);
-    }
-}
-
 /* A fresh load of built-in graph @p name's embedded text, as the generator
    and the run time's fallback load it. */
 static remat_graph_t *load_builtin(const char *name) {
@@ -182,7 +84,7 @@ static void test_static_graphs_equal_a_load(void **state) {
     for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_GRAPH); i++) {
         const char *name = remat_builtin_name(REMAT_BUILTIN_GRAPH, i);
         remat_graph_t *fresh = load_builtin(name), *g = from_static(name);
-        graphs_equal(fresh, g);
+        fx_graphs_equal(fresh, g);
         remat_graph_free(fresh);
         remat_graph_free(g);
     }
@@ -226,10 +128,10 @@ static void test_resolve_returns_the_static_graphs(void **state) {
             remat_error_t err;
             remat_error_init(&err);
             assert_int_equal(remat_resolve(&cfg, &g[k], &p, &hw, &err), REMAT_OK);
-            graphs_equal(fresh, g[k]);
+            fx_graphs_equal(fresh, g[k]);
             remat_policy_free(p);
         }
-        graphs_equal(g[0], g[1]);
+        fx_graphs_equal(g[0], g[1]);
         remat_graph_free(fresh);
         remat_graph_free(g[0]);
         remat_graph_free(g[1]);

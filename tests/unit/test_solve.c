@@ -422,92 +422,6 @@ static void test_largest_batch(void **state) {
 
 /* ---- remat_resolve's cache of parsed built-ins (resolve.c) ------------- */
 
-static void same_str(const char *a, const char *b) {
-    if (!a || !b) {
-        assert_true(a == b);
-        return;
-    }
-    assert_string_equal(a, b);
-}
-
-/* Equal content, and no string or array shared (either may be freed or
-   changed alone). */
-static void tensors_equal(const remat_tensor_t *a, const remat_tensor_t *b) {
-    same_str(a->name, b->name);
-    assert_true(a->name != b->name);
-    assert_int_equal(a->rank, b->rank);
-    assert_memory_equal(a->dim, b->dim, sizeof a->dim);
-    assert_int_equal(a->dtype, b->dtype);
-    assert_true(a->param == b->param && a->input == b->input && a->has_axes == b->has_axes);
-    assert_int_equal(a->ntags, b->ntags);
-    for (size_t k = 0; k < REMAT_MAX_TAGS; k++) {
-        same_str(a->tags[k], b->tags[k]);
-        assert_true(!a->tags[k] || a->tags[k] != b->tags[k]);
-    }
-    for (size_t k = 0; k < REMAT_MAX_RANK; k++) {
-        same_str(a->axes[k], b->axes[k]);
-        assert_true(!a->axes[k] || a->axes[k] != b->axes[k]);
-    }
-    assert_true(a->producer == b->producer && a->storage == b->storage &&
-                a->last_use == b->last_use && a->needs_grad == b->needs_grad &&
-                a->residual == b->residual);
-}
-
-static void ops_equal(const remat_op_t *a, const remat_op_t *b) {
-    same_str(a->name, b->name);
-    assert_true(a->name != b->name);
-    assert_int_equal(a->kind, b->kind);
-    assert_true(a->nin == b->nin && a->nout == b->nout && a->nsaves == b->nsaves);
-    assert_memory_equal(a->in, b->in, sizeof a->in);
-    assert_memory_equal(a->out, b->out, sizeof a->out);
-    assert_memory_equal(a->subs, b->subs, sizeof a->subs);
-    assert_memory_equal(a->saves, b->saves, sizeof a->saves);
-    assert_true(a->causal == b->causal && a->bhsd == b->bhsd && a->value == b->value &&
-                a->saves_override == b->saves_override && a->has_backward == b->has_backward);
-}
-
-static void blocks_equal(const remat_block_t *a, const remat_block_t *b) {
-    assert_true(a->ntensors == b->ntensors && a->nops == b->nops && a->ninputs == b->ninputs &&
-                a->noutputs == b->noutputs);
-    for (size_t i = 0; i < a->ntensors; i++) {
-        tensors_equal(&a->tensors[i], &b->tensors[i]);
-    }
-    for (size_t i = 0; i < a->nops; i++) {
-        ops_equal(&a->ops[i], &b->ops[i]);
-    }
-    assert_true(a->nops == 0 || a->order != b->order);
-    assert_memory_equal(a->order, b->order, a->nops * sizeof *a->order);
-    assert_memory_equal(a->inputs, b->inputs, a->ninputs * sizeof *a->inputs);
-    assert_memory_equal(a->outputs, b->outputs, a->noutputs * sizeof *a->outputs);
-}
-
-static void graphs_equal(const remat_graph_t *a, const remat_graph_t *b) {
-    assert_true(a != b);
-    same_str(a->name, b->name);
-    same_str(a->description, b->description);
-    same_str(a->source, b->source);
-    assert_true(a->name != b->name && a->source != b->source);
-    assert_int_equal(a->ndims, b->ndims);
-    for (size_t i = 0; i < a->ndims; i++) {
-        const remat_dim_t *x = &a->dims[i], *y = &b->dims[i];
-        same_str(x->name, y->name);
-        same_str(x->from, y->from);
-        same_str(x->div, y->div);
-        same_str(x->axis, y->axis);
-        same_str(x->weight_axis, y->weight_axis);
-        assert_true(x->name != y->name && x->value == y->value);
-    }
-    assert_int_equal(a->nkinds, b->nkinds);
-    for (size_t k = 0; k < a->nkinds; k++) {
-        same_str(a->kinds[k].name, b->kinds[k].name);
-        blocks_equal(&a->kinds[k].block, &b->kinds[k].block);
-    }
-    assert_true(a->has_head == b->has_head && a->head_feeds == b->head_feeds &&
-                a->head_takes == b->head_takes && a->head_npre == b->head_npre);
-    if (a->has_head) {
-        blocks_equal(&a->head, &b->head);
-    }
-}
 
 /* Every built-in graph: each resolve returns its own copy, equal to a fresh
    parse of the JSON, and a caller's change to what it got (a tensor's name,
@@ -530,8 +444,8 @@ static void test_resolve_copies_parsed_builtins(void **state) {
                                                                     graphs[k][2]),
                                                  source, &fresh, &err),
                          REMAT_OK);
-        graphs_equal(a->graph, b->graph);
-        graphs_equal(a->graph, fresh);
+        fx_graphs_equal(a->graph, b->graph);
+        fx_graphs_equal(a->graph, fresh);
         assert_string_equal(a->hw.name, b->hw.name); /* v6e is tpu-v6e's family */
         assert_memory_equal(&a->hw, &b->hw, sizeof a->hw);
         assert_true(a->policy != b->policy && a->policy->rules != b->policy->rules);
@@ -539,7 +453,7 @@ static void test_resolve_copies_parsed_builtins(void **state) {
         a->graph->kinds[0].block.tensors[0].name[0] = '#';
         remat_policy_set(a->policy, "mlpwi_0", REMAT_PLACE_OFFLOAD);
         fx_run_t *c = setup_run(NULL, args);
-        graphs_equal(c->graph, fresh);
+        fx_graphs_equal(c->graph, fresh);
         assert_int_equal(c->policy->nrules, b->policy->nrules);
         assert_memory_equal(c->policy->rules, b->policy->rules,
                             b->policy->nrules * sizeof *b->policy->rules);
@@ -615,7 +529,7 @@ static void test_resolve_from_threads(void **state) {
     }
     for (size_t k = 0; k < 4; k++) {
         for (size_t i = 0; i < 8; i++) {
-            graphs_equal(r[0].g[0], r[k].g[i == 0 && k == 0 ? 1 : i]);
+            fx_graphs_equal(r[0].g[0], r[k].g[i == 0 && k == 0 ? 1 : i]);
         }
     }
     for (size_t k = 0; k < 4; k++) {
