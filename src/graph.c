@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * graph.c: whole-graph checks and derived facts, computed once at load:
+ * graph.c: whole-graph checks and derived facts, computed once at load for
+ * each layer kind's block and the head (every block's residual stream has
+ * the first kind's shape and dtype; remat_graph_kind_of gives each layer
+ * exactly one kind):
  * unique producers, the DAG check and topological order, reachability of the
  * outputs, which tensors carry gradients, which are residuals (read by some
  * op's backward), buffer aliasing of views, and each tensor's last forward

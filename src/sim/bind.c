@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bind.c: a graph bound to a config and mesh: every dim's size, and per
- * tensor and op of the layer and the head, per-device sizes, bytes and
- * FLOPs, computed once per analyzer.
+ * bind.c: a graph bound to a config and mesh: every dim's size, the kind of
+ * every layer, and per tensor and op of each layer kind's block and of the
+ * head, per-device sizes, bytes and FLOPs, computed once per analyzer.
  *
  * Invariants:
  *  - every bound byte and FLOP count is at most BYTES_MAX (2^62); a count
@@ -11,6 +11,11 @@
  *    own storage, and a buffer's bytes are those of that tensor;
  *  - a dim divides evenly over its shards and micro-batches, or binding
  *    fails: nothing downstream rounds;
+ *  - every layer has one kind (kind_of[l] < nkinds, klayers sum to the
+ *    layers), the stack's rule (remat_kind_t);
+ *  - a gather group's params are held together over the span of the ops
+ *    that read them: every op of the span holds all of them, and none
+ *    prefetches within it;
  *  - the envelope (check_envelope) holds: sixteen times every byte the
  *    blocks can hold, all layers counted, is below 2^62, and so are every
  *    FLOP count times the step's micro-batches. Every later sum of bytes or
@@ -666,6 +671,13 @@ static remat_status_t bind_kinds(remat_analyzer_t *an, remat_error_t *err) {
         an->kind_of[l] = (unsigned char)remat_graph_kind_of(g, l, first, every);
         an->klayers[an->kind_of[l]]++;
     }
+#ifndef NDEBUG
+    size_t sum = 0;
+    for (size_t k = 0; k < g->nkinds; k++) {
+        sum += an->klayers[k];
+    }
+    assert(sum == an->nlayers);
+#endif
     return REMAT_OK;
 }
 

@@ -6,13 +6,14 @@
  * output leaving and its gradient arriving), the layers backward, the
  * embedding backward.
  *
- * Layers with the same plan share one profile computed once; the step
- * composes profiles, which is exact because a layer's bytes depend only on
- * its plan and the live bytes it starts from.
+ * Layers of one kind with the same plan share one profile computed once;
+ * the step composes profiles, which is exact because a layer's bytes depend
+ * only on its kind's block, its plan and the live bytes it starts from.
  *
  * Invariants:
  *  - plans come in runs of identical layers: every layer has exactly one
- *    profile, and a profile's [first, last] spans its layers;
+ *    profile, of its own kind, and a profile's [first, last] spans its
+ *    layers;
  *  - the step meter's categories sum to its live bytes, which never go
  *    below zero: what a layer or the head frees was counted before;
  *  - a stage's peak is at least its static bytes plus its in-flight bytes
@@ -240,6 +241,7 @@ static size_t profile_of_plan(remat_result_t *r, size_t kind, remat_plan_t *plan
     if (p == r->nprofiles) {
         r->profiles = remat_i_xrealloc(r->profiles, (p + 1) * sizeof *r->profiles);
         memset(&r->profiles[p], 0, sizeof r->profiles[p]);
+        assert(kind < REMAT_MAX_KINDS && plan->ntensors > 0);
         r->profiles[p].kind = kind;
         r->profiles[p].plan = *plan;
         r->profiles[p].first = l;
