@@ -455,35 +455,103 @@ static void trace_layers(const remat_analyzer_t *an, size_t first, size_t last, 
     }
 }
 
-/* Layers [first, last] forward, then backward in reverse, as profiles.
-   The hottest loop of an analysis: it works on a local copy of the meter,
-   which the profiles it reads cannot alias, so the categories stay in
-   registers instead of being stored back after every layer. */
+/* Which layer of a run of identical layers (one profile) holds the run's
+   highest measure, without measuring each: the k-th layer's measure is
+   live + k delta + peak + reserve, the reserve a truncated fraction of the
+   transient bytes, which move by D = transient(dcats) a layer. With delta
+   and D of one sign the measures are strictly monotone (delta > 0, D >= 0:
+   the last; delta < 0, D <= 0: the first), and with delta = 0, D <= 0 they
+   do not rise (the first, as measuring each keeps the first on ties).
+   Returns 0 (first), 1 (last), or -1 when only measuring each can tell. */
+static int run_argmax(int64_t delta, const int64_t *dcats) {
+    const int64_t d = transient_bytes(dcats);
+    if (delta > 0 && d >= 0) {
+        return 1;
+    }
+    return delta <= 0 && d <= 0 ? 0 : -1;
+}
+
+/* @p times of a layer's deltas on the step's meter at once (their sums are
+   parts of the envelope: no overflow). */
+static void add_times(step_t *st, int64_t delta, const int64_t *dcats, int64_t times) {
+    int64_t dn[REMAT_CAT_COUNT];
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        dn[c] = dcats[c] * times;
+    }
+    step_add(st, delta * times, dn);
+}
+
+/* A run of @p n identical layers, processed from layer @p l in steps of
+   @p dir (+1 forward, -1 backward): the measure of the one layer that can
+   hold its peak (run_argmax), taken with the deltas of the layers before
+   it, or of each layer; then the rest of the run's deltas. */
+static void run_layers(step_t *st, const tpl_t *t, bool backward, size_t l, size_t n, int dir) {
+    const int64_t peak = backward ? t->bwd_peak : t->fwd_peak;
+    const int64_t *cats = backward ? t->bwd_cats : t->fwd_cats;
+    const int64_t delta = backward ? t->bwd_delta : t->fwd_delta;
+    const int64_t *dcats = backward ? t->bwd_dcats : t->fwd_dcats;
+    remat_moment_t at = {.step = backward ? t->bwd_step : REMAT_STEP_FORWARD,
+                         .where = REMAT_AT_LAYER,
+                         .op = backward ? t->bwd_name : t->fwd_name};
+    const int which = n > 1 ? run_argmax(delta, dcats) : 0;
+    if (which < 0) {
+        for (size_t k = 0; k < n; k++) {
+            at.layer = (size_t)((ptrdiff_t)l + dir * (ptrdiff_t)k);
+            step_measure(st, peak, cats, at);
+            step_add(st, delta, dcats);
+        }
+        return;
+    }
+    const size_t k = (size_t)which * (n - 1); /* the first or the last */
+    add_times(st, delta, dcats, (int64_t)k);
+    at.layer = (size_t)((ptrdiff_t)l + dir * (ptrdiff_t)k);
+    step_measure(st, peak, cats, at);
+    add_times(st, delta, dcats, (int64_t)(n - k));
+}
+
+#ifndef NDEBUG
+/* The step over layers [first, last] measured layer by layer, as runs
+   stand for: debug builds check that run_layers finds the same peak, at
+   the same moment, and leaves the same meter. */
+static void check_runs(const remat_analyzer_t *an, size_t first, size_t last, bool backward,
+                       step_t check, const step_t *st) {
+    for (size_t k = 0; k <= last - first; k++) {
+        const size_t l = backward ? last - k : first + k;
+        run_layers(&check, &an->tpls[an->profile_of[l]], backward, l, 1, 1);
+    }
+    assert(check.m.any == st->m.any && check.m.peak == st->m.peak &&
+           check.m.live == st->m.live && check.at.layer == st->at.layer &&
+           check.at.step == st->at.step && check.at.op == st->at.op &&
+           memcmp(check.m.cats, st->m.cats, sizeof check.m.cats) == 0 &&
+           memcmp(check.m.peak_cats, st->m.peak_cats, sizeof check.m.peak_cats) == 0);
+}
+#endif
+
+/* Layers [first, last] forward, then backward in reverse, as profiles, a
+   run of identical layers at a time (run_layers). The hottest loop of an
+   analysis: it works on a local copy of the meter, which the profiles it
+   reads cannot alias, so the categories stay in registers. */
 static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, bool backward,
                          step_t *stp) {
-    const tpl_t *tpls = an->tpls;
     const size_t *profile_of = an->profile_of;
     if (stp->tr) {
         trace_layers(an, first, last, backward, stp);
     }
     step_t st = *stp;
-    if (!backward) {
-        for (size_t l = first; l <= last; l++) {
-            const tpl_t *t = &tpls[profile_of[l]];
-            step_measure(&st, t->fwd_peak, t->fwd_cats,
-                         (remat_moment_t){.step = REMAT_STEP_FORWARD, .where = REMAT_AT_LAYER,
-                                          .layer = l, .op = t->fwd_name});
-            step_add(&st, t->fwd_delta, t->fwd_dcats);
+    size_t done = 0;
+    const size_t count = last - first + 1;
+    while (done < count) {
+        const size_t l = backward ? last - done : first + done;
+        size_t n = 1;
+        while (done + n < count && profile_of[backward ? l - n : l + n] == profile_of[l]) {
+            n++;
         }
-    } else {
-        for (size_t l = last + 1; l-- > first;) {
-            const tpl_t *t = &tpls[profile_of[l]];
-            step_measure(&st, t->bwd_peak, t->bwd_cats,
-                         (remat_moment_t){.step = t->bwd_step, .where = REMAT_AT_LAYER,
-                                          .layer = l, .op = t->bwd_name});
-            step_add(&st, t->bwd_delta, t->bwd_dcats);
-        }
+        run_layers(&st, &an->tpls[profile_of[l]], backward, l, n, backward ? -1 : 1);
+        done += n;
     }
+#ifndef NDEBUG
+    check_runs(an, first, last, backward, *stp, &st);
+#endif
     *stp = st;
 }
 
