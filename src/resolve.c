@@ -54,15 +54,13 @@ static bool ends_with_json(const char *s) {
 /* ---- the process-wide cache of parsed built-ins ------------------------ */
 
 /* One atomic slot per entry of the built-in table, allocated on first use:
-   NULL, or the entry's parsed object (a remat_graph_t, remat_policy_t or
-   remat_hw_t, by the entry's kind), which nothing changes once installed. */
+   NULL, or the entry's parsed object (a remat_policy_t or remat_hw_t, by
+   the entry's kind), which nothing changes once installed. Graphs are not
+   cached: each resolve unpacks the build's generated data (make_graph). */
 static _Atomic(_Atomic(void *) *) cache_slots;
 
 static void drop(size_t index, void *obj) {
     switch (remat_i_builtins[index].kind) {
-        case REMAT_BUILTIN_GRAPH:
-            remat_graph_free(obj);
-            break;
         case REMAT_BUILTIN_POLICY:
             remat_policy_free(obj);
             break;
@@ -205,8 +203,10 @@ static remat_status_t make_hw(size_t index, void **out, remat_error_t *err) {
    *ok false and stop allocating, and what they hold is freed by
    remat_graph_free / remat_policy_free like a half-loaded object. Every
    pointer a copy holds is its own: no string or array is shared with the
-   cache. A pointer field added to the graph or policy structs needs its
-   line here (test_solve.c compares a copy with a fresh parse). */
+   cache or the generated data. A pointer field added to the graph struct
+   needs its line in the unpacking below (test_builtin_graphs.c compares an
+   unpacked graph with a fresh parse), one added to the policy struct in
+   copy_policy (test_solve.c). */
 static char *dup_str(const char *s, bool *ok, remat_error_t *err) {
     char *d = s && *ok ? remat_i_try_strdup(s, err) : NULL;
     *ok = *ok && (d || !s);
@@ -222,116 +222,10 @@ static void *dup_array(const void *p, size_t count, size_t size, bool *ok, remat
     return d;
 }
 
-static void copy_tensor(remat_tensor_t *d, const remat_tensor_t *s, bool *ok,
-                        remat_error_t *err) {
-    *d = *s;
-    d->name = dup_str(s->name, ok, err);
-    d->gather_group = dup_str(s->gather_group, ok, err);
-    for (size_t k = 0; k < REMAT_MAX_TAGS; k++) {
-        d->tags[k] = k < s->ntags ? dup_str(s->tags[k], ok, err) : NULL;
-    }
-    for (size_t k = 0; k < REMAT_MAX_RANK; k++) {
-        d->axes[k] = dup_str(s->axes[k], ok, err);
-    }
-}
-
-/* @p d starts empty (no arrays, zero counts); counts follow the arrays
-   they count, so a half copy frees cleanly. */
-static void copy_block(remat_block_t *d, const remat_block_t *s, bool *ok, remat_error_t *err) {
-    d->ninputs = s->ninputs;
-    d->noutputs = s->noutputs;
-    d->tensors = *ok ? remat_i_try_calloc(s->ntensors + 1, sizeof *d->tensors, err) : NULL;
-    d->ops = d->tensors ? remat_i_try_calloc(s->nops + 1, sizeof *d->ops, err) : NULL;
-    *ok = *ok && d->ops;
-    if (!*ok) {
-        return;
-    }
-    d->ntensors = s->ntensors;
-    d->nops = s->nops;
-    for (size_t i = 0; i < s->ntensors; i++) {
-        copy_tensor(&d->tensors[i], &s->tensors[i], ok, err);
-    }
-    for (size_t i = 0; i < s->nops; i++) {
-        d->ops[i] = s->ops[i];
-        d->ops[i].name = dup_str(s->ops[i].name, ok, err);
-    }
-    d->order = dup_array(s->order, s->nops, sizeof *s->order, ok, err);
-    d->inputs = dup_array(s->inputs, s->ninputs, sizeof *s->inputs, ok, err);
-    d->outputs = dup_array(s->outputs, s->noutputs, sizeof *s->outputs, ok, err);
-}
-
-static void copy_dims(remat_graph_t *d, const remat_graph_t *s, bool *ok, remat_error_t *err) {
-    d->dims = *ok ? remat_i_try_calloc(s->ndims + 1, sizeof *d->dims, err) : NULL;
-    *ok = *ok && d->dims;
-    d->ndims = d->dims ? s->ndims : 0;
-    for (size_t i = 0; i < d->ndims; i++) {
-        const remat_dim_t *a = &s->dims[i];
-        remat_dim_t *b = &d->dims[i];
-        b->value = a->value;
-        b->name = dup_str(a->name, ok, err);
-        b->from = dup_str(a->from, ok, err);
-        b->div = dup_str(a->div, ok, err);
-        b->axis = dup_str(a->axis, ok, err);
-        b->weight_axis = dup_str(a->weight_axis, ok, err);
-    }
-}
-
-static void copy_kinds(remat_graph_t *d, const remat_graph_t *s, bool *ok, remat_error_t *err) {
-    d->kinds = *ok ? remat_i_try_calloc(s->nkinds, sizeof *d->kinds, err) : NULL;
-    *ok = *ok && d->kinds;
-    d->nkinds = d->kinds ? s->nkinds : 0;
-    for (size_t k = 0; k < d->nkinds; k++) {
-        const remat_kind_t *a = &s->kinds[k];
-        remat_kind_t *b = &d->kinds[k];
-        b->name = dup_str(a->name, ok, err);
-        b->block_name = dup_str(a->block_name, ok, err);
-        b->first = dup_str(a->first, ok, err);
-        b->every = dup_str(a->every, ok, err);
-        b->window = dup_str(a->window, ok, err);
-        b->first_n = a->first_n;
-        b->every_n = a->every_n;
-        copy_block(&b->block, &a->block, ok, err);
-    }
-}
-
-/* A new graph equal to @p s (free with remat_graph_free). */
-static remat_status_t copy_graph(const remat_graph_t *s, remat_graph_t **out,
-                                 remat_error_t *err) {
-    remat_graph_t *d = remat_i_try_calloc(1, sizeof *d, err);
-    *out = NULL;
-    if (!d) {
-        return REMAT_E_NOMEM;
-    }
-    /* The scalars as they are; every pointer (and the count of what it
-       points to) starts empty and is filled below. */
-    *d = *s;
-    d->name = d->description = d->source = NULL;
-    d->ndims = 0;
-    d->dims = NULL;
-    d->nkinds = 0;
-    d->kinds = NULL;
-    memset(&d->head, 0, sizeof d->head);
-    bool ok = true;
-    d->name = dup_str(s->name, &ok, err);
-    d->description = dup_str(s->description, &ok, err);
-    d->source = dup_str(s->source, &ok, err);
-    copy_dims(d, s, &ok, err);
-    copy_kinds(d, s, &ok, err);
-    if (s->has_head) {
-        copy_block(&d->head, &s->head, &ok, err);
-    }
-    if (!ok) {
-        remat_graph_free(d);
-        return REMAT_E_NOMEM;
-    }
-    *out = d;
-    return REMAT_OK;
-}
-
 /* ---- the generated graphs (builtin_graphs.h) into graphs of their own ---- */
 
-/* As the copies above: @p d starts empty, counts follow their arrays, and
-   every string and array is the graph's own. */
+/* As the policy copy below: @p d starts empty, counts follow their arrays,
+   and every string and array is the graph's own. */
 static char *static_str(remat_i_str_t s, bool *ok, remat_error_t *err) {
     return dup_str(remat_i_static_str(s), ok, err);
 }
@@ -609,10 +503,11 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
                                    mtp ? " and multi-token prediction (mtp_num_layers)" : "",
                                    list);
         }
-        const void *g = NULL;
-        if ((st = cached(index, make_graph, &g, err)) == REMAT_OK) {
-            st = copy_graph(g, graph, err);
-        }
+        /* a new graph each time, unpacked from the generated data: the
+           caller owns and may change it */
+        void *g = NULL;
+        st = make_graph(index, &g, err);
+        *graph = g;
     }
     if (st) {
         return st;
