@@ -138,7 +138,6 @@ def dense_moe_part(t, ops, inp, gate_axes):
 def llama_attention(L):
     """llama's layer up to h1 and the pre-MLP norm (hn)."""
     t, ops = {}, []
-    keep = True
     for n, v in L["tensors"].items():
         t[n] = copy.deepcopy(v)
         if n == "ln2_rstd": break
@@ -147,40 +146,42 @@ def llama_attention(L):
         if o["name"] == "pre_mlp_norm": break
     return t, ops
 
-def mixtral_dense():
-    """mixtral on MaxText's dense MoE path with capacity (the 'dropped' recipes)."""
+def llama_moe(description, dims, part):
+    """The mixtral graph: llama's attention and head, and the MoE block `part`
+    makes (moe_part or dense_moe_part) on the normed input, as one layer."""
     g = copy.deepcopy(base)
     g["name"] = "mixtral"
-    g["description"] = ("Mixtral decoder layer on MaxText's dense MoE path (sparse_matmul=false, "
-        "capacity_factor > 0): llama's attention, then router logits, top-k and a softmax over the chosen; "
-        "dispatch and combine masks [batch,seq,experts,capacity] with expert_capacity slots per expert and "
-        "sequence; the experts' matmuls over [experts,batch,capacity,...]; head as llama's")
-    g["dims"].update(copy.deepcopy(MOE_DIMS))
-    del g["dims"]["ep_buffer"]
-    g["dims"]["capacity"] = {"from": "expert_capacity"}
+    g["description"] = description
+    g["dims"].update(dims)
     t, ops = llama_attention(base["layer"])
-    y = dense_moe_part(t, ops, "hn", ["embed", None])
+    y = part(t, ops)
     t["y"] = T(["batch", "seq", "embed"])
     ops.append(O("mlp_residual", "add", ["h1", y], ["y"]))
     g["layer"] = {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
     return g
+
+
+def mixtral_dense():
+    """mixtral on MaxText's dense MoE path with capacity (the 'dropped' recipes)."""
+    dims = copy.deepcopy(MOE_DIMS)
+    del dims["ep_buffer"]
+    dims["capacity"] = {"from": "expert_capacity"}
+    return llama_moe(
+        "Mixtral decoder layer on MaxText's dense MoE path (sparse_matmul=false, "
+        "capacity_factor > 0): llama's attention, then router logits, top-k and a softmax over the chosen; "
+        "dispatch and combine masks [batch,seq,experts,capacity] with expert_capacity slots per expert and "
+        "sequence; the experts' matmuls over [experts,batch,capacity,...]; head as llama's",
+        dims, lambda t, ops: dense_moe_part(t, ops, "hn", ["embed", None]))
 
 
 def mixtral():
-    g = copy.deepcopy(base)
-    g["name"] = "mixtral"
-    g["description"] = ("Mixtral decoder layer as MaxText runs it (decoder_block mixtral): llama's attention "
+    return llama_moe(
+        "Mixtral decoder layer as MaxText runs it (decoder_block mixtral): llama's attention "
         "(RMSNorm, GQA, RoPE, the flash kernel) and a routed MoE block on MaxText's default sparse path: "
         "router logits, top-k and a softmax over the chosen, tokens permuted to [batch,seq,top-k,buffer,embed] "
         "(the expert-parallel all-to-all's receive buffer), Megablox grouped matmuls over the experts, "
-        "unpermuted, cast to fp32 and summed by the routing weights; head as llama's")
-    g["dims"].update(copy.deepcopy(MOE_DIMS))
-    t, ops = llama_attention(base["layer"])
-    y = moe_part(t, ops, "hn", ["embed", None], "softmax")
-    t["y"] = T(["batch", "seq", "embed"])
-    ops.append(O("mlp_residual", "add", ["h1", y], ["y"]))
-    g["layer"] = {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
-    return g
+        "unpermuted, cast to fp32 and summed by the routing weights; head as llama's",
+        copy.deepcopy(MOE_DIMS), lambda t, ops: moe_part(t, ops, "hn", ["embed", None], "softmax"))
 
 def mla_attention():
     t, ops = {}, []
