@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "remat/solve.h"
+#include "sim/sim_rooms.h"
 #include "sim_internal.h"
 
 #define TINY_DIMS                                                                              \
@@ -379,8 +380,8 @@ static void test_moe_kept_sets(void **state) {
                 "dense:x dense:q dense:v dense:k dense:attn moe:x moe:q moe:v moe:k moe:attn");
 }
 
-/* The gather of an op of @p f's first layer, forward, from a traced run. */
-static int64_t gathered_at(const fx_run_t *f, const char *op) {
+/* The forward event of op @p op of @p f's first layer, from a traced run. */
+static remat_trace_event_t forward_event(const fx_run_t *f, const char *op) {
     remat_analyzer_t *an = NULL;
     remat_error_t err;
     remat_error_init(&err);
@@ -391,17 +392,42 @@ static int64_t gathered_at(const fx_run_t *f, const char *op) {
     remat_result_init(&r);
     const remat_run_opts_t opts = {.trace = &tr};
     assert_int_equal(remat_analyzer_run(an, f->policy, &opts, &r, &err), REMAT_OK);
-    int64_t g = -1;
-    for (size_t i = 0; i < tr.nevents && g < 0; i++) {
+    remat_trace_event_t found = {.op = NULL};
+    for (size_t i = 0; i < tr.nevents && !found.op; i++) {
         const remat_trace_event_t *e = &tr.events[i];
         if (e->layer == 0 && e->step == REMAT_STEP_FORWARD && e->op && strcmp(e->op, op) == 0) {
-            g = e->cats[REMAT_CAT_GATHERED];
+            found = *e;
         }
     }
+    assert_non_null(found.op);
     remat_result_release(&r);
     remat_i_trace_release(&tr);
     remat_analyzer_free(an);
-    return g;
+    return found;
+}
+
+static int64_t gathered_at(const fx_run_t *f, const char *op) {
+    return forward_event(f, op).cats[REMAT_CAT_GATHERED];
+}
+
+/* Megablox's tile padding in the time model: per_device_batch_size=16384,
+   top-2, one device: R = 32768 routed rows, G = 4 local experts; the
+   grouped matmul wi [32768 x 4096] x [4096 x 4096] is compute-bound on
+   tpu7x (1.1 TFLOPs against 0.8 GB moved), so its time scales with its
+   executed FLOPs, the model's x (R + G tile) / R: (32768 + 2048) / 32768
+   with tiles of 512, (32768 + 4) / 32768 with tiles of 1. */
+static void test_grouped_padding_time(void **state) {
+    (void)state;
+    const char *t512[] = {"per_device_batch_size=16384", "base_emb_dim=4096",
+                          "base_moe_mlp_dim=4096", "wi_tile_fwd_batch_seq=512", NULL};
+    const char *t1[] = {"per_device_batch_size=16384", "base_emb_dim=4096",
+                        "base_moe_mlp_dim=4096", "wi_tile_fwd_batch_seq=1", NULL};
+    fx_run_t *a = fx_analyze_with(moe_graph, tiny_base, t512);
+    fx_run_t *b = fx_analyze_with(moe_graph, tiny_base, t1);
+    const double ratio = forward_event(a, "wi").seconds / forward_event(b, "wi").seconds;
+    assert_true(fabs(ratio - (32768.0 + 2048) / (32768.0 + 4)) < 1e-12);
+    fx_free(a);
+    fx_free(b);
 }
 
 /* A gather group (MaxText's MoE shard_map takes the expert weights as
@@ -496,6 +522,23 @@ static void test_attention_window(void **state) {
     fx_run_t *f = fx_analyze_ok(NULL, args);
     assert_int_equal(row(f, 0, "global_ctx")->recompute_flops, 1024);
     assert_int_equal(row(f, 0, "local_ctx")->recompute_flops, 768);
+    /* What the kernel executes (the time model): whole key blocks of
+       sa_block_kv = 1: s B (ceil(w / B) + 1) = 40 pairs, at most the
+       unwindowed causal s (s + B) / 2 = 36, over the model's 24: 1.5. */
+    remat_analyzer_t *an = NULL;
+    remat_error_t err;
+    remat_error_init(&err);
+    f->cfg.sa_block_kv = 1;
+    assert_int_equal(remat_analyzer_new(f->graph, &f->cfg, &f->hw, &an, &err), REMAT_OK);
+    const remat_block_t *b = &f->graph->kinds[0].block;
+    for (size_t j = 0; j < b->nops; j++) {
+        if (strcmp(b->ops[j].name, "local_attention") == 0) {
+            assert_true(an->kb[0].xscale[j] == 1.5);
+        } else {
+            assert_true(an->kb[0].xscale[j] == 0);
+        }
+    }
+    remat_analyzer_free(an);
     fx_free(f);
 }
 
@@ -687,6 +730,7 @@ int main(void) {
         cmocka_unit_test(test_preset_param_counts),
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),
+        cmocka_unit_test(test_grouped_padding_time),
         cmocka_unit_test(test_solver_on_stack),
         cmocka_unit_test(test_attention_window),
         cmocka_unit_test(test_mtp),
