@@ -23,6 +23,7 @@
  *    tables) is a part of these, so none can overflow.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -545,8 +546,11 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
             an->dim_size[d] = moe_buffer_factor(an);
         }
         if (an->dim_size[d] == 0) {
-            return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
-                                   "dim '%s' binds to %s, which is 0", dim->name, dim->from);
+            char path[REMAT_NAME_LEN + 16];
+            snprintf(path, sizeof path, "$.dims.%s", dim->name);
+            return remat_error_set(err, REMAT_E_CONFIG, g->source, path,
+                                   "dim '%s' binds to %s, which is 0 with this config", dim->name,
+                                   dim->from);
         }
         uint64_t div = 1;
         if (dim->div && (st = remat_config_size(an->cfg, dim->div, &div, err))) {
