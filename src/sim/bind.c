@@ -249,14 +249,13 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out) {
 static bool op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t j,
                       bound_t *out) {
     const remat_op_t *op = &b->ops[j];
-    /* fp8 gathers for every op but a grouped matmul (fp8_matmul) */
-    const uint64_t cbytes = is_fp8(cfg) && !op->ragged[0] ? 1 : remat_dtype_bytes(cfg->dtype);
     remat_acc_t reads = {0, false}, copies = {0, false}, wgrad = {0, false};
     for (size_t i = 0; i < op->nin; i++) {
         size_t w = op->in[i];
         if (!b->tensors[w].param) {
             continue;
         }
+        const uint64_t cbytes = gathered_bytes(cfg, b, w);
         uint64_t wbytes = remat_config_dtype_bytes(cfg, b->tensors[w].dtype);
         bool gathered = out->gnumel[w] != out->numel[w];
         if (gathered) {
@@ -282,9 +281,7 @@ static bool op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t 
 /* The bytes op @p j's gather makes for param @p w (op_gather's copies). */
 static uint64_t param_copy(const remat_block_t *b, const remat_config_t *cfg, size_t w,
                            const bound_t *out) {
-    const uint64_t cbytes =
-        is_fp8(cfg) && !grouped_weight(b, w) ? 1 : remat_dtype_bytes(cfg->dtype);
-    uint64_t c = out->gnumel[w] != out->numel[w] ? out->gnumel[w] * cbytes : 0;
+    uint64_t c = out->gnumel[w] != out->numel[w] ? out->gnumel[w] * gathered_bytes(cfg, b, w) : 0;
     if (cfg->parameter_memory_host_offload) {
         c += out->numel[w] * remat_config_dtype_bytes(cfg, b->tensors[w].dtype);
     }

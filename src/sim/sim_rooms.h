@@ -245,6 +245,14 @@ static inline bool grouped_weight(const remat_block_t *b, size_t w) {
     return false;
 }
 
+/* The bytes per element of param @p w's gathered copy (and of what its
+   all-gather moves): the compute dtype, one byte under fp8 but for a
+   grouped matmul's weights (fp8_matmul). */
+static inline uint64_t gathered_bytes(const remat_config_t *cfg, const remat_block_t *b,
+                                      size_t w) {
+    return is_fp8(cfg) && !grouped_weight(b, w) ? 1 : remat_dtype_bytes(cfg->dtype);
+}
+
 /* ---- the meter: shared by a layer's profile and the step ---------------- */
 
 /* Whether a meter's categories sum to its live bytes (debug checks). */

@@ -104,8 +104,7 @@ static uint64_t layer_params(remat_analyzer_t *an, size_t k, uint64_t *active) {
         if (lb->gnumel[i] != lb->numel[i]) {
             /* gathered in the compute dtype (fp8 under fp8), its gradient
                reduce-scattered in the compute dtype */
-            uint64_t cb = is_fp8(cfg) && !grouped_weight(b, i) ? 1 : remat_dtype_bytes(cfg->dtype);
-            an->col[k].sharded += lb->gnumel[i] * cb;
+            an->col[k].sharded += lb->gnumel[i] * gathered_bytes(cfg, b, i);
             an->col[k].grad_buffer += lb->gnumel[i] * remat_dtype_bytes(cfg->dtype);
         }
     }
