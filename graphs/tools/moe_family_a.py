@@ -18,7 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import moe_graphs  # noqa: E402
-from moe_graphs import T, O, moe_part, llama_attention, dense_mlp, MOE_DIMS, write, base  # noqa: E402
+from moe_graphs import T, O, moe_part, llama_attention, dense_mlp, MOE_DIMS, write, base, stacked  # noqa: E402
 
 BSE = ["batch", "seq", "embed"]
 Q = ["batch", "seq", "heads", "head_dim"]
@@ -151,15 +151,6 @@ def residual(t, ops, ffn_out):
     t["y"] = T(BSE)
     ops.append(O("mlp_residual", "add", ["h1", ffn_out], ["y"]))
     return {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
-
-
-def stacked(g, blocks, stack):
-    del g["layer"]
-    head = g.pop("head")
-    g["blocks"] = blocks
-    g["stack"] = stack
-    g["head"] = head
-    return g
 
 
 # ---- Qwen3-MoE ---------------------------------------------------------------

@@ -288,11 +288,18 @@ def deepseek():
     ops.append(O("shared_add", "add", [routed, shared], ["ffn_out"]))
     t["y"] = T(["batch", "seq", "embed"]); ops.append(O("mlp_residual", "add", ["h1", "ffn_out"], ["y"]))
     moe = {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
+    return stacked(g, {"dense": dense, "moe": moe},
+                   [{"name": "dense", "block": "dense", "first": "first_num_dense_layers"},
+                    {"name": "moe", "block": "moe"}])
+
+
+def stacked(g, blocks, stack):
+    """g (a copy of llama's graph) with `blocks` and `stack` in place of its
+    one `layer`, the head kept last as the files write it."""
     del g["layer"]
     head = g.pop("head")
-    g["blocks"] = {"dense": dense, "moe": moe}
-    g["stack"] = [{"name": "dense", "block": "dense", "first": "first_num_dense_layers"},
-                  {"name": "moe", "block": "moe"}]
+    g["blocks"] = blocks
+    g["stack"] = stack
     g["head"] = head
     return g
 
