@@ -658,10 +658,8 @@ static remat_status_t bind_kinds(remat_analyzer_t *an, remat_error_t *err) {
         remat_status_t st = REMAT_OK;
         first[k] = kd->first_n ? kd->first_n : UINT64_MAX;
         every[k] = kd->every_n ? kd->every_n : 1;
-        an->kwindow[k] = 0;
         if ((kd->first && (st = remat_config_size(an->cfg, kd->first, &first[k], err))) ||
-            (kd->every && (st = remat_config_size(an->cfg, kd->every, &every[k], err))) ||
-            (kd->window && (st = remat_config_size(an->cfg, kd->window, &an->kwindow[k], err)))) {
+            (kd->every && (st = remat_config_size(an->cfg, kd->every, &every[k], err)))) {
             return st;
         }
         an->klayers[k] = 0;
@@ -689,9 +687,16 @@ static remat_status_t bind_kinds(remat_analyzer_t *an, remat_error_t *err) {
    becomes s w; the kernel's blocks, so its memory, do not change
    (docs/memory-model.md). The counts stay below 2^62 (the envelope), so
    the scaled ones, smaller, do too. */
-static remat_status_t apply_window(const remat_block_t *b, const remat_config_t *cfg,
-                                   uint64_t kind_window, bound_t *bd, remat_error_t *err) {
+static remat_status_t apply_window(const remat_kind_t *kind, const remat_config_t *cfg,
+                                   bound_t *bd, remat_error_t *err) {
+    const remat_block_t *b = &kind->block;
     const double s = (double)cfg->max_target_length;
+    uint64_t kind_window = 0;
+    remat_status_t kst =
+        kind->window ? remat_config_size(cfg, kind->window, &kind_window, err) : REMAT_OK;
+    if (kst) {
+        return kst;
+    }
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
         if (op->kind != REMAT_OP_FLASH_ATTENTION) {
@@ -742,7 +747,7 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
         if ((st = bind_block(g, b, an->cfg, &an->mesh, an->dim_size, false, &an->kb[k], err))) {
             return st;
         }
-        if ((st = apply_window(b, an->cfg, an->kwindow[k], &an->kb[k], err))) {
+        if ((st = apply_window(&g->kinds[k], an->cfg, &an->kb[k], err))) {
             return st;
         }
         for (size_t i = 0; i < b->ntensors; i++) {

@@ -173,7 +173,6 @@ struct remat_analyzer {
     bound_t kb[REMAT_MAX_KINDS];
     static_part_t kpart[REMAT_MAX_KINDS]; /* one layer's params, per kind */
     collectives_t col[REMAT_MAX_KINDS];   /* one layer's collectives, per kind */
-    uint64_t kwindow[REMAT_MAX_KINDS];    /* attention window (0: none) */
     size_t klayers[REMAT_MAX_KINDS];      /* layers of each kind */
     unsigned char *kind_of;  /* per layer (kinds are fewer than REMAT_MAX_KINDS) */
     bound_t hb;              /* the head, bound */
