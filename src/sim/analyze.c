@@ -59,11 +59,12 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     if ((st = remat_mesh_build(cfg, &an->mesh, err)) || (st = remat_i_bind(an, err))) {
         return st;
     }
-    size_t nscratch = 0;
+    size_t nscratch = 0, nops = 0;
     for (size_t k = 0; k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
         remat_i_op_times(b, cfg, hw, b->nops, &an->kb[k]);
         nscratch = b->ntensors > nscratch ? b->ntensors : nscratch;
+        nops = b->nops > nops ? b->nops : nops;
     }
     if (g->has_head) {
         remat_i_op_times(&g->head, cfg, hw, g->head_npre, &an->hb);
@@ -71,10 +72,11 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     if ((st = remat_i_static_parts(an, err))) {
         return st;
     }
-    if (g->has_head && g->head.ntensors > nscratch) {
-        nscratch = g->head.ntensors;
+    if (g->has_head) {
+        nscratch = g->head.ntensors > nscratch ? g->head.ntensors : nscratch;
+        nops = g->head.nops > nops ? g->head.nops : nops;
     }
-    remat_i_scratch_init(&an->s, nscratch);
+    remat_i_scratch_init(&an->s, nscratch, nops);
     an->profile_of = remat_i_xcalloc(an->nlayers, sizeof *an->profile_of);
     return REMAT_OK;
 }

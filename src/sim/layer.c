@@ -42,7 +42,8 @@
 #include "sim_rooms.h"
 #include "util.h"
 
-void remat_i_scratch_init(scratch_t *s, size_t n) {
+void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops) {
+    const size_t n = ntensors, np = nops ? nops : 1;
     s->cls = remat_i_xcalloc(n, 1);
     s->free_fwd = remat_i_xcalloc(n, sizeof(size_t));
     s->bwd_use = remat_i_xcalloc(n, sizeof(size_t));
@@ -52,6 +53,12 @@ void remat_i_scratch_init(scratch_t *s, size_t n) {
     s->cat = remat_i_xcalloc(n, 1);
     s->glive = remat_i_xcalloc(n, 1);
     s->virt = remat_i_xcalloc(n, 1);
+    s->fwd_head = remat_i_xcalloc(np, sizeof(size_t));
+    s->rec_head = remat_i_xcalloc(np, sizeof(size_t));
+    s->bwd_head = remat_i_xcalloc(np, sizeof(size_t));
+    s->fwd_next = remat_i_xcalloc(n, sizeof(size_t));
+    s->rec_next = remat_i_xcalloc(n, sizeof(size_t));
+    s->bwd_next = remat_i_xcalloc(n, sizeof(size_t));
 }
 
 void remat_i_scratch_release(scratch_t *s) {
@@ -64,6 +71,34 @@ void remat_i_scratch_release(scratch_t *s) {
     free(s->cat);
     free(s->glive);
     free(s->virt);
+    free(s->fwd_head);
+    free(s->rec_head);
+    free(s->bwd_head);
+    free(s->fwd_next);
+    free(s->rec_next);
+    free(s->bwd_next);
+}
+
+/* One free list: buffer i in the list of position key[i] (none when
+   key[i] is REMAT_NONE), pushed last to first so that lists ascend. */
+static void bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_t *next) {
+    for (size_t p = 0; p < npos; p++) {
+        head[p] = REMAT_NONE;
+    }
+    for (size_t i = n; i-- > 0;) {
+        next[i] = REMAT_NONE;
+        if (key[i] != REMAT_NONE) {
+            assert(key[i] < npos);
+            next[i] = head[key[i]];
+            head[key[i]] = i;
+        }
+    }
+}
+
+void remat_i_buckets(const remat_block_t *b, scratch_t *s) {
+    bucket(s->free_fwd, b->ntensors, b->nops, s->fwd_head, s->fwd_next);
+    bucket(s->rec_use, b->ntensors, b->nops, s->rec_head, s->rec_next);
+    bucket(s->bwd_use, b->ntensors, b->nops, s->bwd_head, s->bwd_next);
 }
 
 static void measure(meter_t *m, remat_step_t step, size_t op) {
@@ -171,8 +206,8 @@ void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, co
     }
 }
 
-void remat_i_backward_end(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
-                          const remat_op_t *op, size_t p) {
+void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
+                          size_t p) {
     for (size_t i = 0; i < op->nout; i++) {
         size_t to = op->out[i];
         if (s->glive[to]) {
@@ -184,10 +219,9 @@ void remat_i_backward_end(meter_t *m, scratch_t *s, const remat_block_t *b, cons
     }
     /* the residuals whose last backward reader this is, its own or those a
        fused tensor it reads is computed from */
-    for (size_t buf = 0; buf < b->ntensors; buf++) {
-        if (s->bwd_use[buf] == p) {
-            free_buf(m, s, buf);
-        }
+    for (size_t buf = s->bwd_head[p]; buf != REMAT_NONE; buf = s->bwd_next[buf]) {
+        assert(s->bwd_use[buf] == p);
+        free_buf(m, s, buf);
     }
 }
 
@@ -226,13 +260,13 @@ void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch
     }
 }
 
-static bool is_operand(const remat_block_t *b, const remat_op_t *op, size_t buf) {
-    for (size_t k = 0; k < op->nin + op->nout; k++) {
-        if (operand_buf(b, op, k) == buf) {
-            return true;
-        }
+/* Frees @p buf after re-run position @p p when backward never reads it
+   and no later re-run op does. */
+static void rerun_free(meter_t *w, scratch_t *s, size_t buf, size_t p) {
+    const bool done = s->rec_use[buf] == REMAT_NONE || s->rec_use[buf] <= p;
+    if (s->live[buf] && s->bwd_use[buf] == REMAT_NONE && done) {
+        free_buf(w, s, buf);
     }
-    return false;
 }
 
 static size_t max_pos(size_t a, size_t b) {
@@ -294,6 +328,7 @@ static void classify(const remat_block_t *b, const bound_t *bd, const remat_plan
         }
     }
     fuse(b, bd, plan, s);
+    remat_i_buckets(b, s);
 }
 
 /* Kept and offloaded bytes, FLOPs and op times of one layer. */
@@ -346,8 +381,8 @@ static void play_forward(const remat_block_t *b, const bound_t *bd, scratch_t *s
         measure_op(&m, bd, j, REMAT_STEP_FORWARD);
         /* Every buffer whose last forward reader this is: an operand, or
            the input of a fused tensor this op computes inside. */
-        for (size_t buf = 0; buf < b->ntensors; buf++) {
-            if (buf == ys || buf == x || s->free_fwd[buf] != p || !s->live[buf]) {
+        for (size_t buf = s->fwd_head[p]; buf != REMAT_NONE; buf = s->fwd_next[buf]) {
+            if (buf == ys || buf == x || !s->live[buf]) {
                 continue;
             }
             if (s->cls[buf] == B_TRANS) {
@@ -410,12 +445,13 @@ static void play_recompute(const remat_block_t *b, const bound_t *bd, const rema
             }
         }
         measure_op(w, bd, j, REMAT_STEP_RECOMPUTE);
-        for (size_t buf = 0; buf < b->ntensors; buf++) {
-            bool done = s->rec_use[buf] == REMAT_NONE || s->rec_use[buf] <= p;
-            bool here = s->rec_use[buf] == p || is_operand(b, op, buf);
-            if (s->live[buf] && s->bwd_use[buf] == REMAT_NONE && done && here) {
-                free_buf(w, s, buf);
-            }
+        /* freed here: what nothing in backward reads, once its last re-run
+           reader has run, if that is this op or the buffer is its operand */
+        for (size_t buf = s->rec_head[p]; buf != REMAT_NONE; buf = s->rec_next[buf]) {
+            rerun_free(w, s, buf, p);
+        }
+        for (size_t k = 0; k < op->nin + op->nout; k++) {
+            rerun_free(w, s, operand_buf(b, op, k), p);
         }
     }
 }
@@ -444,7 +480,7 @@ static void play_backward(const remat_block_t *b, const bound_t *bd, const remat
         }
         remat_i_backward_begin(&w, s, b, bd, op, p);
         measure_op(&w, bd, j, REMAT_STEP_BACKWARD);
-        remat_i_backward_end(&w, s, b, bd, op, p);
+        remat_i_backward_end(&w, s, bd, op, p);
     }
     t->bwd_peak = w.peak;
     t->bwd_step = w.step;

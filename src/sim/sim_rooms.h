@@ -100,6 +100,12 @@ typedef struct scratch {
     unsigned char *glive; /* per tensor: gradient live */
     unsigned char *virt;  /* per tensor: fused into its readers under this plan (no buffer,
                              nor for its gradient) */
+    /* The buffers by the position that frees them (remat_i_buckets): lists
+       through *_next, REMAT_NONE-terminated, buffers ascending, from the
+       free_fwd, rec_use and bwd_use above. They spare a scan of every
+       buffer at every op. */
+    size_t *fwd_head, *rec_head, *bwd_head; /* per position */
+    size_t *fwd_next, *rec_next, *bwd_next; /* per buffer */
 } scratch_t;
 
 /* A layer's measures relative to its start, kept for the trace: its
@@ -304,13 +310,16 @@ remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t stage,
                                     stage_static_t *out, remat_error_t *err);
 
 /* layer.c */
-void remat_i_scratch_init(scratch_t *s, size_t n);
+void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops);
+/* Fills the scratch's free lists of block @p b from its lifetimes; again
+   after anything changes free_fwd, rec_use or bwd_use. */
+void remat_i_buckets(const remat_block_t *b, scratch_t *s);
 void remat_i_scratch_release(scratch_t *s);
 void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch_t *s);
 void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
                             const remat_op_t *op, size_t p);
-void remat_i_backward_end(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
-                          const remat_op_t *op, size_t p);
+void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
+                          size_t p);
 remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t *policy,
                                       bool lite, remat_result_t *r, remat_error_t *err);
 

@@ -174,7 +174,7 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
         if (st->tr) {
             step_event(st, extra, gcats, at, REMAT_NONE, bd->bwd_s[j]);
         }
-        remat_i_backward_end(&st->m, s, b, bd, op, p);
+        remat_i_backward_end(&st->m, s, bd, op, p);
     }
 }
 
@@ -191,6 +191,7 @@ static void head_prepare(const remat_graph_t *g, const bound_t *bd, scratch_t *s
     }
     s->cls[b->tensors[g->head_feeds].storage] = B_TRANS;
     s->bwd_use[b->tensors[g->head_feeds].storage] = REMAT_NONE;
+    remat_i_buckets(b, s);
 }
 
 /* ---- plans: runs of identical layers ------------------------------------ */
