@@ -446,6 +446,12 @@ remat_status_t remat_policy_check(const remat_policy_t *p, const remat_graph_t *
 
 /* Placement of one checkpoint name at @p layer: the last range covering the
    layer wins, then the policy's own names, then `remat` (MaxText's default). */
+/* The names of a rule and a tensor tag: equal strings (the first bytes
+   compared inline: most pairs differ there, and this runs per tag). */
+static bool same_name(const char *a, const char *b) {
+    return a[0] == b[0] && strcmp(a, b) == 0;
+}
+
 bool remat_policy_lookup(const remat_policy_t *p, const char *name, size_t layer,
                          remat_place_t *out) {
     for (size_t r = p->nranges; r-- > 0;) {
@@ -454,14 +460,14 @@ bool remat_policy_lookup(const remat_policy_t *p, const char *name, size_t layer
             continue;
         }
         for (size_t i = 0; i < R->nrules; i++) {
-            if (strcmp(R->rules[i].name, name) == 0) {
+            if (same_name(R->rules[i].name, name)) {
                 *out = R->rules[i].place;
                 return true;
             }
         }
     }
     for (size_t i = 0; i < p->nrules; i++) {
-        if (strcmp(p->rules[i].name, name) == 0) {
+        if (same_name(p->rules[i].name, name)) {
             *out = p->rules[i].place;
             return true;
         }
@@ -480,12 +486,9 @@ void remat_plan_init(remat_plan_t *plan) {
     memset(plan, 0, sizeof *plan);
 }
 
+/* A plan's arrays live in one allocation that starts with the stack (the
+   widest element): plan_alloc carves it, release frees it whole. */
 void remat_plan_release(remat_plan_t *plan) {
-    free(plan->asked);
-    free(plan->fate);
-    free(plan->unused);
-    free(plan->needed);
-    free(plan->recompute_op);
     free(plan->stack);
     remat_plan_init(plan);
 }
@@ -503,12 +506,28 @@ static void plan_alloc(remat_plan_t *plan, size_t nt, size_t no) {
     remat_plan_release(plan);
     plan->ntensors = nt;
     plan->nops = no;
-    plan->asked = remat_i_xcalloc(nt, sizeof *plan->asked);
-    plan->fate = remat_i_xcalloc(nt, sizeof *plan->fate);
-    plan->unused = remat_i_xcalloc(nt, sizeof *plan->unused);
-    plan->needed = remat_i_xcalloc(nt + no, sizeof *plan->needed);
-    plan->recompute_op = remat_i_xcalloc(no, sizeof *plan->recompute_op);
-    plan->stack = remat_i_xcalloc(nt + no, sizeof *plan->stack);
+    /* stack, asked and fate first: their elements are the widest, so every
+       array starts aligned; the counts are a graph's (no overflow) */
+    _Static_assert(sizeof(remat_place_t) == sizeof(remat_fate_t), "enum arrays align alike");
+    const size_t size = (nt + no) * sizeof *plan->stack + 2 * nt * sizeof *plan->asked +
+                        (nt + (nt + no) + no) * sizeof(bool);
+    char *slab = remat_i_xcalloc(1, size);
+    plan->stack = (size_t *)(void *)slab;
+    plan->asked = (remat_place_t *)(void *)(plan->stack + nt + no);
+    plan->fate = (remat_fate_t *)(void *)(plan->asked + nt);
+    plan->unused = (bool *)(void *)(plan->fate + nt);
+    plan->needed = plan->unused + nt;
+    plan->recompute_op = plan->needed + nt + no;
+}
+
+void remat_plan_copy(remat_plan_t *dst, const remat_plan_t *src) {
+    plan_alloc(dst, src->ntensors, src->nops);
+    const size_t nt = src->ntensors, no = src->nops;
+    memcpy(dst->asked, src->asked, nt * sizeof *dst->asked);
+    memcpy(dst->fate, src->fate, nt * sizeof *dst->fate);
+    memcpy(dst->unused, src->unused, nt * sizeof *dst->unused);
+    memcpy(dst->needed, src->needed, (nt + no) * sizeof *dst->needed);
+    memcpy(dst->recompute_op, src->recompute_op, no * sizeof *dst->recompute_op);
 }
 
 /* The placement the policy asks for tensor @p i of the layer, and whether a

@@ -126,6 +126,8 @@ typedef struct remat_plan {
 
 void remat_plan_init(remat_plan_t *plan);
 void remat_plan_release(remat_plan_t *plan);
+/** Makes @p dst (initialized or released; the caller releases it) a copy of @p src. */
+void remat_plan_copy(remat_plan_t *dst, const remat_plan_t *src);
 
 /**
  * Plans layer @p layer of @p g, which runs layer kind @p kind (its block),

@@ -42,41 +42,35 @@
 #include "sim_rooms.h"
 #include "util.h"
 
+/* Every scratch array in one allocation, widest elements first (cur, then
+   the size_t arrays), so each array starts aligned; release frees it
+   whole. The counts are a graph's: no overflow. */
 void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops) {
     const size_t n = ntensors, np = nops ? nops : 1;
-    s->cls = remat_i_xcalloc(n, 1);
-    s->free_fwd = remat_i_xcalloc(n, sizeof(size_t));
-    s->bwd_use = remat_i_xcalloc(n, sizeof(size_t));
-    s->rec_use = remat_i_xcalloc(n, sizeof(size_t));
-    s->cur = remat_i_xcalloc(n, sizeof(uint64_t));
-    s->live = remat_i_xcalloc(n, 1);
-    s->cat = remat_i_xcalloc(n, 1);
-    s->glive = remat_i_xcalloc(n, 1);
-    s->virt = remat_i_xcalloc(n, 1);
-    s->fwd_head = remat_i_xcalloc(np, sizeof(size_t));
-    s->rec_head = remat_i_xcalloc(np, sizeof(size_t));
-    s->bwd_head = remat_i_xcalloc(np, sizeof(size_t));
-    s->fwd_next = remat_i_xcalloc(n, sizeof(size_t));
-    s->rec_next = remat_i_xcalloc(n, sizeof(size_t));
-    s->bwd_next = remat_i_xcalloc(n, sizeof(size_t));
+    char *slab = remat_i_xcalloc(1, n * sizeof(uint64_t) + (6 * n + 3 * np) * sizeof(size_t) +
+                                        5 * n);
+    s->cur = (uint64_t *)(void *)slab;
+    size_t *z = (size_t *)(void *)(s->cur + n);
+    s->free_fwd = z;
+    s->bwd_use = z + n;
+    s->rec_use = z + 2 * n;
+    s->fwd_next = z + 3 * n;
+    s->rec_next = z + 4 * n;
+    s->bwd_next = z + 5 * n;
+    s->fwd_head = z + 6 * n;
+    s->rec_head = s->fwd_head + np;
+    s->bwd_head = s->rec_head + np;
+    unsigned char *c = (unsigned char *)(s->bwd_head + np);
+    s->cls = c;
+    s->live = c + n;
+    s->cat = c + 2 * n;
+    s->glive = c + 3 * n;
+    s->virt = c + 4 * n;
 }
 
 void remat_i_scratch_release(scratch_t *s) {
-    free(s->cls);
-    free(s->free_fwd);
-    free(s->bwd_use);
-    free(s->rec_use);
     free(s->cur);
-    free(s->live);
-    free(s->cat);
-    free(s->glive);
-    free(s->virt);
-    free(s->fwd_head);
-    free(s->rec_head);
-    free(s->bwd_head);
-    free(s->fwd_next);
-    free(s->rec_next);
-    free(s->bwd_next);
+    memset(s, 0, sizeof *s);
 }
 
 /* One free list: buffer i in the list of position key[i] (none when

@@ -196,23 +196,6 @@ static void head_prepare(const remat_graph_t *g, const bound_t *bd, scratch_t *s
 
 /* ---- plans: runs of identical layers ------------------------------------ */
 
-static void plan_copy(remat_plan_t *dst, const remat_plan_t *src) {
-    remat_plan_init(dst);
-    dst->ntensors = src->ntensors;
-    dst->nops = src->nops;
-    size_t nt = src->ntensors, no = src->nops;
-    dst->asked = remat_i_xmalloc(nt * sizeof *dst->asked);
-    dst->fate = remat_i_xmalloc(nt * sizeof *dst->fate);
-    dst->unused = remat_i_xmalloc(nt * sizeof *dst->unused);
-    dst->needed = remat_i_xmalloc((nt + no) * sizeof *dst->needed);
-    dst->recompute_op = remat_i_xmalloc(no * sizeof *dst->recompute_op);
-    memcpy(dst->asked, src->asked, nt * sizeof *dst->asked);
-    memcpy(dst->fate, src->fate, nt * sizeof *dst->fate);
-    memcpy(dst->unused, src->unused, nt * sizeof *dst->unused);
-    memcpy(dst->needed, src->needed, (nt + no) * sizeof *dst->needed);
-    memcpy(dst->recompute_op, src->recompute_op, no * sizeof *dst->recompute_op);
-}
-
 static remat_status_t check_ranges(const remat_policy_t *policy, size_t L, remat_error_t *err) {
     if (policy->nranges > REMAT_MAX_RANGES) {
         return remat_error_set(err, REMAT_E_POLICY, policy->source, "$.layers",
@@ -301,7 +284,7 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
     if (given && policy->nranges == 0 && an->g->nkinds == 1) {
         /* A uniform policy the caller already planned (the solver). */
         r->profiles = remat_i_xcalloc(1, sizeof *r->profiles);
-        plan_copy(&r->profiles[0].plan, given);
+        remat_plan_copy(&r->profiles[0].plan, given);
         r->profiles[0].first = 0;
         r->profiles[0].last = L - 1;
         r->profiles[0].nlayers = L;
