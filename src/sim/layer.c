@@ -500,13 +500,19 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
 
 /* ---- the tables: per tensor and per checkpoint name --------------------- */
 
+/* The row of @p name, appended when new. The rows grow to 8, then double
+   (at every power of two from 8 on): the capacity is implied by the count,
+   so the public result needs no field for it. */
 static remat_name_row_t *name_row(remat_result_t *r, const char *name) {
     for (size_t i = 0; i < r->nnames; i++) {
-        if (strcmp(r->names[i].name, name) == 0) {
+        if (r->names[i].name[0] == name[0] && strcmp(r->names[i].name, name) == 0) {
             return &r->names[i];
         }
     }
-    r->names = remat_i_xrealloc(r->names, (r->nnames + 1) * sizeof *r->names);
+    const size_t count = r->nnames;
+    if (count == 0 || (count >= 8 && (count & (count - 1)) == 0)) {
+        r->names = remat_i_xrealloc(r->names, (count ? 2 * count : 8) * sizeof *r->names);
+    }
     remat_name_row_t *row = &r->names[r->nnames++];
     memset(row, 0, sizeof *row);
     /* graph and policy names are under REMAT_NAME_LEN (graph_load, policy) */
