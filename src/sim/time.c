@@ -158,6 +158,7 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
 static void layer_row(const remat_analyzer_t *an, const tpl_t *t, double fsdp_frac,
                       double host_link_bw, remat_layer_row_t *row) {
     const remat_config_t *cfg = an->cfg;
+    memset(row, 0, sizeof *row);
     row->saved_device_bytes = t->saved;
     row->offloaded_bytes = t->offloaded;
     row->recompute_flops = t->recompute_flops;
@@ -195,7 +196,8 @@ void remat_i_layer_rows(const remat_analyzer_t *an, remat_result_t *r) {
     const remat_config_t *cfg = an->cfg;
     const size_t L = an->nlayers;
     r->nlayers = L;
-    r->layers = remat_i_xcalloc(L, sizeof *r->layers);
+    /* not zeroed: every row is layer_row's (which zeroes it) or a copy */
+    r->layers = remat_i_xmalloc(L * sizeof *r->layers);
     r->host_link_bw = cfg->host_link_bw > 0 ? cfg->host_link_bw : an->hw->host_link_bw;
     r->host_link_assumed = cfg->host_link_bw <= 0 && remat_hw_is_assumed(an->hw, "host_link_bw");
     const uint64_t fsdp_shards = remat_mesh_product(&an->mesh, (1u << REMAT_AXIS_FSDP) |
