@@ -1185,7 +1185,9 @@ static void solve_summary_text(FILE *out, const remat_solution_t *s, const remat
     fprintf(out, "searched %zu names, %" PRIu64 " placements, %" PRIu64
                  " analyses (distinct layer plans)%s\n",
             s->nnames, s->space, s->evaluated,
-            s->enumerated ? ", every placement enumerated" : ", branch and bound");
+            s->enumerated ? ", every placement enumerated"
+            : s->pareto   ? ", branch and bound, Pareto for the frontier"
+                          : ", branch and bound");
     if (s->found) {
         char line[2048];
         overrides_text(s->choices + s->best.first, s->nnames, line, sizeof line);

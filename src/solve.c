@@ -43,10 +43,21 @@
  *     next.
  * (10) A child that keeps its name in HBM has its parent's bound
  *     completion: it is not planned again.
+ * (11) The frontier (unless enumerating): a Pareto branch and bound after
+ *     the optimum's search, sharing its memo. Every completion of a node has
+ *     a step of at least its bound completion's (3) and a peak of at least
+ *     the floor of its lean completion (5); when an analyzed plan strictly
+ *     dominates that pair, every completion is strictly dominated and none
+ *     is on the frontier. Only strict domination prunes, so every placement
+ *     whose pair is on the frontier is analyzed; the memo keeps for each
+ *     plan the first placement in enumeration order it met, so each point
+ *     carries enumeration's placement. Budget and host RAM prune nothing
+ *     here: the frontier is drawn over all plans.
  *
  * Invariants (asserted): a node's decided, ruled-out and picked names are
  * names of the search (fewer than 64, so one bit each), the name picked is
- * undecided and has an option left; the incumbent is feasible.
+ * undecided and has an option left; the incumbent is feasible; the
+ * archive's peaks strictly ascend and its steps strictly descend (11).
  */
 #include "remat/solve.h"
 
@@ -192,7 +203,14 @@ static bool shared_buffers(const remat_graph_t *g) {
 typedef struct eval {
     remat_point_t point;
     bool host_over;
+    uint64_t order; /* the enumeration index of the placement point.first holds */
 } eval_t;
+
+/* (11) A (peak, step) pair of an analyzed plan. */
+typedef struct pair {
+    uint64_t peak;
+    double step;
+} pair_t;
 
 typedef struct memo_entry {
     uint64_t hash;
@@ -222,6 +240,10 @@ typedef struct ctx {
     remat_analyzer_t *an; /* bound on the first analysis */
     uint64_t usable;      /* the usable budget, from the first analysis */
     uint64_t tried, ruled; /* (9) forcing analyses run, and options they ruled out */
+    pair_t *arch;          /* (11) the non-dominated pairs of the plans analyzed */
+    size_t narch, arch_cap;
+    uint64_t pareto_cap; /* (11) analyses past which the Pareto search gives up */
+    bool gave_up;
     remat_error_t *err;
 } ctx_t;
 
@@ -301,6 +323,70 @@ static size_t memo_slot(ctx_t *c, size_t klen, uint64_t h) {
     return k;
 }
 
+/* An option's position in enumeration order: device, offload, remat. */
+static int rank(remat_place_t p) {
+    return p == REMAT_PLACE_DEVICE ? 0 : p == REMAT_PLACE_OFFLOAD ? 1 : 2;
+}
+
+/* The index of placement @p a in enumeration order: mixed radix, the first
+   name (two options) the most significant digit. Below 2 x 3^39 < 2^64. */
+_Static_assert(REMAT_SOLVE_MAX_NAMES <= 40, "an enumeration index fits a uint64_t");
+static uint64_t order_of(const remat_place_t *a, size_t n) {
+    uint64_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        k = k * (i == 0 ? 2 : 3) + (uint64_t)rank(a[i]);
+    }
+    return k;
+}
+
+/* (11) The archive's last pair with a peak of at most @p peak, or
+   REMAT_NONE. Peaks ascend, so steps strictly descend: it is the fastest of
+   those pairs. */
+static size_t archive_below(const ctx_t *c, uint64_t peak) {
+    size_t lo = 0, hi = c->narch;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->arch[mid].peak <= peak) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo ? lo - 1 : REMAT_NONE;
+}
+
+/* (11) Whether some analyzed plan strictly dominates every pair (p, t)
+   with p >= @p peak and t >= @p step: a pair no greater in both, smaller
+   in one. */
+static bool archive_dominates(const ctx_t *c, uint64_t peak, double step) {
+    size_t q = archive_below(c, peak);
+    return q != REMAT_NONE &&
+           (c->arch[q].step < step || (c->arch[q].step == step && c->arch[q].peak < peak));
+}
+
+/* (11) Adds an analyzed plan's pair, dropping the pairs it dominates or
+   equals; a pair dominated or equalled by one already there is dropped. */
+static void archive_add(ctx_t *c, uint64_t peak, double step) {
+    size_t q = archive_below(c, peak);
+    if (q != REMAT_NONE && c->arch[q].step <= step) {
+        return;
+    }
+    /* from the first pair with a peak of at least this one's */
+    size_t at = q == REMAT_NONE ? 0 : c->arch[q].peak == peak ? q : q + 1, end = at;
+    while (end < c->narch && c->arch[end].step >= step) {
+        end++; /* peak no smaller, step no smaller, one of them larger: dominated */
+    }
+    if (end == at && c->narch == c->arch_cap) {
+        c->arch_cap = c->arch_cap ? 2 * c->arch_cap : 64;
+        c->arch = remat_i_xrealloc(c->arch, c->arch_cap * sizeof *c->arch);
+    }
+    memmove(c->arch + at + 1, c->arch + end, (c->narch - end) * sizeof *c->arch);
+    c->narch = c->narch + 1 - (end - at);
+    c->arch[at] = (pair_t){peak, step};
+    assert(at == 0 || (c->arch[at - 1].peak < peak && c->arch[at - 1].step > step));
+    assert(at + 1 == c->narch || (c->arch[at + 1].peak > peak && c->arch[at + 1].step < step));
+}
+
 static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
     if (++c->plans > REMAT_SOLVE_MAX_PLANS) {
         return remat_error_set(c->err, REMAT_E_GRAPH, c->g->source, NULL,
@@ -327,7 +413,13 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
     }
     uint64_t h = fnv(c->key, klen);
     size_t k = memo_slot(c, klen, h);
+    const uint64_t order = order_of(a, c->n);
     if (c->memo[k].key) {
+        /* (11) the plan's placement is the first in enumeration order met */
+        if (order < c->memo[k].e.order) {
+            c->memo[k].e.point.first = save_assign(c, a);
+            c->memo[k].e.order = order;
+        }
         *out = c->memo[k].e;
         return REMAT_OK;
     }
@@ -342,12 +434,13 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
     c->s->evaluated++;
     eval_t e = {{c->r.peak_bytes, c->r.step_seconds, remat_result_passes(&c->r),
                  save_assign(c, a), 0},
-                host_over(&c->r, c->hw)};
+                host_over(&c->r, c->hw), order};
     for (size_t sk = 0; sk < c->r.nstages; sk++) {
         uint64_t f = c->r.stages[sk].floor_bytes;
         e.point.floor_bytes = f > e.point.floor_bytes ? f : e.point.floor_bytes;
     }
     c->usable = c->r.usable_bytes;
+    archive_add(c, e.point.peak_bytes, e.point.step_seconds);
     c->memo[k].hash = h;
     c->memo[k].key = remat_i_xmalloc(klen);
     memcpy(c->memo[k].key, c->key, klen);
@@ -363,10 +456,6 @@ static bool better(const remat_point_t *a, const remat_point_t *b) {
            (a->step_seconds == b->step_seconds && a->peak_bytes < b->peak_bytes);
 }
 
-/* An option's position in enumeration order: device, offload, remat. */
-static int rank(remat_place_t p) {
-    return p == REMAT_PLACE_DEVICE ? 0 : p == REMAT_PLACE_OFFLOAD ? 1 : 2;
-}
 
 /* Whether placement @p a comes before @p b in enumeration order (the first
    name varies slowest). */
@@ -661,6 +750,87 @@ static remat_status_t search(ctx_t *c) {
     return bnb(c, root, &up);
 }
 
+/* (11) The children's order: remat, offload, device. Any order gives the
+   same frontier; this one measured fewest analyses on the built-in models
+   (the lean children first find the low peaks that prune). */
+static const remat_place_t pareto_kids[3] = {REMAT_PLACE_REMAT, REMAT_PLACE_OFFLOAD,
+                                             REMAT_PLACE_DEVICE};
+
+/* (11) Pareto branch and bound below the node deciding @p decided (the
+   first @p depth names of @p seq): @p up keeps every undecided name in HBM,
+   @p down offloads every one. A node is pruned when an analyzed plan
+   strictly dominates (floor of @p down, step of @p up), a lower bound of
+   every completion's (peak, step); so is a child, before its second bound,
+   on its own bound completion's step and the parent's floor. */
+static remat_status_t pareto(ctx_t *c, const size_t *seq, size_t depth, uint64_t decided,
+                             const eval_t *up, const eval_t *down) {
+    c->s->visited++;
+    if (c->s->evaluated > c->pareto_cap) {
+        c->gave_up = true; /* enumeration finishes (below) */
+        return REMAT_OK;
+    }
+    if (depth == c->n || archive_dominates(c, down->point.floor_bytes, up->point.step_seconds)) {
+        return REMAT_OK; /* a leaf (analyzed as its parent's bound), or dominated */
+    }
+    const size_t i = seq[depth];
+    const node_t sub = {decided | bit(i), 0, 0};
+    for (size_t k = 0; k < 3; k++) {
+        const remat_place_t place = pareto_kids[k];
+        if (i == 0 && place == REMAT_PLACE_REMAT) {
+            continue; /* the layer input is always kept somewhere */
+        }
+        c->cur[i] = place;
+        /* keeping name i in HBM keeps the bound completion, offloading it
+           the lean one (10) */
+        eval_t cup = *up, cdown = *down;
+        remat_status_t st = REMAT_OK;
+        if (place != REMAT_PLACE_DEVICE &&
+            (st = complete(c, &sub, REMAT_PLACE_DEVICE, REMAT_NONE, 0, &cup))) {
+            return st;
+        }
+        if (archive_dominates(c, down->point.floor_bytes, cup.point.step_seconds)) {
+            continue;
+        }
+        if (place != REMAT_PLACE_OFFLOAD) {
+            if (depth + 1 == c->n) {
+                cdown = cup; /* a leaf: one placement */
+            } else if ((st = complete(c, &sub, REMAT_PLACE_OFFLOAD, REMAT_NONE, 0, &cdown))) {
+                return st;
+            }
+        }
+        if ((st = pareto(c, seq, depth + 1, sub.decided, &cup, &cdown)) || c->gave_up) {
+            return st;
+        }
+    }
+    return REMAT_OK;
+}
+
+/* (11) The frontier's search, after the optimum's (the memo and the archive
+   are shared). Names are decided heaviest first: by the floor of keeping
+   the name alone in HBM and offloading the others (ties in the listed
+   order), so that the names left undecided deep in the tree move the
+   bounds little and the bounds are close to the completions' pairs. */
+static remat_status_t pareto_search(ctx_t *c) {
+    const node_t root = {0, 0, 0};
+    size_t seq[64];
+    uint64_t w[64];
+    eval_t up, down, e;
+    remat_status_t st = complete(c, &root, REMAT_PLACE_DEVICE, REMAT_NONE, 0, &up);
+    if (st == REMAT_OK) {
+        st = complete(c, &root, REMAT_PLACE_OFFLOAD, REMAT_NONE, 0, &down);
+    }
+    for (size_t i = 0; i < c->n && st == REMAT_OK; i++) {
+        st = complete(c, &root, REMAT_PLACE_OFFLOAD, i, REMAT_PLACE_DEVICE, &e);
+        w[i] = e.point.floor_bytes;
+        size_t m = i;
+        for (; m > 0 && w[seq[m - 1]] < w[i]; m--) {
+            seq[m] = seq[m - 1]; /* insertion, stable */
+        }
+        seq[m] = i;
+    }
+    return st ? st : pareto(c, seq, 0, 0, &up, &down);
+}
+
 static remat_status_t exhaustive(ctx_t *c) {
     size_t digit[64] = {0};
     for (;;) {
@@ -688,15 +858,16 @@ static remat_status_t exhaustive(ctx_t *c) {
     }
 }
 
-static int point_cmp(const void *pa, const void *pb) {
-    const remat_point_t *a = pa, *b = pb;
-    if (a->peak_bytes != b->peak_bytes) {
-        return a->peak_bytes < b->peak_bytes ? -1 : 1;
+/* By peak, then step, then the enumeration order of the placements. */
+static int eval_cmp(const void *pa, const void *pb) {
+    const eval_t *a = pa, *b = pb;
+    if (a->point.peak_bytes != b->point.peak_bytes) {
+        return a->point.peak_bytes < b->point.peak_bytes ? -1 : 1;
     }
-    if (a->step_seconds != b->step_seconds) {
-        return a->step_seconds < b->step_seconds ? -1 : 1;
+    if (a->point.step_seconds != b->point.step_seconds) {
+        return a->point.step_seconds < b->point.step_seconds ? -1 : 1;
     }
-    return a->first < b->first ? -1 : a->first > b->first;
+    return a->order < b->order ? -1 : a->order > b->order;
 }
 
 /* Appends placement @p a as the choices of point @p p. */
@@ -712,23 +883,25 @@ static void copy_choices(const ctx_t *c, remat_solution_t *s, const remat_place_
     s->nchoices += c->n;
 }
 
-/* The Pareto frontier over every memoized plan (the enumeration's), each
-   point with the first placement in enumeration order that made it. */
+/* The Pareto frontier over every memoized plan (the enumeration's, or the
+   Pareto search's, which holds every plan on it (11)), each point with the
+   first placement in enumeration order that made it. */
 static void frontier(const ctx_t *c, remat_solution_t *s) {
-    remat_point_t *all = remat_i_xcalloc(c->used + 1, sizeof *all);
+    eval_t *all = remat_i_xcalloc(c->used + 1, sizeof *all);
     size_t n = 0;
     for (size_t i = 0; i < c->cap; i++) {
         if (c->memo[i].key) {
-            all[n++] = c->memo[i].e.point;
+            all[n++] = c->memo[i].e;
         }
     }
-    qsort(all, n, sizeof *all, point_cmp);
+    qsort(all, n, sizeof *all, eval_cmp);
     s->points = remat_i_xcalloc(n + 1, sizeof *s->points);
     for (size_t i = 0; i < n; i++) {
         /* Non-dominated: faster than every point of lower or equal peak. */
-        if (s->npoints == 0 || all[i].step_seconds < s->points[s->npoints - 1].step_seconds) {
-            s->points[s->npoints] = all[i];
-            copy_choices(c, s, c->assigns + all[i].first * c->n, &s->points[s->npoints]);
+        const remat_point_t *p = &all[i].point;
+        if (s->npoints == 0 || p->step_seconds < s->points[s->npoints - 1].step_seconds) {
+            s->points[s->npoints] = *p;
+            copy_choices(c, s, c->assigns + p->first * c->n, &s->points[s->npoints]);
             s->npoints++;
         }
     }
@@ -741,6 +914,7 @@ static void ctx_release(ctx_t *c) {
     }
     free(c->memo);
     free(c->assigns);
+    free(c->arch);
     free(c->cur);
     free(c->tmp);
     free(c->best_at);
@@ -769,7 +943,7 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
         space *= 3;
     }
     const bool shared = shared_buffers(g);
-    const bool enumerate = (flags & (REMAT_SOLVE_EXHAUSTIVE | REMAT_SOLVE_FRONTIER)) || shared;
+    const bool enumerate = (flags & REMAT_SOLVE_EXHAUSTIVE) || shared;
     if (enumerate && space > REMAT_SOLVE_MAX_PLANS) {
         return remat_error_set(err, REMAT_E_GRAPH, g->source, NULL,
                                "%zu checkpoint names make %llu placements, too many to "
@@ -778,7 +952,7 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
                                (unsigned long long)REMAT_SOLVE_MAX_PLANS,
                                shared ? "this graph's views share buffers under different "
                                         "names, so every placement is enumerated"
-                                      : "--frontier and --exhaustive enumerate every placement");
+                                      : "--exhaustive enumerates every placement");
     }
     ctx_t c = {.g = g, .cfg = cfg, .hw = hw, .s = s, .n = s->nnames, .err = err};
     c.policy = remat_i_xcalloc(1, sizeof *c.policy);
@@ -801,6 +975,20 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
     s->space = space;
     s->enumerated = enumerate;
     st = enumerate ? exhaustive(&c) : search(&c);
+    if (st == REMAT_OK && !enumerate && (flags & REMAT_SOLVE_FRONTIER)) {
+        /* (11) Where the bounds prune little (the floor far below the
+           peaks, as where the head's transients make the peak), the search
+           costs more than enumeration: past half the space it gives up and
+           enumeration, whose memo hits cost a plan each, finishes (where
+           enumeration is allowed (6); elsewhere the plan bound stops it). */
+        c.pareto_cap = space > REMAT_SOLVE_MAX_PLANS ? UINT64_MAX : s->evaluated + space / 2;
+        st = pareto_search(&c);
+        s->pareto = !c.gave_up;
+        s->enumerated = c.gave_up;
+        if (st == REMAT_OK && c.gave_up) {
+            st = exhaustive(&c);
+        }
+    }
     if (st == REMAT_OK && c.found) {
         s->found = true;
         s->best = c.best;

@@ -48,11 +48,14 @@ typedef struct remat_solution {
     uint64_t evaluated;     /* analyses run (distinct layer plans) */
     uint64_t visited;       /* placements or subtrees looked at */
     bool enumerated;        /* searched every placement (asked, or names share buffers) */
+    bool pareto;            /* the frontier came from the Pareto branch and bound (false
+                               when enumerated, including when that search gave up) */
 } remat_solution_t;
 
 typedef enum remat_solve_flags {
     REMAT_SOLVE_EXHAUSTIVE = (1u << 0), /* enumerate every placement (for checking) */
-    REMAT_SOLVE_FRONTIER = (1u << 1)    /* also list the Pareto frontier (enumerates) */
+    REMAT_SOLVE_FRONTIER = (1u << 1)    /* also list the Pareto frontier (Pareto branch
+                                           and bound; enumerated with EXHAUSTIVE) */
 } remat_solve_flags_t;
 
 void remat_solution_init(remat_solution_t *s);

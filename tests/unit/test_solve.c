@@ -394,6 +394,106 @@ static void test_frontier(void **state) {
     fx_free(f);
 }
 
+/* The frontier both ways, Pareto branch and bound and enumeration
+   (REMAT_SOLVE_EXHAUSTIVE with REMAT_SOLVE_FRONTIER): the same optimum and
+   the same points, each with the same pair, verdict and placement (the
+   first in enumeration order with that pair). The Pareto search's
+   analyses in @p pareto_evals, enumeration's in @p enum_evals. */
+static void frontier_both(fx_run_t *f, uint64_t *pareto_evals, uint64_t *enum_evals) {
+    remat_solution_t pa, ex;
+    remat_solution_init(&pa);
+    remat_solution_init(&ex);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_solve(f->graph, &f->cfg, &f->hw, REMAT_SOLVE_FRONTIER, &pa, &err),
+                     REMAT_OK);
+    assert_int_equal(remat_solve(f->graph, &f->cfg, &f->hw,
+                                 REMAT_SOLVE_FRONTIER | REMAT_SOLVE_EXHAUSTIVE, &ex, &err),
+                     REMAT_OK);
+    assert_true(ex.enumerated);
+    assert_false(ex.pareto);
+    assert_true(pa.pareto != pa.enumerated); /* the Pareto search, or it gave up */
+    assert_int_equal(pa.found, ex.found);
+    assert_int_equal(pa.nnames, ex.nnames);
+    if (pa.found) {
+        assert_true(pa.best.step_seconds == ex.best.step_seconds);
+        assert_int_equal(pa.best.peak_bytes, ex.best.peak_bytes);
+        for (size_t i = 0; i < pa.nnames; i++) {
+            assert_int_equal(pa.choices[pa.best.first + i].place,
+                             ex.choices[ex.best.first + i].place);
+        }
+    }
+    assert_true(ex.npoints >= 1);
+    assert_int_equal(pa.npoints, ex.npoints);
+    for (size_t k = 0; k < pa.npoints; k++) {
+        const remat_point_t *p = &pa.points[k], *q = &ex.points[k];
+        if (p->peak_bytes != q->peak_bytes || p->step_seconds != q->step_seconds) {
+            fail_msg("point %zu: pareto %llu B %.9f s, enumeration %llu B %.9f s", k,
+                     (unsigned long long)p->peak_bytes, p->step_seconds,
+                     (unsigned long long)q->peak_bytes, q->step_seconds);
+        }
+        assert_int_equal(p->feasible, q->feasible);
+        for (size_t i = 0; i < pa.nnames; i++) {
+            assert_string_equal(pa.choices[p->first + i].name, ex.choices[q->first + i].name);
+            assert_int_equal(pa.choices[p->first + i].place, ex.choices[q->first + i].place);
+        }
+    }
+    assert_true(pa.evaluated <= ex.evaluated);
+    *pareto_evals = pa.evaluated;
+    *enum_evals = ex.evaluated;
+    remat_solution_release(&pa);
+    remat_solution_release(&ex);
+}
+
+/* The Pareto search's frontier is enumeration's: llama3-8b at budgets from
+   nothing fitting to everything fitting, with host RAM that binds, with two
+   pipeline stages, llama3-70b (the docs' example), gpt3's graph and seeded
+   random layers; and on the 405B run at 8192 tokens it needs fewer
+   analyses than enumeration. */
+static void test_frontier_pareto_exact(void **state) {
+    (void)state;
+    uint64_t pe, ee;
+    static const char *const runs[][4] = {
+        {"model_name=llama3-8b", "per_device_batch_size=4", "num_devices=1", NULL},
+        {"model_name=llama3-8b", "per_device_batch_size=2", "ici_pipeline_parallelism=2",
+         "num_devices=2"},
+        {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=flash", NULL}};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        const char *args[] = {runs[r][0], "base_num_decoder_layers=4", "safety_margin=0",
+                              runs[r][1], runs[r][2], runs[r][3], NULL};
+        fx_run_t *f = setup_run(NULL, args);
+        uint64_t lo = preset_peak(f, "full", NULL), hi = preset_peak(f, "minimal_with_context", NULL);
+        f->cfg.hbm_budget = lo / 2; /* nothing fits */
+        frontier_both(f, &pe, &ee);
+        f->cfg.hbm_budget = lo + (hi - lo) / 2;
+        frontier_both(f, &pe, &ee);
+        f->hw.host_ram_bytes = all_offload_host_bytes(f) / 8; /* host RAM binds */
+        frontier_both(f, &pe, &ee);
+        fx_free(f);
+    }
+    const char *ex70[] = {"model_name=llama3-70b", "topology=tpu7x-128", "per_device_batch_size=6",
+                          NULL};
+    fx_run_t *f = setup_run(NULL, ex70);
+    frontier_both(f, &pe, &ee);
+    fx_free(f);
+    for (unsigned seed = 1; seed <= 4; seed++) {
+        char *text = random_graph(seed);
+        const char *args[] = {"model_name=default", "per_device_batch_size=64", "base_emb_dim=256",
+                              "base_num_decoder_layers=3", "host_link_bw=1e9", NULL};
+        f = fx_analyze_ok(text, args);
+        frontier_both(f, &pe, &ee);
+        fx_free(f);
+        free(text);
+    }
+    const char *q[] = {"model_name=llama3.1-405b", "per_device_batch_size=1",
+                       "max_target_length=8192", "num_devices=256", "ici_fsdp_parallelism=256",
+                       NULL};
+    f = setup_run(NULL, q);
+    frontier_both(f, &pe, &ee);
+    assert_true(pe < ee / 2);
+    fx_free(f);
+}
+
 /* llama3-8b's static memory (16 bytes a param with adamw and fp32
    gradients, 128 GB) needs more than one 94.75 GiB device: on tpu7x-8 (8
    devices, fsdp 8) the largest batch that fits is found. */
@@ -549,6 +649,7 @@ int main(void) {
         cmocka_unit_test(test_shared_buffer_views),
         cmocka_unit_test(test_beats_full_where_minimal_fails),
         cmocka_unit_test(test_frontier),
+        cmocka_unit_test(test_frontier_pareto_exact),
         cmocka_unit_test(test_largest_batch),
         cmocka_unit_test(test_resolve_copies_parsed_builtins),
         cmocka_unit_test(test_resolve_errors_are_not_cached),
