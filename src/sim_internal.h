@@ -54,6 +54,10 @@ typedef struct remat_run_opts {
     /* Skip the per-tensor and per-name tables: the result's profiles then
        have no tensor rows and it has no name rows. */
     bool lite;
+    /* The caller has checked the policy against this analyzer's graph
+       (remat_policy_check): a run of many policies built from the graph's
+       own names (the solver) checks once, not once per run. */
+    bool policy_checked;
     /* When set, every measured moment is appended to it (the timeline).
        A run without one does no tracing work beyond a branch per stage. */
     remat_trace_t *trace;

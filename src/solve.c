@@ -237,6 +237,8 @@ typedef struct ctx {
     remat_point_t best;      /* the incumbent, when found */
     remat_place_t *best_at;  /* its placement, n entries */
     bool found;
+    bool checked;            /* the policy's names were checked (the first run): its
+                                placements change between runs, never its names */
     remat_analyzer_t *an; /* bound on the first analysis */
     uint64_t usable;      /* the usable budget, from the first analysis */
     uint64_t tried, ruled; /* (9) forcing analyses run, and options they ruled out */
@@ -426,11 +428,14 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
     /* Bound only once a plan is made, so that a planning error is reported
        ahead of a binding one. The solver reads only the verdict and the
        times: no tables. */
-    const remat_run_opts_t opts = {.plan = c->g->nkinds == 1 ? &c->plan : NULL, .lite = true};
+    const remat_run_opts_t opts = {.plan = c->g->nkinds == 1 ? &c->plan : NULL,
+                                   .lite = true,
+                                   .policy_checked = c->checked};
     if ((!c->an && (st = remat_analyzer_new(c->g, c->cfg, c->hw, &c->an, c->err))) ||
         (st = remat_analyzer_run(c->an, c->policy, &opts, &c->r, c->err))) {
         return st;
     }
+    c->checked = true;
     c->s->evaluated++;
     eval_t e = {{c->r.peak_bytes, c->r.step_seconds, remat_result_passes(&c->r),
                  save_assign(c, a), 0},

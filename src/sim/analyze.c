@@ -133,7 +133,7 @@ static remat_status_t run_rooms(remat_analyzer_t *an, const remat_policy_t *poli
                                 const remat_run_opts_t *opts, remat_result_t *r,
                                 remat_error_t *err) {
     remat_status_t st;
-    if ((st = remat_policy_check(policy, an->g, err)) ||
+    if ((!opts->policy_checked && (st = remat_policy_check(policy, an->g, err))) ||
         (st = remat_i_plan_profiles(an, policy, opts->plan, r, err)) ||
         (st = remat_i_profile_layers(an, policy, opts->lite, r, err))) {
         remat_result_release(r);
@@ -172,7 +172,8 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     remat_analyzer_t an;
     memset(&an, 0, sizeof an);
     if ((st = analyzer_init(&an, g, cfg, hw, err)) == REMAT_OK) {
-        st = remat_analyzer_run(&an, policy, NULL, r, err);
+        const remat_run_opts_t checked = {.policy_checked = true};
+        st = remat_analyzer_run(&an, policy, &checked, r, err);
     }
     analyzer_release(&an);
     return st;
