@@ -15,6 +15,10 @@
  * igraph allocates with its own malloc, which remat cannot hook; its
  * IGRAPH_ENOMEM becomes REMAT_E_NOMEM too (from_igraph), and every igraph
  * object made here is destroyed on every path.
+ *
+ * remat_graph_free releases a one-block graph (graph.h; resolve.c makes
+ * them) with one free of the block that starts at the graph, and any
+ * other graph, loaded or half-loaded, string by string and array by array.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +128,10 @@ static void block_release(remat_block_t *b) {
 
 void remat_graph_free(remat_graph_t *g) {
     if (!g) {
+        return;
+    }
+    if (g->one_block) {
+        free(g); /* the block starts at the graph and holds everything it owns */
         return;
     }
     for (size_t i = 0; i < g->ndims; i++) {

@@ -5,7 +5,12 @@
  * then immutable: the simulator binds it to a config without changing it.
  *
  * Every tensor and op is addressed by its index in its block. A graph owns
- * all of its strings and arrays; remat_graph_free releases them.
+ * all of its strings and arrays; remat_graph_free releases them. A loaded
+ * graph allocates each on its own; a built-in graph from remat_resolve is
+ * one allocation, the struct and everything it points to (`one_block`).
+ * A caller may change either in place (an array's entries, a string's
+ * bytes, within their lengths), but must not replace or free a pointer a
+ * one-block graph holds: only remat_graph_free frees, and the whole block.
  */
 #ifndef REMAT_GRAPH_H
 #define REMAT_GRAPH_H
@@ -165,6 +170,10 @@ typedef struct remat_graph {
     size_t head_feeds;    /* head tensor that is layer 0's input */
     size_t head_takes;    /* head tensor that is the last layer's output */
     size_t head_npre;     /* head->order[0..npre) runs before the layers */
+    /* The bytes of the one allocation that starts at the graph and holds
+       every string and array of it (a built-in graph from remat_resolve):
+       remat_graph_free frees that block. 0: each is its own (a load). */
+    size_t one_block;
 } remat_graph_t;
 
 /**

@@ -41,7 +41,8 @@ void fx_free(fx_run_t *f);
 
 /* Fails the test unless @p a and @p b are equal graphs, every field (the
    derived ones included), and share no string or array: either may be
-   freed or changed alone. */
+   freed or changed alone. How each is allocated (one_block) is not
+   compared: a load and a built-in graph from remat_resolve are equal. */
 void fx_graphs_equal(const remat_graph_t *a, const remat_graph_t *b);
 
 /* Index of a layer tensor by name; fails the test if absent. */
