@@ -3,11 +3,16 @@
  * mesh.c: mesh resolution and logical axis rules (mesh.h). The default rules
  * are MaxText's base.yml mapping as recorded in reference/maxtext-policies.md;
  * logical_axis_rules in the config replaces the rules of the names it lists.
+ *
+ * Invariants: a rule's hash is remat_mesh_name_hash of its logical name
+ * (the default table carries them precomputed; debug builds check them);
+ * the bucket chains hold every rule once, each chain in rule order.
  */
 #include "remat/mesh.h"
 
 #include <assert.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,7 +37,7 @@ const char *remat_axis_key(remat_axis_t a) {
 }
 
 #define A(x) (1u << REMAT_AXIS_##x)
-#define R(name, axes_) {.logical = name, .axes = axes_}
+#define R(name, axes_, hash_) {.logical = name, .axes = axes_, .hash = hash_}
 #define REMAT_NONE_RULE ((size_t)-1)
 #define REMAT_MAX_RANK_MESH 16
 #define CTX (A(CONTEXT) | A(CONTEXT_USP))
@@ -42,7 +47,9 @@ const char *remat_axis_key(remat_axis_t a) {
    logical name may have several rules: for each tensor the first rule whose
    mesh axes no other dim of the tensor uses yet applies (flax's
    logical-to-mesh resolution), so `embed` falls back to fsdp without
-   fsdp_transpose on a weight whose `mlp` dim took fsdp_transpose. */
+   fsdp_transpose on a weight whose `mlp` dim took fsdp_transpose. Each
+   rule carries its name's hash (remat_mesh_name_hash), so that building a
+   mesh does not rehash them; debug builds check every one. */
 static const remat_axis_rule_t default_rules[] = {
     /* vocabulary. MaxText also shards these over `stage`: it runs the
        embedding and the loss outside the pipeline on the whole batch, so
@@ -51,59 +58,61 @@ static const remat_axis_rule_t default_rules[] = {
        stage instead, so the stage axis is left out: with MaxText's default
        num_pipeline_microbatches (the stage count) a device's head sees the
        same number of sequences either way. */
-    R("activation_embed_and_logits_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
+    R("activation_embed_and_logits_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT),
+      0x346e07adu),
     R("activation_embed_and_logits_batch_sequence",
-      A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
-    R("activation_vocab", A(TENSOR) | A(TENSOR_SEQUENCE)),
-    R("activation_vocab", A(TENSOR)),
-    R("activation_vocab", A(TENSOR_SEQUENCE)),
-    R("vocab", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
-    R("embed_vocab", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
+      A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT), 0xed052657u),
+    R("activation_vocab", A(TENSOR) | A(TENSOR_SEQUENCE), 0x76aa7809u),
+    R("activation_vocab", A(TENSOR), 0x76aa7809u),
+    R("activation_vocab", A(TENSOR_SEQUENCE), 0x76aa7809u),
+    R("vocab", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE), 0x40d040ccu),
+    R("embed_vocab", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT), 0x7e546c7eu),
     /* attention */
-    R("activation_batch_attn", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
-    R("activation_input_length_attn", A(TENSOR_SEQUENCE) | A(CONTEXT)),
-    R("activation_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
-    R("activation_kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE)),
-    R("activation_length_attn", CTX),
-    R("activation_q_length", CTX),
-    R("activation_kv_length", 0),
-    R("activation_embed_attn", A(TENSOR)),
-    R("activation_kv", A(TENSOR) | A(TENSOR_SEQUENCE)),
-    R("activation_kv_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
-    R("activation_kv_head_dim", A(TENSOR) | A(TENSOR_SEQUENCE)),
-    R("heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
-    R("q_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
-    R("kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
-    R("qkv", 0),
-    R("kv", 0),
-    R("kv_head_dim", 0),
-    R("q_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
-    R("q_lora", A(FSDP) | CTX | A(EXPERT)),
-    R("kv_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
-    R("kv_lora", A(FSDP) | CTX | A(EXPERT)),
+    R("activation_batch_attn", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT), 0xb8b6aee4u),
+    R("activation_input_length_attn", A(TENSOR_SEQUENCE) | A(CONTEXT), 0xcbd090c7u),
+    R("activation_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE), 0x4d8be6d9u),
+    R("activation_kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE), 0x698c657fu),
+    R("activation_length_attn", CTX, 0xeb0c7d84u),
+    R("activation_q_length", CTX, 0x7968603au),
+    R("activation_kv_length", 0, 0x7d9874e8u),
+    R("activation_embed_attn", A(TENSOR), 0x9e18906bu),
+    R("activation_kv", A(TENSOR) | A(TENSOR_SEQUENCE), 0x2a293113u),
+    R("activation_kv_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT), 0x92afc5acu),
+    R("activation_kv_head_dim", A(TENSOR) | A(TENSOR_SEQUENCE), 0xe94c53e3u),
+    R("heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE), 0x0bc22610u),
+    R("q_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE), 0xaec9716cu),
+    R("kv_heads", A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE), 0x10f1e324u),
+    R("qkv", 0, 0xed03d959u),
+    R("kv", 0, 0x593d1d94u),
+    R("kv_head_dim", 0, 0xc8c9be56u),
+    R("q_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT), 0xb2549b95u),
+    R("q_lora", A(FSDP) | CTX | A(EXPERT), 0xb2549b95u),
+    R("kv_lora", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT), 0xdee87e8du),
+    R("kv_lora", A(FSDP) | CTX | A(EXPERT), 0xdee87e8du),
     /* mixture of experts */
-    R("activation_batch_moe", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
-    R("activation_length_moe", CTX),
-    R("activation_norm_length_moe", A(TENSOR_SEQUENCE) | CTX),
-    R("activation_embed_moe", A(TENSOR)),
-    R("activation_mlp_moe", A(TENSOR) | A(TENSOR_SEQUENCE)),
-    R("activation_exp", A(EXPERT)),
-    R("exp", A(EXPERT)),
-    R("mlp_moe", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
-    R("embed_moe", A(FSDP) | A(FSDP_TRANSPOSE) | CTX),
-    R("embed_moe", A(FSDP) | CTX),
+    R("activation_batch_moe", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT), 0xe9862f02u),
+    R("activation_length_moe", CTX, 0x35626022u),
+    R("activation_norm_length_moe", A(TENSOR_SEQUENCE) | CTX, 0x4d1eb735u),
+    R("activation_embed_moe", A(TENSOR), 0x2d74deb3u),
+    R("activation_mlp_moe", A(TENSOR) | A(TENSOR_SEQUENCE), 0xf80d9275u),
+    R("activation_exp", A(EXPERT), 0x820d3419u),
+    R("exp", A(EXPERT), 0x72a68728u),
+    R("mlp_moe", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE),
+      0xd02e535cu),
+    R("embed_moe", A(FSDP) | A(FSDP_TRANSPOSE) | CTX, 0x05b8fb4eu),
+    R("embed_moe", A(FSDP) | CTX, 0x05b8fb4eu),
     /* dense layers and model structure */
-    R("activation_mlp", A(TENSOR) | A(TENSOR_SEQUENCE)),
-    R("activation_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT)),
-    R("activation_length", CTX),
-    R("activation_norm_length", A(TENSOR_SEQUENCE) | CTX),
-    R("activation_embed", A(TENSOR)),
-    R("activation_stage", A(STAGE)),
-    R("mlp", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE)),
-    R("embed", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT)),
-    R("embed", A(FSDP) | CTX | A(EXPERT)),
-    R("norm", A(TENSOR)),
-    R("layers", A(STAGE)),
+    R("activation_mlp", A(TENSOR) | A(TENSOR_SEQUENCE), 0xf0fe66d5u),
+    R("activation_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT), 0x93b01392u),
+    R("activation_length", CTX, 0x14fba8f2u),
+    R("activation_norm_length", A(TENSOR_SEQUENCE) | CTX, 0x0a4f2a95u),
+    R("activation_embed", A(TENSOR), 0x32bca88bu),
+    R("activation_stage", A(STAGE), 0x576eb780u),
+    R("mlp", A(FSDP_TRANSPOSE) | A(TENSOR) | A(TENSOR_SEQUENCE) | A(AUTOREGRESSIVE), 0xe19626e4u),
+    R("embed", A(FSDP) | A(FSDP_TRANSPOSE) | CTX | A(EXPERT), 0x281ba64eu),
+    R("embed", A(FSDP) | CTX | A(EXPERT), 0x281ba64eu),
+    R("norm", A(TENSOR), 0xa58b212fu),
+    R("layers", A(STAGE), 0x8fb7915fu),
 };
 
 static int parse_axis(const char *s, size_t n) {
@@ -278,7 +287,9 @@ static remat_status_t dcn_fill_value(const remat_config_t *cfg, int fill, uint64
 }
 
 remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, remat_error_t *err) {
-    memset(m, 0, sizeof *m);
+    /* the rules are written as they are added: only the fields before
+       them need clearing (a mesh is built once per analysis) */
+    memset(m, 0, offsetof(remat_mesh_t, rules));
     m->devices = cfg->num_devices;
     if (cfg->ici[REMAT_AXIS_SEQUENCE] != 1 || cfg->dcn[REMAT_AXIS_SEQUENCE] != 1) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, "ici_sequence_parallelism",
@@ -335,12 +346,16 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
     /* override_logical_axis_rules: the config's rules are all there are
        (MaxText replaces base.yml's list); a logical axis they do not name
        is not sharded */
-    for (size_t i = 0; !cfg->override_logical_axis_rules &&
-                       i < sizeof default_rules / sizeof default_rules[0];
-         i++) {
-        m->rules[m->nrules] = default_rules[i];
-        m->rules[m->nrules++].hash = remat_mesh_name_hash(default_rules[i].logical);
+    _Static_assert(sizeof default_rules <= sizeof m->rules, "the defaults fit a mesh");
+    if (!cfg->override_logical_axis_rules) {
+        memcpy(m->rules, default_rules, sizeof default_rules);
+        m->nrules = sizeof default_rules / sizeof default_rules[0];
     }
+#ifndef NDEBUG
+    for (size_t i = 0; i < sizeof default_rules / sizeof default_rules[0]; i++) {
+        assert(default_rules[i].hash == remat_mesh_name_hash(default_rules[i].logical));
+    }
+#endif
     if (cfg->logical_axis_rules[0] && (st = parse_rules(m, cfg->logical_axis_rules, err))) {
         return st;
     }
@@ -396,7 +411,9 @@ static bool add_candidate(candidate_t *c, size_t *n, size_t cap, uint8_t rule, u
     if (*n == cap) {
         return false;
     }
-    memmove(&c[at + 1], &c[at], (*n - at) * sizeof *c);
+    for (size_t k = *n; k > at; k--) { /* a short shift: a loop beats a memmove call */
+        c[k] = c[k - 1];
+    }
     c[at] = (candidate_t){rule, dim};
     (*n)++;
     return true;
@@ -404,6 +421,16 @@ static bool add_candidate(candidate_t *c, size_t *n, size_t cap, uint8_t rule, u
 
 void remat_mesh_tensor_axes(const remat_mesh_t *m, const char *const *logical, size_t rank,
                             unsigned *out) {
+    uint32_t hash[REMAT_MAX_RANK_MESH];
+    rank = rank < REMAT_MAX_RANK_MESH ? rank : REMAT_MAX_RANK_MESH;
+    for (size_t d = 0; d < rank; d++) {
+        hash[d] = logical[d] ? remat_mesh_name_hash(logical[d]) : 0;
+    }
+    remat_mesh_tensor_axes_hashed(m, logical, hash, rank, out);
+}
+
+void remat_mesh_tensor_axes_hashed(const remat_mesh_t *m, const char *const *logical,
+                                   const uint32_t *hash, size_t rank, unsigned *out) {
     bool assigned[REMAT_MAX_RANK_MESH] = {false};
     candidate_t cand[4 * REMAT_MAX_RANK_MESH];
     size_t ncand = 0;
@@ -414,7 +441,8 @@ void remat_mesh_tensor_axes(const remat_mesh_t *m, const char *const *logical, s
         if (!logical[d]) {
             continue;
         }
-        const uint32_t h = remat_mesh_name_hash(logical[d]);
+        const uint32_t h = hash[d];
+        assert(h == remat_mesh_name_hash(logical[d]));
         for (uint8_t i = m->bucket_head[h % REMAT_RULE_BUCKETS]; i != REMAT_RULE_NONE;
              i = m->bucket_next[i]) {
             if (m->rules[i].hash == h && strcmp(logical[d], m->rules[i].logical) == 0 &&
@@ -436,12 +464,24 @@ void remat_mesh_tensor_axes(const remat_mesh_t *m, const char *const *logical, s
     }
 }
 
+/* The index of the lowest set bit of @p x (not 0). */
+static inline int lowest_bit(unsigned x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(x);
+#else
+    int a = 0;
+    for (; !(x & 1u); x >>= 1) {
+        a++;
+    }
+    return a;
+#endif
+}
+
 uint64_t remat_mesh_product(const remat_mesh_t *m, unsigned axes) {
     uint64_t p = 1;
-    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-        if (axes & (1u << a)) {
-            p *= m->shards[a];
-        }
+    axes &= (1u << REMAT_AXIS_COUNT) - 1;
+    for (; axes; axes &= axes - 1) { /* each set bit, lowest first */
+        p *= m->shards[lowest_bit(axes)];
     }
     return p;
 }

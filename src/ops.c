@@ -5,6 +5,7 @@
  * PyTorch's autodiff keep), and its forward/backward FLOP counts. The counts
  * are documented in docs/graph-format.md; tests pin every one of them.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "graph_internal.h"
@@ -638,29 +639,42 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
    of the iteration space); backward is one such contraction per operand
    that needs a gradient. An index's per-device size is the largest any
    operand has: a sharded operand is all-gathered before the contraction
-   (FSDP weights, sequence-parallel activations). */
+   (FSDP weights, sequence-parallel activations). Subscripts are
+   letters (remat_i_einsum_parse), so a bit per letter from 'A' to 'z'
+   tells which are seen and ragged; the sizes multiply in order of first
+   appearance. */
+#define LETTER(c) ((unsigned)((unsigned char)(c) - 'A'))
+_Static_assert('z' - 'A' < 64, "a letter's bit fits in 64");
+
 static bool einsum_flops(const remat_op_t *op, const uint64_t (*tdim)[REMAT_MAX_RANK],
                          size_t ngrad, uint64_t *f, uint64_t *w) {
-    char seen[2 * REMAT_MAX_RANK * REMAT_MAX_IO + 1] = {0};
-    uint64_t size[2 * REMAT_MAX_RANK * REMAT_MAX_IO + 1] = {0};
+    uint64_t size[64];
+    unsigned char order[2 * REMAT_MAX_RANK * REMAT_MAX_IO];
+    uint64_t seen = 0, ragged = 0;
     size_t nseen = 0;
     for (size_t i = 0; i <= op->nin; i++) {
-        size_t ti = i < op->nin ? op->in[i] : op->out[0];
+        const size_t ti = i < op->nin ? op->in[i] : op->out[0];
         for (size_t j = 0; op->subs[i][j]; j++) {
-            char *hit = memchr(seen, op->subs[i][j], nseen);
-            size_t k = hit ? (size_t)(hit - seen) : nseen++;
-            seen[k] = op->subs[i][j];
-            if (tdim[ti][j] > size[k]) {
-                size[k] = tdim[ti][j];
+            const unsigned l = LETTER(op->subs[i][j]);
+            assert(l < 64);
+            if (!(seen >> l & 1)) {
+                seen |= (uint64_t)1 << l;
+                size[l] = 0;
+                order[nseen++] = (unsigned char)l;
             }
+            size[l] = tdim[ti][j] > size[l] ? tdim[ti][j] : size[l];
         }
+    }
+    for (const char *r = op->ragged; *r; r++) {
+        assert(LETTER(*r) < 64 && "ragged indices are the spec's letters (check_einsum)");
+        ragged |= (uint64_t)1 << LETTER(*r);
     }
     bool ok = true;
     *f = 2;
     for (size_t k = 0; k < nseen; k++) {
         /* a ragged index (a grouped matmul's experts) does not multiply */
-        if (!op->ragged[0] || !strchr(op->ragged, seen[k])) {
-            ok = ok && remat_i_mul(*f, size[k], f);
+        if (!(ragged >> order[k] & 1)) {
+            ok = ok && remat_i_mul(*f, size[order[k]], f);
         }
     }
     return ok && remat_i_mul(*f, ngrad, w);

@@ -86,6 +86,12 @@ unsigned remat_mesh_axes(const remat_mesh_t *mesh, const char *logical);
 void remat_mesh_tensor_axes(const remat_mesh_t *mesh, const char *const *logical, size_t rank,
                             unsigned *out);
 
+/** remat_mesh_tensor_axes with each name's remat_mesh_name_hash given in
+    @p hash (anything for a NULL name): a caller resolving many tensors
+    hashes each name once. */
+void remat_mesh_tensor_axes_hashed(const remat_mesh_t *mesh, const char *const *logical,
+                                   const uint32_t *hash, size_t rank, unsigned *out);
+
 /** The hash rules carry for their logical name (FNV-1a, 32 bits). */
 uint32_t remat_mesh_name_hash(const char *name);
 

@@ -20,7 +20,12 @@
  *    blocks can hold, all layers counted, is below 2^62, and so are every
  *    FLOP count times the step's micro-batches. Every later sum of bytes or
  *    FLOPs (static memory, a layer's profile, the step's live bytes, the
- *    tables) is a part of these, so none can overflow.
+ *    tables) is a part of these, so none can overflow;
+ *  - a bound array is read only once written: binding (op_times for the
+ *    seconds) writes each whole, but for those BOUND_ZEROED lists, which
+ *    start zeroed and are written only where not zero;
+ *  - tensors with the same logical axes and param flag shard alike: each
+ *    such signature is resolved once per bind, for every block.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,12 +42,15 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
                            "%s of '%s' does not fit in 64 bits with this config", what, name);
 }
 
-/* Every per-tensor and per-op array of a bound block, with its count. */
+/* Every per-tensor and per-op array of a bound block, with its count:
+   those binding (and op_times) write whole, then those it writes only
+   where they are not zero, which the allocation zeroes. */
 #define BOUND_ARRAYS(X)                                                                        \
     X(tdim, nt) X(ctdim, nt) X(numel, nt) X(bytes, nt) X(kbytes, nt) X(gbytes, nt)              \
-    X(gnumel, nt) X(fwd, no) X(bwd, no) X(kv_extra, no) X(op_gather, no) X(op_gather_mem, no)   \
-    X(op_wgrad, no) X(gather_next, no) X(gather_prev, no) X(tbytes, nt) X(fwd_s, no)           \
-    X(bwd_s, no) X(pos, no) X(fusable, nt) X(xscale, no)
+    X(gnumel, nt) X(tbytes, nt) X(cbytes, nt) X(fwd, no) X(bwd, no) X(op_gather, no)           \
+    X(op_gather_mem, no) X(op_wgrad, no) X(fwd_s, no) X(bwd_s, no) X(pos, no)
+#define BOUND_ZEROED(X)                                                                        \
+    X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no) X(fusable, nt)
 
 /* Array starts stay aligned for any element type. */
 #define SLAB_ALIGN ((size_t)16)
@@ -53,17 +61,22 @@ void remat_i_bound_release(bound_t *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* All arrays in one zeroed allocation: an analysis binds two blocks, and
-   twenty allocations each were a tenth of its time. The sizes cannot
-   overflow: a graph's counts are bounded by its input file (64 MiB). */
+/* All arrays in one allocation: an analysis binds two blocks, and twenty
+   allocations each were a tenth of its time. Only the arrays binding does
+   not write whole are zeroed: clearing the rest cost as much as filling
+   it. The sizes cannot overflow: a graph's counts are bounded by its input
+   file (64 MiB). */
 static void bound_alloc(const remat_block_t *b, bound_t *out) {
     const size_t nt = b->ntensors, no = b->nops;
-    size_t size = 0;
+    size_t size = 0, zeroed;
     memset(out, 0, sizeof *out);
 #define SLAB_SIZE(f, n) size = SLAB_UP(size) + (n) * sizeof *out->f;
     BOUND_ARRAYS(SLAB_SIZE)
+    zeroed = size = SLAB_UP(size);
+    BOUND_ZEROED(SLAB_SIZE)
 #undef SLAB_SIZE
-    char *slab = remat_i_xcalloc(1, size ? size : 1);
+    char *slab = remat_i_xmalloc(size ? size : 1);
+    memset(slab + zeroed, 0, size - zeroed);
     out->slab = slab;
     size = 0;
 #define SLAB_CARVE(f, n)                                                                       \
@@ -71,6 +84,7 @@ static void bound_alloc(const remat_block_t *b, bound_t *out) {
     out->f = (void *)(slab + size);                                                            \
     size += (n) * sizeof *out->f;
     BOUND_ARRAYS(SLAB_CARVE)
+    BOUND_ZEROED(SLAB_CARVE)
 #undef SLAB_CARVE
 }
 
@@ -92,72 +106,157 @@ static const char *dim_logical(const remat_graph_t *g, const remat_tensor_t *t, 
     ((1u << REMAT_AXIS_DATA) | (1u << REMAT_AXIS_FSDP) | (1u << REMAT_AXIS_FSDP_TRANSPOSE) |    \
      (1u << REMAT_AXIS_CONTEXT) | (1u << REMAT_AXIS_CONTEXT_USP) | (1u << REMAT_AXIS_EXPERT))
 
-/* Tensor @p i's per-device dims and element counts (sharded, and once
-   gathered for use) into @p out; the counts into *n and *gn. The mesh axes
-   of its dims come from the logical axis rules as flax resolves them for
-   the whole tensor (remat_mesh_tensor_axes). */
 /* Tensors with the same logical axes (the same strings: a graph's dims
-   and `axes` entries) shard alike; a block has a handful of such
-   signatures, so each is resolved once. */
-typedef struct axes_cache {
-    size_t n;
-    struct {
-        size_t rank;
-        const char *logical[REMAT_MAX_RANK];
-        unsigned axes[REMAT_MAX_RANK];
-    } e[32];
-} axes_cache_t;
+   and `axes` entries) and the same param flag shard alike; the blocks of a
+   graph share its dims, so they have a few dozen such signatures, and each
+   is resolved once per bind: its mesh axes as flax resolves them for the
+   whole tensor (remat_mesh_tensor_axes), the shards of each dim and those
+   a param keeps once gathered for use. An open-addressed index over
+   their keys finds a tensor's in a probe or two. */
+#define AXES_CACHE 64
+#define AXES_SLOTS 128 /* a power of two, at least twice AXES_CACHE */
+#define AXES_EMPTY 0xff
+_Static_assert(AXES_CACHE < AXES_EMPTY && 2 * AXES_CACHE <= AXES_SLOTS, "the index has room");
 
-static void tensor_axes(axes_cache_t *c, const remat_mesh_t *mesh, const char *const *logical,
-                        size_t rank, unsigned *axes) {
-    for (size_t k = 0; k < c->n; k++) {
-        if (c->e[k].rank == rank &&
-            memcmp(c->e[k].logical, logical, rank * sizeof *logical) == 0) {
-            memcpy(axes, c->e[k].axes, rank * sizeof *axes);
-            return;
-        }
-    }
-    remat_mesh_tensor_axes(mesh, logical, rank, axes);
-    if (c->n < sizeof c->e / sizeof c->e[0]) {
-        c->e[c->n].rank = rank;
-        memcpy(c->e[c->n].logical, logical, rank * sizeof *logical);
-        memcpy(c->e[c->n++].axes, axes, rank * sizeof *axes);
-    }
-}
-
-static remat_status_t bind_dims_of(const remat_graph_t *g, const remat_tensor_t *t, size_t i,
-                                   const remat_mesh_t *mesh, const uint64_t *dimsize,
-                                   axes_cache_t *cache, bound_t *out, uint64_t *n, uint64_t *gn,
-                                   remat_error_t *err) {
+typedef struct axes_sig {
+    uint64_t key; /* sig_key of the fields below: most misses cost one compare */
+    size_t rank;
+    bool param;
     const char *logical[REMAT_MAX_RANK];
     unsigned axes[REMAT_MAX_RANK];
+    uint64_t shards[REMAT_MAX_RANK]; /* remat_mesh_product of axes */
+    uint64_t kept[REMAT_MAX_RANK];   /* of the axes a param keeps when gathered */
+} axes_sig_t;
+
+typedef struct axes_cache {
+    size_t n;
+    uint8_t slot[AXES_SLOTS]; /* index into e, or AXES_EMPTY */
+    axes_sig_t e[AXES_CACHE];
+} axes_cache_t;
+
+/* What one bind decides once from the config, not per tensor or op, and
+   the signatures its blocks share. */
+typedef struct bind_ctx {
+    const remat_graph_t *g;
+    const remat_config_t *cfg;
+    const remat_mesh_t *mesh;
+    const uint64_t *dimsize;
+    bool fp8;                                /* is_fp8(cfg) */
+    unsigned dtype_bytes[REMAT_DTYPE_COUNT]; /* remat_config_dtype_bytes of each dtype */
+    unsigned compute_bytes;                  /* of the compute dtype (cfg->dtype) */
+    /* Each graph dim's logical names hashed (remat_mesh_name_hash) when a
+       signature first needs them: [d][0] its activation axis, [d][1] its
+       weight axis, valid where bit d of hashed[0] (hashed[1]) is set. */
+    uint32_t dim_hash[SIM_MAX_DIMS][2];
+    uint64_t hashed[2];
+    axes_cache_t sigs;
+} bind_ctx_t;
+
+static uint64_t sig_key(const char *const *logical, size_t rank, bool param) {
+    uint64_t k = rank * 2 + param;
+    for (size_t j = 0; j < rank; j++) {
+        k = (k ^ (uint64_t)(uintptr_t)logical[j]) * 0x9e3779b97f4a7c15u;
+    }
+    return k;
+}
+
+/* The hash of the logical name of dim @p j of tensor @p t (dim_logical's). */
+static uint32_t logical_hash(bind_ctx_t *x, const remat_tensor_t *t, size_t j,
+                             const char *logical) {
+    if (!logical) {
+        return 0;
+    }
+    if (t->has_axes) {
+        return remat_mesh_name_hash(logical);
+    }
+    const size_t d = t->dim[j], w = t->param;
+    if (!(x->hashed[w] >> d & 1)) {
+        x->dim_hash[d][w] = remat_mesh_name_hash(logical);
+        x->hashed[w] |= (uint64_t)1 << d;
+    }
+    return x->dim_hash[d][w];
+}
+
+/* The signature of tensor @p t, whose dims have the logical axes
+   @p logical: the cached one, else resolved into the cache (or into
+   @p spare once the cache is full). */
+static const axes_sig_t *tensor_sig(bind_ctx_t *x, const remat_tensor_t *t,
+                                    const char *const *logical, axes_sig_t *spare) {
+    axes_cache_t *c = &x->sigs;
+    const size_t rank = t->rank;
+    const bool param = t->param;
+    const uint64_t key = sig_key(logical, rank, param);
+    size_t h = (size_t)(key >> 32) & (AXES_SLOTS - 1);
+    for (; c->slot[h] != AXES_EMPTY; h = (h + 1) & (AXES_SLOTS - 1)) {
+        const axes_sig_t *e = &c->e[c->slot[h]];
+        if (e->key == key && e->rank == rank && e->param == param &&
+            memcmp(e->logical, logical, rank * sizeof *logical) == 0) {
+            return e;
+        }
+    }
+    axes_sig_t *s = spare;
+    if (c->n < AXES_CACHE) {
+        c->slot[h] = (uint8_t)c->n;
+        s = &c->e[c->n++];
+    }
+    s->key = key;
+    s->rank = rank;
+    s->param = param;
+    memcpy(s->logical, logical, rank * sizeof *logical);
+    uint32_t hash[REMAT_MAX_RANK] = {0};
+    for (size_t j = 0; j < rank; j++) {
+        hash[j] = logical_hash(x, t, j, logical[j]);
+    }
+    remat_mesh_tensor_axes_hashed(x->mesh, logical, hash, rank, s->axes);
+    for (size_t j = 0; j < rank; j++) {
+        /* what an op computes on: a param as gathered for use; an expert
+           weight's experts (logical axis `exp`) stay where they are (expert
+           parallelism moves the tokens, not the weights) */
+        const bool experts = param && logical[j] && strcmp(logical[j], "exp") == 0;
+        s->shards[j] = remat_mesh_product(x->mesh, s->axes[j]);
+        s->kept[j] =
+            remat_mesh_product(x->mesh, experts ? s->axes[j] : s->axes[j] & ~GATHER_AXES);
+    }
+    return s;
+}
+
+/* @p a / @p d; most dims are not sharded, and a division costs tens of
+   cycles. */
+static inline uint64_t div_by(uint64_t a, uint64_t d) {
+    return d == 1 ? a : a / d;
+}
+
+/* Tensor @p i's per-device dims and element counts (sharded, and once
+   gathered for use) into @p out; the counts into *n and *gn. Dims past its
+   rank are zero (a table row copies them all). */
+static remat_status_t bind_dims_of(bind_ctx_t *x, const remat_tensor_t *t, size_t i,
+                                   bound_t *out, uint64_t *n, uint64_t *gn, remat_error_t *err) {
+    const remat_graph_t *g = x->g;
+    const char *logical[REMAT_MAX_RANK];
     for (size_t j = 0; j < t->rank; j++) {
         logical[j] = dim_logical(g, t, j);
     }
-    tensor_axes(cache, mesh, logical, t->rank, axes);
+    axes_sig_t spare;
+    const axes_sig_t *s = tensor_sig(x, t, logical, &spare);
+    memset(out->tdim[i], 0, sizeof out->tdim[i]);
+    memset(out->ctdim[i], 0, sizeof out->ctdim[i]);
     *n = 1;
     *gn = 1;
     for (size_t j = 0; j < t->rank; j++) {
-        uint64_t shards = remat_mesh_product(mesh, axes[j]);
-        uint64_t size = dimsize[t->dim[j]];
-        if (size % shards) {
+        const uint64_t size = x->dimsize[t->dim[j]];
+        if (s->shards[j] != 1 && size % s->shards[j]) {
             char text[128];
-            remat_mesh_axes_text(axes[j], text, sizeof text);
+            remat_mesh_axes_text(s->axes[j], text, sizeof text);
             return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
                                    "tensor '%s' dim '%s' of %llu does not divide over %llu "
                                    "shards (%s, logical axis %s)",
                                    t->name, g->dims[t->dim[j]].name, (unsigned long long)size,
-                                   (unsigned long long)shards, text,
+                                   (unsigned long long)s->shards[j], text,
                                    logical[j] ? logical[j] : "(none)");
         }
-        out->tdim[i][j] = size / shards;
-        /* what an op computes on: a param as gathered for use; an expert
-           weight's experts (logical axis `exp`) stay where they are (expert
-           parallelism moves the tokens, not the weights) */
-        const bool experts = t->param && logical[j] && strcmp(logical[j], "exp") == 0;
-        const unsigned kept = experts ? axes[j] : axes[j] & ~GATHER_AXES;
-        out->ctdim[i][j] = t->param ? size / remat_mesh_product(mesh, kept) : size / shards;
-        if (!remat_i_mul(*n, size / shards, n) || !remat_i_mul(*gn, out->ctdim[i][j], gn)) {
+        out->tdim[i][j] = div_by(size, s->shards[j]);
+        out->ctdim[i][j] = t->param ? div_by(size, s->kept[j]) : out->tdim[i][j];
+        if (!remat_i_mul(*n, out->tdim[i][j], n) || !remat_i_mul(*gn, out->ctdim[i][j], gn)) {
             return overflow(g, "the element count", t->name, err);
         }
     }
@@ -175,19 +274,18 @@ static bool vocab_chunked(const remat_graph_t *g, const remat_block_t *b, const 
            out->pos[t->producer] >= g->head_npre && i != g->head_takes;
 }
 
-static remat_status_t bind_tensors(const remat_graph_t *g, const remat_block_t *b,
-                                   const remat_config_t *cfg, const remat_mesh_t *mesh,
-                                   const uint64_t *dimsize, bool head, bound_t *out,
-                                   remat_error_t *err) {
-    axes_cache_t cache = {0};
+static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b, bool head,
+                                   bound_t *out, remat_error_t *err) {
+    const remat_graph_t *g = x->g;
+    const remat_config_t *cfg = x->cfg;
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         uint64_t n, gn, by;
-        remat_status_t st = bind_dims_of(g, t, i, mesh, dimsize, &cache, out, &n, &gn, err);
+        remat_status_t st = bind_dims_of(x, t, i, out, &n, &gn, err);
         if (st) {
             return st;
         }
-        if (!remat_i_mul(n, remat_config_dtype_bytes(cfg, t->dtype), &by) || by > BYTES_MAX) {
+        if (!remat_i_mul(n, x->dtype_bytes[t->dtype], &by) || by > BYTES_MAX) {
             return overflow(g, "the byte count", t->name, err);
         }
         if (head && vocab_chunked(g, b, out, cfg, i)) {
@@ -212,28 +310,46 @@ static remat_status_t bind_tensors(const remat_graph_t *g, const remat_block_t *
     return REMAT_OK;
 }
 
+/* Each param's gathered bytes per element (gathered_bytes): the compute
+   dtype's, one under fp8 but for a grouped matmul's weights. One pass over
+   the ops instead of one per param and reading op. */
+static void gathered_dtypes(const bind_ctx_t *x, const remat_block_t *b, bound_t *out) {
+    memset(out->cbytes, x->fp8 ? 1 : (int)x->compute_bytes, b->ntensors);
+    for (size_t j = 0; x->fp8 && j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        for (size_t i = 0; op->ragged[0] && i < op->nin; i++) {
+            out->cbytes[op->in[i]] = (unsigned char)x->compute_bytes;
+        }
+    }
+#ifndef NDEBUG
+    for (size_t i = 0; i < b->ntensors; i++) {
+        assert(!b->tensors[i].param || out->cbytes[i] == gathered_bytes(x->cfg, b, i));
+    }
+#endif
+}
+
 /* FP8 training keeps the operands of weight einsums for backward as the
    quantized copy: 1 byte an element plus a 4-byte fp32 scale. A buffer
-   that any other backward rule also reads keeps its full copy. */
-static void fp8_kept_copies(const remat_block_t *b, bound_t *out) {
-    for (size_t i = 0; i < b->ntensors; i++) {
-        if (b->tensors[i].storage != i || !b->tensors[i].residual) {
+   that any other backward rule also reads keeps its full copy. @p mark is
+   a byte per tensor to work in. */
+enum { READ_BY_FP8_EINSUM = 1, READ_BY_OTHER = 2 };
+
+static void fp8_kept_copies(const remat_block_t *b, bound_t *out, unsigned char *mark) {
+    memset(mark, 0, b->ntensors);
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        if (!op->has_backward) {
             continue;
         }
-        bool only_einsums = true, any = false;
-        for (size_t j = 0; j < b->nops && only_einsums; j++) {
-            const remat_op_t *op = &b->ops[j];
-            if (!op->has_backward) {
-                continue;
-            }
-            for (size_t k = 0; k < op->nsaves; k++) {
-                if (b->tensors[op->saves[k]].storage == i) {
-                    any = true;
-                    only_einsums &= weight_einsum(b, op) && !op->ragged[0];
-                }
-            }
+        const int how =
+            weight_einsum(b, op) && !op->ragged[0] ? READ_BY_FP8_EINSUM : READ_BY_OTHER;
+        for (size_t k = 0; k < op->nsaves; k++) {
+            mark[b->tensors[op->saves[k]].storage] |= (unsigned char)how;
         }
-        if (any && only_einsums) {
+    }
+    for (size_t i = 0; i < b->ntensors; i++) {
+        if (b->tensors[i].storage == i && b->tensors[i].residual &&
+            mark[i] == READ_BY_FP8_EINSUM) {
             out->kbytes[i] = out->numel[i] + 4;
         }
     }
@@ -246,8 +362,7 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out) {
    in the compute dtype until its reduce-scatter. Only a param sharded over
    the gathered axes is gathered into a new buffer; one held in host RAM is
    brought in whole, in its own dtype. */
-static bool op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t j,
-                      bound_t *out) {
+static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bound_t *out) {
     const remat_op_t *op = &b->ops[j];
     remat_acc_t reads = {0, false}, copies = {0, false}, wgrad = {0, false};
     for (size_t i = 0; i < op->nin; i++) {
@@ -255,17 +370,17 @@ static bool op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t 
         if (!b->tensors[w].param) {
             continue;
         }
-        const uint64_t cbytes = gathered_bytes(cfg, b, w);
-        uint64_t wbytes = remat_config_dtype_bytes(cfg, b->tensors[w].dtype);
+        const uint64_t cbytes = out->cbytes[w];
+        uint64_t wbytes = x->dtype_bytes[b->tensors[w].dtype];
         bool gathered = out->gnumel[w] != out->numel[w];
         if (gathered) {
             remat_acc_add_product(&reads, out->gnumel[w], cbytes);
             remat_acc_add_product(&copies, out->gnumel[w], cbytes);
-            remat_acc_add_product(&wgrad, out->gnumel[w], remat_dtype_bytes(cfg->dtype));
+            remat_acc_add_product(&wgrad, out->gnumel[w], x->compute_bytes);
         } else {
             remat_acc_add_product(&reads, out->numel[w], wbytes);
         }
-        if (cfg->parameter_memory_host_offload) {
+        if (x->cfg->parameter_memory_host_offload) {
             remat_acc_add_product(&copies, out->numel[w], wbytes);
         }
     }
@@ -275,15 +390,12 @@ static bool op_gather(const remat_block_t *b, const remat_config_t *cfg, size_t 
     return !(reads.overflow || copies.overflow || wgrad.overflow);
 }
 
-/* The gather XLA overlaps with each op (fsdp_prefetch): forward, the next
-   gathering op's, wrapping to the first of the next layer; backward, the
-   previous one's. The head prefetches nothing. */
 /* The bytes op @p j's gather makes for param @p w (op_gather's copies). */
-static uint64_t param_copy(const remat_block_t *b, const remat_config_t *cfg, size_t w,
+static uint64_t param_copy(const bind_ctx_t *x, const remat_block_t *b, size_t w,
                            const bound_t *out) {
-    uint64_t c = out->gnumel[w] != out->numel[w] ? out->gnumel[w] * gathered_bytes(cfg, b, w) : 0;
-    if (cfg->parameter_memory_host_offload) {
-        c += out->numel[w] * remat_config_dtype_bytes(cfg, b->tensors[w].dtype);
+    uint64_t c = out->gnumel[w] != out->numel[w] ? out->gnumel[w] * out->cbytes[w] : 0;
+    if (x->cfg->parameter_memory_host_offload) {
+        c += out->numel[w] * x->dtype_bytes[b->tensors[w].dtype];
     }
     return c; /* at most the envelope's bytes: no overflow */
 }
@@ -305,13 +417,13 @@ static bool reads_group(const remat_block_t *b, size_t j, const char *group) {
    (forward; backward the span in reverse). Every op of the span holds them
    all instead of its own members', and prefetches nothing within the span:
    the group is already there. */
-static void gather_group(const remat_block_t *b, const remat_config_t *cfg, size_t first,
+static void gather_group(const bind_ctx_t *x, const remat_block_t *b, size_t first,
                          bound_t *out) {
     const char *group = b->tensors[first].gather_group;
     uint64_t all = 0;
     for (size_t i = 0; i < b->ntensors; i++) {
         const char *gg = b->tensors[i].gather_group;
-        all += gg && strcmp(gg, group) == 0 ? param_copy(b, cfg, i, out) : 0;
+        all += gg && strcmp(gg, group) == 0 ? param_copy(x, b, i, out) : 0;
     }
     size_t lo = REMAT_NONE, hi = 0;
     for (size_t p = 0; p < b->nops; p++) {
@@ -326,7 +438,7 @@ static void gather_group(const remat_block_t *b, const remat_config_t *cfg, size
         for (size_t i = 0; i < op->nin; i++) {
             const char *gg = b->tensors[op->in[i]].gather_group;
             if (gg && strcmp(gg, group) == 0) {
-                out->op_gather_mem[j] -= param_copy(b, cfg, op->in[i], out);
+                out->op_gather_mem[j] -= param_copy(x, b, op->in[i], out);
             }
         }
         out->op_gather_mem[j] += all;
@@ -336,7 +448,7 @@ static void gather_group(const remat_block_t *b, const remat_config_t *cfg, size
 }
 
 /* Every gather group of the block, each once. */
-static void gather_groups(const remat_block_t *b, const remat_config_t *cfg, bound_t *out) {
+static void gather_groups(const bind_ctx_t *x, const remat_block_t *b, bound_t *out) {
     for (size_t i = 0; i < b->ntensors; i++) {
         const char *gg = b->tensors[i].gather_group;
         bool seen = false;
@@ -344,28 +456,36 @@ static void gather_groups(const remat_block_t *b, const remat_config_t *cfg, bou
             seen = b->tensors[k].gather_group && strcmp(b->tensors[k].gather_group, gg) == 0;
         }
         if (gg && !seen) {
-            gather_group(b, cfg, i, out);
+            gather_group(x, b, i, out);
         }
     }
 }
 
+/* The gather XLA overlaps with each op (fsdp_prefetch): forward, the next
+   gathering op's, wrapping to the first of the next layer; backward, the
+   previous one's. The head prefetches nothing. One pass each way over the
+   order twice over (a neighbouring layer's copy, then this one's): the
+   nearest gathering op ahead of each op (behind it, backward) is the last
+   one the pass met. Without @p wrap only this layer's copy counts. */
 static void gather_prefetch(const remat_block_t *b, bool wrap, bound_t *out) {
     const size_t n = b->nops;
-    for (size_t p = 0; p < n; p++) {
-        size_t j = b->order[p];
-        for (size_t k = 1; k <= n && (wrap || p + k < n); k++) {
-            uint64_t g = out->op_gather_mem[b->order[(p + k) % n]];
-            if (g) {
-                out->gather_next[j] = g;
-                break;
-            }
+    uint64_t next = 0, prev = 0;
+    for (size_t v = 2 * n; v-- > 0;) {
+        const size_t p = v < n ? v : v - n, j = b->order[p];
+        if (v < n) {
+            out->gather_next[j] = next;
         }
-        for (size_t k = 1; k <= n && (wrap || k <= p); k++) {
-            uint64_t g = out->op_gather_mem[b->order[(p + n - k % n) % n]];
-            if (g) {
-                out->gather_prev[j] = g;
-                break;
-            }
+        if ((wrap || v < n) && out->op_gather_mem[j]) {
+            next = out->op_gather_mem[j];
+        }
+    }
+    for (size_t v = 0; v < 2 * n; v++) {
+        const size_t p = v < n ? v : v - n, j = b->order[p];
+        if (v >= n) {
+            out->gather_prev[j] = prev;
+        }
+        if ((wrap || v >= n) && out->op_gather_mem[j]) {
+            prev = out->op_gather_mem[j];
         }
     }
 }
@@ -380,26 +500,38 @@ static uint64_t numel_sum(const bound_t *out, const size_t *ts, size_t n) {
     return sum.overflow ? UINT64_MAX : sum.value;
 }
 
-static remat_status_t bind_ops(const remat_graph_t *g, const remat_block_t *b,
-                               const remat_config_t *cfg, const remat_mesh_t *mesh,
-                               const uint64_t *dimsize, bound_t *out, remat_error_t *err) {
-    const uint64_t context = mesh->shards[REMAT_AXIS_CONTEXT];
+/* A reshape, split or concat moves its elements unchanged: with this
+   config its inputs and outputs must hold as many per device. */
+static remat_status_t check_moved_elements(const remat_graph_t *g, const remat_op_t *op,
+                                           const bound_t *out, remat_error_t *err) {
+    if (op->kind != REMAT_OP_RESHAPE && op->kind != REMAT_OP_SPLIT &&
+        op->kind != REMAT_OP_CONCAT) {
+        return REMAT_OK;
+    }
+    uint64_t sin = numel_sum(out, op->in, op->nin), sout = numel_sum(out, op->out, op->nout);
+    if (sin != sout) {
+        return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                               "%s op '%s' has %llu elements in and %llu out per device with "
+                               "this config",
+                               remat_opkind_name(op->kind), op->name, (unsigned long long)sin,
+                               (unsigned long long)sout);
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t bind_ops(const bind_ctx_t *x, const remat_block_t *b, bound_t *out,
+                               remat_error_t *err) {
+    const remat_graph_t *g = x->g;
+    const uint64_t context = x->mesh->shards[REMAT_AXIS_CONTEXT];
     for (size_t p = 0; p < b->nops; p++) {
         const size_t j = b->order[p];
         const remat_op_t *op = &b->ops[j];
-        if (!op_gather(b, cfg, j, out)) {
+        if (!op_gather(x, b, j, out)) {
             return overflow(g, "the gathered weight bytes", op->name, err);
         }
-        uint64_t sin = numel_sum(out, op->in, op->nin), sout = numel_sum(out, op->out, op->nout);
-        bool bad = (op->kind == REMAT_OP_RESHAPE || op->kind == REMAT_OP_SPLIT ||
-                    op->kind == REMAT_OP_CONCAT) &&
-                   sin != sout;
-        if (bad) {
-            return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
-                                   "%s op '%s' has %llu elements in and %llu out per device with "
-                                   "this config",
-                                   remat_opkind_name(op->kind), op->name,
-                                   (unsigned long long)sin, (unsigned long long)sout);
+        remat_status_t st = check_moved_elements(g, op, out, err);
+        if (st) {
+            return st;
         }
         if (op->kind == REMAT_OP_FLASH_ATTENTION && context > 1) {
             /* Context parallelism all-gathers K and V for the kernel. */
@@ -412,7 +544,7 @@ static remat_status_t bind_ops(const remat_graph_t *g, const remat_block_t *b,
             out->kv_extra[j] = kv.value;
         }
         if (!remat_i_op_flops(b, op, out->numel, (const uint64_t(*)[REMAT_MAX_RANK])out->ctdim,
-                              dimsize, &out->fwd[j], &out->bwd[j]) ||
+                              x->dimsize, &out->fwd[j], &out->bwd[j]) ||
             out->fwd[j] > BYTES_MAX || out->bwd[j] > BYTES_MAX) {
             return overflow(g, "the FLOP count", op->name, err);
         }
@@ -449,58 +581,55 @@ static bool fusing_reader(remat_opkind_t k) {
 
 /* Tensor @p i can stay unmaterialized when its producer is fusable, it owns
    its buffer, it is not a block input or output, and every op that reads it
-   in forward, and every op whose backward reads it, fuses. */
-static bool fusable_tensor(const remat_block_t *b, size_t i) {
-    const remat_tensor_t *t = &b->tensors[i];
-    if (t->producer == REMAT_NONE || t->storage != i || t->param ||
-        !fusable_producer(b->ops[t->producer].kind)) {
-        return false;
+   in forward, and every op whose backward reads it, fuses. One pass over
+   the ops clears the tensors some reader does not let fuse. */
+static void fusable_tensors(const remat_block_t *b, unsigned char *fusable) {
+    for (size_t i = 0; i < b->ntensors; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        fusable[i] = t->producer != REMAT_NONE && t->storage == i && !t->param &&
+                     fusable_producer(b->ops[t->producer].kind);
     }
     for (size_t k = 0; k < b->noutputs; k++) {
-        if (b->outputs[k] == i) {
-            return false;
-        }
+        fusable[b->outputs[k]] = 0;
     }
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
-        bool reads = false;
+        if (fusing_reader(op->kind)) {
+            continue;
+        }
         for (size_t k = 0; k < op->nin; k++) {
-            reads |= op->in[k] == i;
+            fusable[op->in[k]] = 0;
         }
         for (size_t k = 0; op->has_backward && k < op->nsaves; k++) {
-            reads |= op->saves[k] == i;
-        }
-        if (reads && !fusing_reader(op->kind)) {
-            return false;
+            fusable[op->saves[k]] = 0;
         }
     }
-    return true;
 }
 
-static remat_status_t bind_block(const remat_graph_t *g, const remat_block_t *b,
-                                 const remat_config_t *cfg, const remat_mesh_t *mesh,
-                                 const uint64_t *dimsize, bool head, bound_t *out,
-                                 remat_error_t *err) {
+static remat_status_t bind_block(bind_ctx_t *x, const remat_block_t *b, bool head,
+                                 bound_t *out, remat_error_t *err) {
     bound_alloc(b, out);
     for (size_t p = 0; p < b->nops; p++) {
         out->pos[b->order[p]] = p;
     }
-    remat_status_t st = bind_tensors(g, b, cfg, mesh, dimsize, head, out, err);
+    remat_status_t st = bind_tensors(x, b, head, out, err);
     if (st) {
         return st;
     }
-    if (is_fp8(cfg) && !head) {
-        fp8_kept_copies(b, out);
+    gathered_dtypes(x, b, out);
+    if (x->fp8 && !head) {
+        /* fusable is the scratch: fusable_tensors writes it whole after */
+        fp8_kept_copies(b, out, out->fusable);
     }
-    if ((st = bind_ops(g, b, cfg, mesh, dimsize, out, err))) {
+    if ((st = bind_ops(x, b, out, err))) {
         return st;
     }
-    if (cfg->fsdp_prefetch && !head) {
+    if (x->cfg->fsdp_prefetch && !head) {
         gather_prefetch(b, true, out);
     }
-    gather_groups(b, cfg, out);
-    for (size_t i = 0; !head && i < b->ntensors; i++) {
-        out->fusable[i] = fusable_tensor(b, i);
+    gather_groups(x, b, out);
+    if (!head) {
+        fusable_tensors(b, out->fusable);
     }
     return REMAT_OK;
 }
@@ -729,8 +858,49 @@ static remat_status_t apply_window(const remat_kind_t *kind, const remat_config_
     return REMAT_OK;
 }
 
-remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
+/* The config's per-dtype decisions, once for the whole bind. */
+static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
+    x->g = an->g;
+    x->cfg = an->cfg;
+    x->mesh = &an->mesh;
+    x->dimsize = an->dim_size;
+    x->fp8 = is_fp8(an->cfg);
+    for (int d = 0; d < REMAT_DTYPE_COUNT; d++) {
+        x->dtype_bytes[d] = remat_config_dtype_bytes(an->cfg, (remat_dtype_t)d);
+    }
+    x->compute_bytes = remat_dtype_bytes(an->cfg->dtype);
+    x->hashed[0] = x->hashed[1] = 0;
+    x->sigs.n = 0;
+    memset(x->sigs.slot, AXES_EMPTY, sizeof x->sigs.slot);
+}
+
+/* Each layer kind's block and the head, bound. FSDP in the wide sense:
+   some param is stored sharded over an axis it is gathered over before
+   use. */
+static remat_status_t bind_blocks(remat_analyzer_t *an, bind_ctx_t *x, remat_error_t *err) {
     const remat_graph_t *g = an->g;
+    remat_status_t st;
+    an->fsdp = false;
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        if ((st = bind_block(x, b, false, &an->kb[k], err)) ||
+            (st = apply_window(&g->kinds[k], an->cfg, &an->kb[k], err))) {
+            return st;
+        }
+        for (size_t i = 0; i < b->ntensors; i++) {
+            an->fsdp |= b->tensors[i].param && an->kb[k].gnumel[i] != an->kb[k].numel[i];
+        }
+    }
+    if (g->has_head && (st = bind_block(x, &g->head, true, &an->hb, err))) {
+        return st;
+    }
+    for (size_t i = 0; g->has_head && i < g->head.ntensors; i++) {
+        an->fsdp |= g->head.tensors[i].param && an->hb.gnumel[i] != an->hb.numel[i];
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     an->nlayers = (size_t)an->cfg->base_num_decoder_layers;
     an->nstages = (size_t)an->mesh.shards[REMAT_AXIS_STAGE];
     an->microbatches = remat_mesh_microbatches(&an->mesh, an->cfg);
@@ -739,27 +909,10 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
         (st = bind_kinds(an, err))) {
         return st;
     }
-    /* FSDP in the wide sense: some param is stored sharded over an axis it
-       is gathered over before use. */
-    an->fsdp = false;
-    for (size_t k = 0; k < g->nkinds; k++) {
-        const remat_block_t *b = &g->kinds[k].block;
-        if ((st = bind_block(g, b, an->cfg, &an->mesh, an->dim_size, false, &an->kb[k], err))) {
-            return st;
-        }
-        if ((st = apply_window(&g->kinds[k], an->cfg, &an->kb[k], err))) {
-            return st;
-        }
-        for (size_t i = 0; i < b->ntensors; i++) {
-            an->fsdp |= b->tensors[i].param && an->kb[k].gnumel[i] != an->kb[k].numel[i];
-        }
-    }
-    if (g->has_head &&
-        (st = bind_block(g, &g->head, an->cfg, &an->mesh, an->dim_size, true, &an->hb, err))) {
+    bind_ctx_t x;
+    bind_ctx_init(&x, an);
+    if ((st = bind_blocks(an, &x, err))) {
         return st;
-    }
-    for (size_t i = 0; g->has_head && i < g->head.ntensors; i++) {
-        an->fsdp |= g->head.tensors[i].param && an->hb.gnumel[i] != an->hb.numel[i];
     }
     return check_envelope(an, err);
 }

@@ -45,6 +45,8 @@ typedef struct bound {
     uint64_t *kbytes;   /* per tensor: bytes of the kept copy (fp8 residuals) */
     uint64_t *gbytes;   /* per tensor: its gradient buffer; 0 if none */
     uint64_t *gnumel;   /* per param: elements once FSDP-gathered */
+    unsigned char *cbytes; /* per param: bytes per element of its gathered copy
+                              (gathered_bytes, decided once per bind) */
     uint64_t *fwd, *bwd; /* per op */
     uint64_t *kv_extra; /* per op: context-parallel K/V gather live during it */
     uint64_t *op_gather; /* per op: bytes of its params as it reads them (whole over FSDP) */

@@ -71,7 +71,7 @@ static bool routed_param(const remat_graph_t *g, const remat_tensor_t *t) {
    divides n), any other param whole. */
 static uint64_t active_numel(const remat_analyzer_t *an, const remat_tensor_t *t, uint64_t n) {
     const remat_config_t *c = an->cfg;
-    if (!routed_param(an->g, t) || c->num_experts <= 1) {
+    if (c->num_experts <= 1 || !routed_param(an->g, t)) {
         return n;
     }
     return n / (uint64_t)c->num_experts * c->num_experts_per_tok;
@@ -82,8 +82,8 @@ static uint64_t active_numel(const remat_analyzer_t *an, const remat_tensor_t *t
    param count, and adds what one token runs through to *active. */
 static uint64_t layer_params(remat_analyzer_t *an, size_t k, uint64_t *active) {
     const remat_block_t *b = &an->g->kinds[k].block;
-    const remat_config_t *cfg = an->cfg;
     const bound_t *lb = &an->kb[k];
+    const uint64_t compute_bytes = remat_dtype_bytes(an->cfg->dtype);
     uint64_t global_layer = 0;
     an->col[k] = (collectives_t){0};
     an->kpart[k] = (static_part_t){0};
@@ -99,13 +99,15 @@ static uint64_t layer_params(remat_analyzer_t *an, size_t k, uint64_t *active) {
             continue;
         }
         add_param(&an->kpart[k], lb, t, i);
-        global_layer += global_numel(an, t);
-        *active += active_numel(an, t, global_numel(an, t));
+        const uint64_t global = global_numel(an, t);
+        global_layer += global;
+        *active += active_numel(an, t, global);
         if (lb->gnumel[i] != lb->numel[i]) {
-            /* gathered in the compute dtype (fp8 under fp8), its gradient
-               reduce-scattered in the compute dtype */
-            an->col[k].sharded += lb->gnumel[i] * gathered_bytes(cfg, b, i);
-            an->col[k].grad_buffer += lb->gnumel[i] * remat_dtype_bytes(cfg->dtype);
+            /* gathered in the compute dtype (fp8 under fp8: gathered_bytes,
+               bound per param), its gradient reduce-scattered in the
+               compute dtype */
+            an->col[k].sharded += lb->gnumel[i] * lb->cbytes[i];
+            an->col[k].grad_buffer += lb->gnumel[i] * compute_bytes;
         }
     }
     return global_layer;
@@ -135,8 +137,9 @@ static void head_params(remat_analyzer_t *an, uint64_t *global, uint64_t *active
         if (!t->param) {
             continue;
         }
-        *global += global_numel(an, t);
-        *active += active_numel(an, t, global_numel(an, t));
+        const uint64_t n = global_numel(an, t);
+        *global += n;
+        *active += active_numel(an, t, n);
         bool in_pre = false, in_post = false;
         for (size_t p = 0; p < b->nops; p++) {
             const remat_op_t *op = &b->ops[b->order[p]];

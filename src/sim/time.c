@@ -81,14 +81,14 @@ static void executed_flops(const remat_block_t *b, const remat_config_t *cfg,
    (weights as gathered) and outputs; backward the output gradients, the
    input gradients, the residuals it reads, the weights again and the
    weight gradients. */
-static void moved_bytes(const remat_block_t *b, const remat_config_t *cfg, const bound_t *bd,
-                        size_t j, double *fmoved, double *bmoved) {
+static void moved_bytes(const remat_block_t *b, double grad_bytes, const bound_t *bd, size_t j,
+                        double *fmoved, double *bmoved) {
     const remat_op_t *op = &b->ops[j];
     *fmoved = *bmoved = (double)bd->op_gather[j];
     for (size_t i = 0; i < op->nin; i++) {
         const remat_tensor_t *t = &b->tensors[op->in[i]];
         if (t->param) {
-            *bmoved += (double)bd->gnumel[op->in[i]] * remat_dtype_bytes(cfg->grad_dtype);
+            *bmoved += (double)bd->gnumel[op->in[i]] * grad_bytes;
         } else {
             *fmoved += (double)bd->tbytes[op->in[i]];
             *bmoved += (double)bd->gbytes[op->in[i]];
@@ -122,12 +122,15 @@ static bool fused_away(const remat_op_t *op, const bound_t *bd) {
    HBM bandwidth. Views take no time; fused ops move no bytes. The ops
    from position @p chunked_from on run once per vocabulary chunk
    (num_vocab_tiling): their bytes are bound per chunk, so they move
-   num_vocab_tiling times as much. */
+   num_vocab_tiling times as much. The config's choices (fp8, the gradient
+   dtype) are read once, not per op. */
 void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const remat_hw_t *hw,
                       size_t chunked_from, bound_t *bd) {
     const double mm = eff(cfg->matmul_efficiency, hw->matmul_efficiency);
     const double at = eff(cfg->attention_efficiency, hw->attention_efficiency);
     const double bw = hw->hbm_bw * eff(cfg->memory_efficiency, hw->memory_efficiency);
+    const double grad_bytes = remat_dtype_bytes(cfg->grad_dtype);
+    const bool fp8 = is_fp8(cfg);
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
         if (remat_i_opkind_is_view(op->kind)) {
@@ -136,14 +139,17 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
         }
         double fmoved = 0, bmoved = 0, f, w;
         if (!fused_away(op, bd)) {
-            moved_bytes(b, cfg, bd, j, &fmoved, &bmoved);
+            moved_bytes(b, grad_bytes, bd, j, &fmoved, &bmoved);
         }
         if (bd->pos[j] >= chunked_from && cfg->num_vocab_tiling > 1) {
             fmoved *= (double)cfg->num_vocab_tiling;
             bmoved *= (double)cfg->num_vocab_tiling;
         }
         executed_flops(b, cfg, op, bd, j, &f, &w);
-        double peak = fp8_matmul(cfg, b, op) ? hw->flops_fp8 : hw->flops_bf16;
+        /* fp8_matmul, its fp8 test hoisted */
+        const bool fp8_op = fp8 && weight_einsum(b, op) && !op->ragged[0];
+        assert(fp8_op == fp8_matmul(cfg, b, op));
+        double peak = fp8_op ? hw->flops_fp8 : hw->flops_bf16;
         peak *= op->kind == REMAT_OP_FLASH_ATTENTION ? at : mm;
         double fc = f / peak, fm = fmoved / bw;
         double bc = w / peak, bm = bmoved / bw;
