@@ -6,7 +6,10 @@
  * left zeroed.
  */
 #include "remat/hw.h"
+#include "builtin_cache.h"
+#include "builtin_data.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -283,9 +286,15 @@ const char *remat_hw_family(const char *family) {
     return NULL;
 }
 
-remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t *err) {
+/* remat_hw_resolve's contract, parsing a built-in's JSON on every call:
+   what fills the cache, and what resolves files and unknown names. */
+static bool is_json_name(const char *name) {
     size_t n = strlen(name);
-    if (n > 5 && strcmp(name + n - 5, ".json") == 0) {
+    return n > 5 && strcmp(name + n - 5, ".json") == 0;
+}
+
+static remat_status_t resolve_uncached(const char *name, remat_hw_t *out, remat_error_t *err) {
+    if (is_json_name(name)) {
         char *text = NULL;
         remat_status_t st = remat_i_read_file(name, &text, err);
         if (st == REMAT_OK) {
@@ -311,6 +320,53 @@ remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t
     snprintf(source, sizeof source, "<builtin:hardware/%s.json>",
              remat_builtin_find(REMAT_BUILTIN_HARDWARE, name) || !canonical ? name : canonical);
     return remat_hw_load_string(text, source, out, err);
+}
+
+static remat_status_t make_hw(size_t index, void **out, remat_error_t *err) {
+    assert(remat_i_builtins[index].kind == REMAT_BUILTIN_HARDWARE);
+    *out = NULL;
+    remat_hw_t parsed;
+    remat_status_t st = resolve_uncached(remat_i_builtins[index].name, &parsed, err);
+    if (st) {
+        return st;
+    }
+    remat_hw_t *hw = remat_i_try_malloc(sizeof *hw, err);
+    if (!hw) {
+        /* the error names the profile, as a failure while parsing it does */
+        char source[REMAT_ERR_SOURCE_LEN];
+        snprintf(source, sizeof source, "<builtin:hardware/%s.json>", remat_i_builtins[index].name);
+        remat_error_set_source(err, source);
+        return REMAT_E_NOMEM;
+    }
+    *hw = parsed;
+    *out = hw;
+    return REMAT_OK;
+}
+
+/* Built-in profiles (by name or family) from the process-wide cache
+   (builtin_cache.h); files and unknown names parse every call. Topology
+   names resolve their hardware here too, so building a config parses no
+   profile more than once per process. */
+remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t *err) {
+    size_t i = REMAT_NONE;
+    if (!is_json_name(name)) {
+        const char *family = remat_hw_family(name);
+        i = remat_i_builtin_index(REMAT_BUILTIN_HARDWARE, name);
+        if (i == REMAT_NONE && family) {
+            i = remat_i_builtin_index(REMAT_BUILTIN_HARDWARE, family);
+        }
+    }
+    if (i == REMAT_NONE) {
+        return resolve_uncached(name, out, err);
+    }
+    const void *hw = NULL;
+    remat_status_t st = remat_i_cached(i, make_hw, &hw, err);
+    if (st) {
+        memset(out, 0, sizeof *out);
+        return st;
+    }
+    *out = *(const remat_hw_t *)hw;
+    return REMAT_OK;
 }
 
 bool remat_hw_is_assumed(const remat_hw_t *hw, const char *field) {

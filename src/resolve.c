@@ -52,108 +52,12 @@
 #include "builtin_data.h"
 #include "builtin_graphs.h"
 #include "config_maxtext.h"
+#include "builtin_cache.h"
 #include "util.h"
 
 static bool ends_with_json(const char *s) {
     size_t n = strlen(s);
     return n > 5 && strcmp(s + n - 5, ".json") == 0;
-}
-
-/* ---- the process-wide cache of parsed built-ins ------------------------ */
-
-/* One atomic slot per entry of the built-in table, allocated on first use:
-   NULL, or the entry's object (a remat_graph_t, remat_policy_t or
-   remat_hw_t, by the entry's kind), which nothing changes once installed. */
-static _Atomic(_Atomic(void *) *) cache_slots;
-
-static void drop(size_t index, void *obj) {
-    switch (remat_i_builtins[index].kind) {
-        case REMAT_BUILTIN_POLICY:
-            remat_policy_free(obj);
-            break;
-        case REMAT_BUILTIN_GRAPH:
-            remat_graph_free(obj);
-            break;
-        default:
-            free(obj); /* a hardware profile: one block */
-            break;
-    }
-}
-
-/* At exit: every parsed built-in and the slots. */
-static void cache_release(void) {
-    _Atomic(void *) *s = atomic_exchange(&cache_slots, NULL);
-    for (size_t i = 0; s && i < remat_i_nbuiltins; i++) {
-        void *obj = atomic_load(&s[i]);
-        if (obj) {
-            drop(i, obj);
-        }
-    }
-    free((void *)s);
-}
-
-/* The slots, allocated by the first caller that gets here (a racing loser
-   frees its array); NULL with REMAT_E_NOMEM when they cannot be. */
-static _Atomic(void *) *slots(remat_error_t *err) {
-    _Atomic(void *) *s = atomic_load_explicit(&cache_slots, memory_order_acquire);
-    if (s) {
-        return s;
-    }
-    _Atomic(void *) *mine = remat_i_try_calloc(remat_i_nbuiltins + 1, sizeof *mine, err);
-    if (!mine) {
-        return NULL;
-    }
-    for (size_t i = 0; i <= remat_i_nbuiltins; i++) {
-        atomic_init(&mine[i], NULL);
-    }
-    if (!atomic_compare_exchange_strong_explicit(&cache_slots, &s, mine, memory_order_acq_rel,
-                                                 memory_order_acquire)) {
-        free((void *)mine);
-        return s;
-    }
-    /* Registered once, by the thread that installed the slots. If atexit
-       cannot take it, the cache stays reachable until the end. */
-    (void)atexit(cache_release);
-    return mine;
-}
-
-/* Parses built-in @p index into a new object (*out). */
-typedef remat_status_t (*make_fn)(size_t index, void **out, remat_error_t *err);
-
-/* The cached object of built-in @p index, made by @p make on a miss.
-   Borrowed: immutable, valid until exit. */
-static remat_status_t cached(size_t index, make_fn make, const void **out, remat_error_t *err) {
-    assert(index < remat_i_nbuiltins);
-    *out = NULL;
-    _Atomic(void *) *s = slots(err);
-    if (!s) {
-        return REMAT_E_NOMEM;
-    }
-    void *obj = atomic_load_explicit(&s[index], memory_order_acquire);
-    if (!obj) {
-        remat_status_t st = make(index, &obj, err);
-        if (st) {
-            return st; /* errors are not cached: the next call reports them again */
-        }
-        void *none = NULL;
-        if (!atomic_compare_exchange_strong_explicit(&s[index], &none, obj, memory_order_acq_rel,
-                                                     memory_order_acquire)) {
-            drop(index, obj); /* another thread installed it first */
-            obj = none;
-        }
-    }
-    *out = obj;
-    return REMAT_OK;
-}
-
-/* The index of built-in @p name of @p kind, or REMAT_NONE. */
-static size_t builtin_index(remat_builtin_kind_t kind, const char *name) {
-    for (size_t i = 0; i < remat_i_nbuiltins; i++) {
-        if (remat_i_builtins[i].kind == kind && strcmp(remat_i_builtins[i].name, name) == 0) {
-            return i;
-        }
-    }
-    return REMAT_NONE;
 }
 
 const remat_i_static_graph_t *remat_i_static_graph_find(const char *name) {
@@ -185,18 +89,6 @@ static remat_status_t make_policy(size_t index, void **out, remat_error_t *err) 
     return st;
 }
 
-static remat_status_t make_hw(size_t index, void **out, remat_error_t *err) {
-    assert(remat_i_builtins[index].kind == REMAT_BUILTIN_HARDWARE);
-    remat_hw_t *hw = remat_i_try_malloc(sizeof *hw, err);
-    remat_status_t st = hw ? remat_hw_resolve(remat_i_builtins[index].name, hw, err)
-                           : REMAT_E_NOMEM;
-    if (st) {
-        free(hw);
-        hw = NULL;
-    }
-    *out = hw;
-    return st;
-}
 
 /* ---- copies ------------------------------------------------------------ */
 
@@ -552,7 +444,7 @@ static remat_status_t builtin_graph(size_t index, remat_graph_t **out, remat_err
         return remat_graph_load_string(remat_i_builtins[index].text, source, out, err);
     }
     const void *g = NULL;
-    remat_status_t st = cached(index, make_graph, &g, err);
+    remat_status_t st = remat_i_cached(index, make_graph, &g, err);
     return st ? st : copy_graph(g, out, err);
 }
 
@@ -598,39 +490,16 @@ static remat_status_t copy_policy(const remat_policy_t *s, remat_policy_t **out,
    remat_policy_builtin's error. */
 static remat_status_t builtin_policy(const char *name, remat_policy_t **out,
                                      remat_error_t *err) {
-    const size_t i = builtin_index(REMAT_BUILTIN_POLICY, name);
+    const size_t i = remat_i_builtin_index(REMAT_BUILTIN_POLICY, name);
     const void *p = NULL;
     *out = NULL;
     if (i == REMAT_NONE) {
         return remat_policy_builtin(name, out, err);
     }
-    remat_status_t st = cached(i, make_policy, &p, err);
+    remat_status_t st = remat_i_cached(i, make_policy, &p, err);
     return st ? st : copy_policy(p, out, err);
 }
 
-/* remat_hw_resolve, with built-in profiles (by name or family) from the
-   cache; files and unknown names go to remat_hw_resolve itself. */
-static remat_status_t resolve_hw(const char *name, remat_hw_t *out, remat_error_t *err) {
-    size_t i = REMAT_NONE;
-    if (!ends_with_json(name)) {
-        const char *family = remat_hw_family(name);
-        i = builtin_index(REMAT_BUILTIN_HARDWARE, name);
-        if (i == REMAT_NONE && family) {
-            i = builtin_index(REMAT_BUILTIN_HARDWARE, family);
-        }
-    }
-    if (i == REMAT_NONE) {
-        return remat_hw_resolve(name, out, err);
-    }
-    const void *hw = NULL;
-    remat_status_t st = cached(i, make_hw, &hw, err);
-    if (st) {
-        memset(out, 0, sizeof *out);
-        return st;
-    }
-    *out = *(const remat_hw_t *)hw;
-    return REMAT_OK;
-}
 
 remat_status_t remat_resolve_policy(const remat_config_t *cfg, remat_policy_t **policy,
                                     remat_error_t *err) {
@@ -711,7 +580,7 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
         char name[REMAT_STR_LEN + 64];
         snprintf(name, sizeof name, "%s.%s%s%s%s", cfg->graph, cfg->attention,
                  dropout ? ".dropout" : "", dense_moe ? ".dense_moe" : "", mtp ? ".mtp" : "");
-        const size_t index = builtin_index(REMAT_BUILTIN_GRAPH, name);
+        const size_t index = remat_i_builtin_index(REMAT_BUILTIN_GRAPH, name);
         if (index == REMAT_NONE) {
             char list[1024];
             remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
@@ -736,7 +605,7 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
         st = remat_resolve_policy(cfg, policy, err);
     }
     if (st == REMAT_OK) {
-        st = resolve_hw(cfg->hardware, hw, err);
+        st = remat_hw_resolve(cfg->hardware, hw, err);
     }
     if (st) {
         remat_graph_free(*graph);
