@@ -241,35 +241,81 @@ static bool head_reruns(const remat_analyzer_t *an, size_t p) {
     return an->cfg->num_vocab_tiling > 1 && p >= an->g->head_npre;
 }
 
+/* The last layer of the run of identical layers (one profile, so equal
+   rows) that starts at layer @p l, within [l, last]. */
+static size_t run_end(const remat_analyzer_t *an, size_t l, size_t last) {
+    size_t e = l;
+    while (e < last && an->profile_of[e + 1] == an->profile_of[l]) {
+        e++;
+    }
+    return e;
+}
+
+/* *acc += a x steps x n, checked: what n layers' checked sums of a x steps
+   add, failing exactly when theirs would (the sums only grow, so they pass
+   the limit if and only if the total does). */
+static remat_status_t sum_run(uint64_t *acc, uint64_t a, uint64_t steps, uint64_t n,
+                              const char *what, remat_error_t *err) {
+    uint64_t times;
+    if (a == 0) {
+        return REMAT_OK; /* nothing added: no error, as n sums of 0 give none */
+    }
+    if (!remat_i_mul(steps, n, &times)) {
+        times = UINT64_MAX; /* saturated: a x times is past the limit either way */
+    }
+    return sum_checked(acc, a, times, what, err);
+}
+
+/* The integer totals of a run of @p n equal layer rows, per step. */
+static remat_status_t run_counts(remat_result_t *r, const remat_layer_row_t *row, uint64_t steps,
+                                 uint64_t n, remat_error_t *err) {
+    remat_status_t st;
+    if ((st = sum_run(&r->forward_flops, row->forward_flops, steps, n, "FLOPs", err)) ||
+        (st = sum_run(&r->backward_flops, row->backward_flops, steps, n, "FLOPs", err)) ||
+        (st = sum_run(&r->recompute_flops, row->recompute_flops, steps, n, "FLOPs", err))) {
+        return st;
+    }
+    return sum_run(&r->d2h_bytes, row->offloaded_bytes, steps, n, "offload bytes", err);
+}
+
+/* The seconds of a run of @p n equal layer rows, per step, added layer by
+   layer as the rows are: a run's sum rounds as the layers' would. What a
+   layer's time holds beyond its compute: transfers that the compute does
+   not hide (exposed), collectives it does not (exposed collective). */
+static void run_seconds(remat_result_t *r, const remat_layer_row_t *row, double steps,
+                        size_t n) {
+    const double fc = row->forward_compute_seconds;
+    const double bc = row->backward_compute_seconds + row->recompute_seconds;
+    const double fcol = fc > row->allgather_seconds ? fc : row->allgather_seconds;
+    const double bcolv = row->allgather_seconds + row->reduce_scatter_seconds;
+    const double bcol = bc > bcolv ? bc : bcolv;
+    const double d2h = row->d2h_seconds * steps;
+    const double exposed = (row->forward_seconds - fcol + row->backward_seconds - bcol) * steps;
+    const double coll = (fcol - fc + bcol - bc) * steps;
+    const double rec = row->recompute_seconds * steps;
+    for (size_t k = 0; k < n; k++) {
+        r->d2h_seconds += d2h;
+        r->exposed_seconds += exposed;
+        r->exposed_collective_seconds += coll;
+        r->recompute_seconds += rec;
+    }
+}
+
 /* Compute and transfers per step on a device of the worst stage: its
    layers (and head parts) for every micro-batch (gradient accumulation
-   and pipeline micro-batches); the layer rows are per micro-batch. */
+   and pipeline micro-batches); the layer rows are per micro-batch. Runs
+   of identical layers share one row's terms. */
 static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_t *r,
                                        uint64_t steps, remat_error_t *err) {
     const remat_stage_row_t *w = &r->stages[r->worst_stage];
     remat_status_t st;
-    for (size_t l = w->first_layer; l <= w->last_layer; l++) {
+    for (size_t l = w->first_layer, e; l <= w->last_layer; l = e + 1) {
+        e = run_end(an, l, w->last_layer);
         const remat_layer_row_t *row = &r->layers[l];
-        if ((st = sum_checked(&r->forward_flops, row->forward_flops, steps, "FLOPs", err)) ||
-            (st = sum_checked(&r->backward_flops, row->backward_flops, steps, "FLOPs",
-                                      err)) ||
-            (st = sum_checked(&r->recompute_flops, row->recompute_flops, steps, "FLOPs",
-                                      err)) ||
-            (st = sum_checked(&r->d2h_bytes, row->offloaded_bytes, steps,
-                                      "offload bytes", err))) {
+        if ((st = run_counts(r, row, steps, e - l + 1, err))) {
             return st;
         }
-        r->d2h_seconds += row->d2h_seconds * (double)steps;
-        /* What a layer's time holds beyond its compute: transfers that the
-           compute does not hide. */
-        double fc = row->forward_compute_seconds;
-        double bc = row->backward_compute_seconds + row->recompute_seconds;
-        double fcol = fc > row->allgather_seconds ? fc : row->allgather_seconds;
-        double bcolv = row->allgather_seconds + row->reduce_scatter_seconds;
-        double bcol = bc > bcolv ? bc : bcolv;
-        r->exposed_seconds += (row->forward_seconds - fcol + row->backward_seconds - bcol) *
-                              (double)steps;
-        r->exposed_collective_seconds += (fcol - fc + bcol - bc) * (double)steps;
+        run_seconds(r, row, (double)steps, e - l + 1);
     }
     const bound_t *hb = &an->hb;
     for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
@@ -289,8 +335,12 @@ static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_
    rooflines. */
 static double stage_seconds(const remat_analyzer_t *an, const remat_result_t *r, size_t k) {
     double t = 0;
-    for (size_t l = r->stages[k].first_layer; l <= r->stages[k].last_layer; l++) {
-        t += r->layers[l].forward_seconds + r->layers[l].backward_seconds;
+    for (size_t l = r->stages[k].first_layer, e; l <= r->stages[k].last_layer; l = e + 1) {
+        e = run_end(an, l, r->stages[k].last_layer);
+        const double layer = r->layers[l].forward_seconds + r->layers[l].backward_seconds;
+        for (size_t i = l; i <= e; i++) {
+            t += layer;
+        }
     }
     for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
         if (head_op_on(an, p, k)) {
@@ -311,9 +361,14 @@ static void utilization(const remat_analyzer_t *an, remat_result_t *r, uint64_t 
     for (size_t k = 0; k < stages; k++) {
         slowest = max2(stage_seconds(an, r, k), slowest);
     }
-    for (size_t l = 0; l < an->nlayers; l++) {
-        all_model += (double)(r->layers[l].forward_flops + r->layers[l].backward_flops);
-        all_rec += (double)r->layers[l].recompute_flops;
+    for (size_t l = 0, e; l < an->nlayers; l = e + 1) {
+        e = run_end(an, l, an->nlayers - 1);
+        const double model = (double)(r->layers[l].forward_flops + r->layers[l].backward_flops);
+        const double rec = (double)r->layers[l].recompute_flops;
+        for (size_t i = l; i <= e; i++) {
+            all_model += model;
+            all_rec += rec;
+        }
     }
     for (size_t j = 0; an->g->has_head && j < an->g->head.nops; j++) {
         all_model += (double)(an->hb.fwd[j] + an->hb.bwd[j]);
@@ -342,15 +397,11 @@ remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
     if (st) {
         return st;
     }
-    const remat_stage_row_t *w = &r->stages[r->worst_stage];
     r->h2d_bytes = r->d2h_bytes;
     r->h2d_seconds = r->d2h_seconds;
     r->model_flops = r->forward_flops + r->backward_flops;
     r->recompute_share = r->model_flops ? (double)r->recompute_flops / (double)r->model_flops : 0;
     r->compute_seconds = (double)(r->model_flops + r->recompute_flops) / compute_peak(an);
-    for (size_t l = w->first_layer; l <= w->last_layer; l++) {
-        r->recompute_seconds += r->layers[l].recompute_seconds * (double)steps;
-    }
     r->added_seconds = r->recompute_seconds + r->exposed_seconds;
     r->offload_hidden = r->exposed_seconds <= 0;
     assert(!(r->exposed_seconds < 0) && !(r->exposed_collective_seconds < 0));
