@@ -13,6 +13,7 @@
  *  - errors surface in pipeline order: policy names, mesh, dims and
  *    binding, params, then plans, tables, stages, time and host RAM.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,9 +45,9 @@ void remat_result_release(remat_result_t *r) {
     remat_result_init(r);
 }
 
-/* Binds into @p an, which the caller zeroed; on error it still needs
-   analyzer_release. The public remat_analyze keeps its analyzer on the
-   stack: one allocation less per analysis. */
+/* Binds into @p an, which the caller zeroed (analyzer_zero); on error it
+   still needs analyzer_release. The public remat_analyze keeps its
+   analyzer on the stack: one allocation less per analysis. */
 static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g,
                                     const remat_config_t *cfg, const remat_hw_t *hw,
                                     remat_error_t *err) {
@@ -81,6 +82,12 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     return REMAT_OK;
 }
 
+/* A fresh analyzer's state: all zero but the mesh, which binding builds
+   whole (the struct's last member; most of its bytes). */
+static void analyzer_zero(remat_analyzer_t *an) {
+    memset(an, 0, offsetof(remat_analyzer_t, mesh));
+}
+
 static void analyzer_release(remat_analyzer_t *an) {
     for (size_t k = 0; k < REMAT_MAX_KINDS; k++) {
         remat_i_bound_release(&an->kb[k]);
@@ -102,7 +109,8 @@ void remat_analyzer_free(remat_analyzer_t *an) {
 remat_status_t remat_analyzer_new(const remat_graph_t *g, const remat_config_t *cfg,
                                   const remat_hw_t *hw, remat_analyzer_t **out,
                                   remat_error_t *err) {
-    remat_analyzer_t *an = remat_i_xcalloc(1, sizeof *an);
+    remat_analyzer_t *an = remat_i_xmalloc(sizeof *an);
+    analyzer_zero(an);
     remat_status_t st = analyzer_init(an, g, cfg, hw, err);
     if (st) {
         remat_analyzer_free(an);
@@ -170,7 +178,7 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
         return st;
     }
     remat_analyzer_t an;
-    memset(&an, 0, sizeof an);
+    analyzer_zero(&an);
     if ((st = analyzer_init(&an, g, cfg, hw, err)) == REMAT_OK) {
         const remat_run_opts_t checked = {.policy_checked = true};
         st = remat_analyzer_run(&an, policy, &checked, r, err);

@@ -171,7 +171,6 @@ struct remat_analyzer {
     const remat_graph_t *g;
     const remat_config_t *cfg;
     const remat_hw_t *hw;
-    remat_mesh_t mesh;
     uint64_t dim_size[SIM_MAX_DIMS]; /* bound per-device size of each graph dim */
     uint64_t microbatches;
     size_t nlayers, nstages;
@@ -197,6 +196,9 @@ struct remat_analyzer {
     tpl_t *tpls;             /* per profile */
     size_t tpls_cap;
     remat_trace_t *trace;    /* the run's trace (remat_run_opts_t), or NULL */
+    /* Last, and not zeroed with the rest (analyzer_zero): remat_mesh_build
+       writes what it reads, and it is most of the analyzer's bytes. */
+    remat_mesh_t mesh;
 };
 
 /* ---- helpers every room uses (inline: some run once per op or layer) --- */
