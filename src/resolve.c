@@ -4,40 +4,32 @@
  * graph for the attention kind, or a file), the policy (a preset, "custom",
  * or a file) and the hardware profile.
  *
- * Built-ins are made once per process. The first resolve of a built-in
- * preset or hardware profile parses and validates its JSON, and that of a
- * built-in graph unpacks the graph the build generated from its JSON
- * (builtin_graphs.h: loaded and validated at build time, so no parse and
- * no igraph analysis at run time); either keeps the object in a
- * process-wide cache, one slot per entry of the built-in table, and every
- * resolve copies the cached object. So ownership is what it always was:
- * the caller owns what remat_resolve returns, frees it with
- * remat_graph_free / remat_policy_free and may change it, while the cached
- * objects are never handed out and never change. A built-in graph is one
- * allocation (one_block, graph.h): the cached one is unpacked into a block
- * sized first, and a copy is one malloc, one memcpy and a walk that moves
- * its pointers into the new block; one free releases it. A policy copy is
- * a few small allocations (its strings and rule arrays, which
+ * Built-ins are made once per process, in the process-wide cache of
+ * builtin_cache.h (one slot per entry of the built-in table; its threading
+ * rules are there). The first resolve of a built-in preset parses and
+ * validates its JSON (a hardware profile: remat_hw_resolve, hw.c), and
+ * that of a built-in graph unpacks the graph the build generated from its
+ * JSON (builtin_graphs.h: loaded and validated at build time, so no parse
+ * and no igraph analysis at run time); every resolve copies the cached
+ * object. So ownership is what it always was: the caller owns what
+ * remat_resolve returns, frees it with remat_graph_free /
+ * remat_policy_free and may change it, while the cached objects are never
+ * handed out and never change. A built-in graph is one allocation
+ * (one_block, graph.h): the cached one is unpacked into a block sized
+ * first, and a copy is one malloc, one memcpy and a walk that moves its
+ * pointers into the new block; one free releases it. A policy copy is a
+ * few small allocations (its strings and rule arrays, which
  * remat_policy_set grows). Either is cheap against a JSON parse and
  * validation, twenty times an analysis. Files (names ending in .json) are
  * read and parsed every time: they may change between calls.
  *
- * Threads: the slots are atomic pointers. A miss parses without a lock and
- * installs its object with a compare-and-swap; a thread that loses the race
- * frees its own and copies the winner's. So any number of threads may
- * resolve at once, each built-in being parsed at most once per thread that
- * races for it. The cache is freed at exit (atexit); resolving from another
- * thread while the process exits is not supported.
- *
- * Invariants (asserted): a slot is NULL or holds the object made from its
- * own entry, of the entry's kind, allocated like a loaded one (a policy's
- * strings and arrays are its own, so drop frees it as it would a parsed
- * one) or, for a graph, as one block that holds none of the generated
- * data's bytes; a graph copy's pointers all point into its own block; an
- * error is never cached.
+ * Invariants (asserted): a cached policy is allocated like a loaded one
+ * (its strings and arrays are its own, so the cache frees it as it would a
+ * parsed one); a cached graph is one block that holds none of the
+ * generated data's bytes; a graph copy's pointers all point into its own
+ * block.
  */
 #include <assert.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
