@@ -392,31 +392,115 @@ uint32_t remat_mesh_name_hash(const char *name) {
     return h;
 }
 
-/* One rule that names a dim of the tensor, to apply in rule order. */
-typedef struct candidate {
-    uint8_t rule, dim;
-} candidate_t;
+/* The index of the lowest set bit of @p x (not 0). */
+static inline int lowest_bit(unsigned x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(x);
+#else
+    int a = 0;
+    for (; !(x & 1u); x >>= 1) {
+        a++;
+    }
+    return a;
+#endif
+}
 
-/* Inserts (rule, dim) in rule order; a rule that an earlier dim already
-   names is skipped, since flax applies a rule to the first dim with its
-   name only. False when @p c is full. */
-static bool add_candidate(candidate_t *c, size_t *n, size_t cap, uint8_t rule, uint8_t dim) {
-    size_t at = *n;
-    while (at > 0 && c[at - 1].rule >= rule) {
-        if (c[at - 1].rule == rule) {
-            return true;
+static inline unsigned lowest_bit64(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_ctzll(x);
+#else
+    unsigned a = 0;
+    for (; !(x & 1u); x >>= 1) {
+        a++;
+    }
+    return a;
+#endif
+}
+
+/* A chain is in rule order: its first match is the name's first rule. */
+unsigned remat_mesh_name_rules(const remat_mesh_t *m, const char *logical, uint32_t hash,
+                               uint64_t out[REMAT_RULE_WORDS]) {
+    _Static_assert(REMAT_RULE_WORDS * 64 >= REMAT_MAX_RULES, "a bit per rule");
+    memset(out, 0, REMAT_RULE_WORDS * sizeof *out);
+    if (!logical) {
+        return 0;
+    }
+    assert(hash == remat_mesh_name_hash(logical));
+    unsigned first = 0;
+    bool any = false;
+    for (uint8_t i = m->bucket_head[hash % REMAT_RULE_BUCKETS]; i != REMAT_RULE_NONE;
+         i = m->bucket_next[i]) {
+        if (m->rules[i].hash == hash && strcmp(logical, m->rules[i].logical) == 0) {
+            out[i / 64] |= (uint64_t)1 << (i % 64);
+            first = any ? first : m->rules[i].axes;
+            any = true;
         }
-        at--;
     }
-    if (*n == cap) {
-        return false;
+    return first;
+}
+
+/* The common tensor: no two dims share a name, and each dim's first rule
+   uses no mesh axis another's does. Then flax gives every dim its first
+   rule: when that rule's turn comes the dim is free (its other rules come
+   later) and its axes are (the others hold their own first rules'). False,
+   with @p out partly written, for any other tensor. */
+static bool first_rules(const remat_mesh_t *m, const uint64_t *const *rules, size_t rank,
+                        unsigned *out) {
+    uint64_t seen[REMAT_RULE_WORDS] = {0};
+    unsigned used = 0;
+    for (size_t d = 0; d < rank; d++) {
+        uint64_t shared = 0;
+        size_t first = REMAT_RULE_WORDS * 64;
+        for (size_t w = REMAT_RULE_WORDS; w-- > 0;) {
+            shared |= rules[d][w] & seen[w];
+            seen[w] |= rules[d][w];
+            first = rules[d][w] ? w * 64 + lowest_bit64(rules[d][w]) : first;
+        }
+        const unsigned axes = first < REMAT_RULE_WORDS * 64 ? m->rules[first].axes : 0;
+        if (shared || (axes & used)) {
+            return false;
+        }
+        out[d] = axes;
+        used |= axes;
     }
-    for (size_t k = *n; k > at; k--) { /* a short shift: a loop beats a memmove call */
-        c[k] = c[k - 1];
-    }
-    c[at] = (candidate_t){rule, dim};
-    (*n)++;
     return true;
+}
+
+/* flax: the rules in order; each takes the first dim with its name unless
+   that dim is already sharded or one of the rule's mesh axes is in use. A
+   bit set of the rules the dims name, walked lowest first, is that order;
+   a rule an earlier dim names is not the later dim's. */
+void remat_mesh_tensor_axes_ruled(const remat_mesh_t *m, const uint64_t *const *rules,
+                                  size_t rank, unsigned *out) {
+    rank = rank < REMAT_MAX_RANK_MESH ? rank : REMAT_MAX_RANK_MESH;
+    if (first_rules(m, rules, rank, out)) {
+        return;
+    }
+    uint64_t seen[REMAT_RULE_WORDS] = {0};
+    uint8_t dim_of[REMAT_RULE_WORDS * 64]; /* read only where seen */
+    for (size_t d = 0; d < rank; d++) {
+        out[d] = 0;
+        for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
+            uint64_t fresh = rules[d][w] & ~seen[w];
+            seen[w] |= fresh;
+            for (; fresh; fresh &= fresh - 1) {
+                dim_of[w * 64 + lowest_bit64(fresh)] = (uint8_t)d;
+            }
+        }
+    }
+    unsigned used = 0;
+    uint32_t assigned = 0;
+    for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
+        for (uint64_t r = seen[w]; r; r &= r - 1) {
+            const size_t i = w * 64 + lowest_bit64(r), d = dim_of[i];
+            const unsigned axes = m->rules[i].axes;
+            if (!(assigned >> d & 1) && (axes & used) == 0) {
+                assigned |= (uint32_t)1 << d;
+                out[d] = axes;
+                used |= axes;
+            }
+        }
+    }
 }
 
 void remat_mesh_tensor_axes(const remat_mesh_t *m, const char *const *logical, size_t rank,
@@ -431,50 +515,14 @@ void remat_mesh_tensor_axes(const remat_mesh_t *m, const char *const *logical, s
 
 void remat_mesh_tensor_axes_hashed(const remat_mesh_t *m, const char *const *logical,
                                    const uint32_t *hash, size_t rank, unsigned *out) {
-    bool assigned[REMAT_MAX_RANK_MESH] = {false};
-    candidate_t cand[4 * REMAT_MAX_RANK_MESH];
-    size_t ncand = 0;
-    unsigned used = 0;
+    uint64_t rules[REMAT_MAX_RANK_MESH][REMAT_RULE_WORDS];
+    const uint64_t *row[REMAT_MAX_RANK_MESH];
     rank = rank < REMAT_MAX_RANK_MESH ? rank : REMAT_MAX_RANK_MESH;
     for (size_t d = 0; d < rank; d++) {
-        out[d] = 0;
-        if (!logical[d]) {
-            continue;
-        }
-        const uint32_t h = hash[d];
-        assert(h == remat_mesh_name_hash(logical[d]));
-        for (uint8_t i = m->bucket_head[h % REMAT_RULE_BUCKETS]; i != REMAT_RULE_NONE;
-             i = m->bucket_next[i]) {
-            if (m->rules[i].hash == h && strcmp(logical[d], m->rules[i].logical) == 0 &&
-                !add_candidate(cand, &ncand, sizeof cand / sizeof cand[0], i, (uint8_t)d)) {
-                assert(!"more rules name one tensor's dims than a candidate list holds");
-            }
-        }
+        remat_mesh_name_rules(m, logical[d], logical[d] ? hash[d] : 0, rules[d]);
+        row[d] = rules[d];
     }
-    /* flax: rules in order; each takes its (first) dim unless the dim is
-       already sharded or one of the rule's mesh axes is in use */
-    for (size_t k = 0; k < ncand; k++) {
-        const remat_axis_rule_t *r = &m->rules[cand[k].rule];
-        const size_t d = cand[k].dim;
-        if (!assigned[d] && (r->axes & used) == 0) {
-            assigned[d] = true;
-            out[d] = r->axes;
-            used |= r->axes;
-        }
-    }
-}
-
-/* The index of the lowest set bit of @p x (not 0). */
-static inline int lowest_bit(unsigned x) {
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_ctz(x);
-#else
-    int a = 0;
-    for (; !(x & 1u); x >>= 1) {
-        a++;
-    }
-    return a;
-#endif
+    remat_mesh_tensor_axes_ruled(m, row, rank, out);
 }
 
 uint64_t remat_mesh_product(const remat_mesh_t *m, unsigned axes) {

@@ -653,31 +653,33 @@ static bool einsum_flops(const remat_op_t *op, const uint64_t (*tdim)[REMAT_MAX_
     uint64_t seen = 0, ragged = 0;
     size_t nseen = 0;
     for (size_t i = 0; i <= op->nin; i++) {
-        const size_t ti = i < op->nin ? op->in[i] : op->out[0];
-        for (size_t j = 0; op->subs[i][j]; j++) {
-            const unsigned l = LETTER(op->subs[i][j]);
+        const uint64_t *row = tdim[i < op->nin ? op->in[i] : op->out[0]];
+        const char *sub = op->subs[i];
+        for (size_t j = 0; sub[j]; j++) {
+            const unsigned l = LETTER(sub[j]);
             assert(l < 64);
             if (!(seen >> l & 1)) {
                 seen |= (uint64_t)1 << l;
-                size[l] = 0;
+                size[l] = row[j];
                 order[nseen++] = (unsigned char)l;
+            } else if (row[j] > size[l]) {
+                size[l] = row[j];
             }
-            size[l] = tdim[ti][j] > size[l] ? tdim[ti][j] : size[l];
         }
     }
     for (const char *r = op->ragged; *r; r++) {
         assert(LETTER(*r) < 64 && "ragged indices are the spec's letters (check_einsum)");
         ragged |= (uint64_t)1 << LETTER(*r);
     }
-    bool ok = true;
-    *f = 2;
+    uint64_t p = 2;
     for (size_t k = 0; k < nseen; k++) {
         /* a ragged index (a grouped matmul's experts) does not multiply */
-        if (!(ragged >> order[k] & 1)) {
-            ok = ok && remat_i_mul(*f, size[order[k]], f);
+        if (!(ragged >> order[k] & 1) && !remat_i_mul(p, size[order[k]], &p)) {
+            return false;
         }
     }
-    return ok && remat_i_mul(*f, ngrad, w);
+    *f = p;
+    return remat_i_mul(p, ngrad, w);
 }
 
 /* QK^T and PV: 2 x 2 x b x h x s x t x d forward; dQ, dK, dV, dP: 4

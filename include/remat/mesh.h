@@ -92,6 +92,21 @@ void remat_mesh_tensor_axes(const remat_mesh_t *mesh, const char *const *logical
 void remat_mesh_tensor_axes_hashed(const remat_mesh_t *mesh, const char *const *logical,
                                    const uint32_t *hash, size_t rank, unsigned *out);
 
+/** The words of a bit set over a mesh's rules (bit i: mesh->rules[i]). */
+#define REMAT_RULE_WORDS ((REMAT_MAX_RULES + 63) / 64)
+
+/** The rules whose logical name is @p logical (@p hash its
+    remat_mesh_name_hash) as a bit set into @p out; none for NULL.
+    Returns the mesh axes of the first of them (0 when none). */
+unsigned remat_mesh_name_rules(const remat_mesh_t *mesh, const char *logical, uint32_t hash,
+                               uint64_t out[REMAT_RULE_WORDS]);
+
+/** remat_mesh_tensor_axes from each dim's rules (@p rules[d], the
+    REMAT_RULE_WORDS words remat_mesh_name_rules gives for its name): a
+    caller resolving many tensors finds each name's rules once. */
+void remat_mesh_tensor_axes_ruled(const remat_mesh_t *mesh, const uint64_t *const *rules,
+                                  size_t rank, unsigned *out);
+
 /** The hash rules carry for their logical name (FNV-1a, 32 bits). */
 uint32_t remat_mesh_name_hash(const char *name);
 

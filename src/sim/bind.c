@@ -24,8 +24,8 @@
  *  - a bound array is read only once written: binding (op_times for the
  *    seconds) writes each whole, but for those BOUND_ZEROED lists, which
  *    start zeroed and are written only where not zero;
- *  - tensors with the same logical axes and param flag shard alike: each
- *    such signature is resolved once per bind, for every block.
+ *  - tensors with the same dims, param flag and logical axes bind alike:
+ *    each such shape is bound once per bind, for every block.
  */
 #include <math.h>
 #include <stdio.h>
@@ -106,36 +106,48 @@ static const char *dim_logical(const remat_graph_t *g, const remat_tensor_t *t, 
     ((1u << REMAT_AXIS_DATA) | (1u << REMAT_AXIS_FSDP) | (1u << REMAT_AXIS_FSDP_TRANSPOSE) |    \
      (1u << REMAT_AXIS_CONTEXT) | (1u << REMAT_AXIS_CONTEXT_USP) | (1u << REMAT_AXIS_EXPERT))
 
-/* Tensors with the same logical axes (the same strings: a graph's dims
-   and `axes` entries) and the same param flag shard alike; the blocks of a
-   graph share its dims, so they have a few dozen such signatures, and each
-   is resolved once per bind: its mesh axes as flax resolves them for the
-   whole tensor (remat_mesh_tensor_axes), the shards of each dim and those
-   a param keeps once gathered for use. An open-addressed index over
-   their keys finds a tensor's in a probe or two. */
-#define AXES_CACHE 64
-#define AXES_SLOTS 128 /* a power of two, at least twice AXES_CACHE */
-#define AXES_EMPTY 0xff
-_Static_assert(AXES_CACHE < AXES_EMPTY && 2 * AXES_CACHE <= AXES_SLOTS, "the index has room");
+/* Tensors with the same dims, param flag and logical axes bind alike: the
+   blocks of a graph share its dims, so they have a few dozen such shapes,
+   and each is bound once per bind: its mesh axes as flax resolves them for
+   the whole tensor (remat_mesh_tensor_axes), its per-device dims, sharded
+   and as an op computes on them, and their element counts. A shape's key
+   (shape_key) holds its dims exactly; a tensor with its own `axes` also
+   compares those. An open-addressed index over the keys finds a tensor's
+   shape in a probe or two. */
+#define SHAPE_CACHE 64
+#define SHAPE_SLOTS 128 /* a power of two, at least twice SHAPE_CACHE */
+#define SHAPE_EMPTY 0xff
+_Static_assert(SHAPE_CACHE < SHAPE_EMPTY && 2 * SHAPE_CACHE <= SHAPE_SLOTS, "the index has room");
+_Static_assert(REMAT_MAX_RANK <= 8 && REMAT_MAX_RANK < 16 && SIM_MAX_DIMS <= 64,
+               "a shape's rank, flags and dims fit its 64-bit key");
 
-typedef struct axes_sig {
-    uint64_t key; /* sig_key of the fields below: most misses cost one compare */
-    size_t rank;
-    bool param;
-    const char *logical[REMAT_MAX_RANK];
-    unsigned axes[REMAT_MAX_RANK];
-    uint64_t shards[REMAT_MAX_RANK]; /* remat_mesh_product of axes */
-    uint64_t kept[REMAT_MAX_RANK];   /* of the axes a param keeps when gathered */
-} axes_sig_t;
+typedef struct shape {
+    uint64_t key;
+    const remat_tensor_t *named; /* the tensor it was bound for: its `axes` are the shape's */
+    uint64_t n, gn;              /* elements per device, sharded and as computed on */
+    uint64_t tdim[REMAT_MAX_RANK], ctdim[REMAT_MAX_RANK]; /* bound_t's, zero past the rank */
+} shape_t;
 
-typedef struct axes_cache {
+typedef struct shape_cache {
     size_t n;
-    uint8_t slot[AXES_SLOTS]; /* index into e, or AXES_EMPTY */
-    axes_sig_t e[AXES_CACHE];
-} axes_cache_t;
+    uint8_t slot[SHAPE_SLOTS]; /* index into e, or SHAPE_EMPTY */
+    shape_t e[SHAPE_CACHE];
+} shape_cache_t;
+
+/* A logical name as binding needs it: its rules, and the mesh axes of its
+   first rule with their shards, all and those a param keeps once gathered
+   for use (all of them for `exp`: an expert weight's experts stay where
+   they are, expert parallelism moves the tokens, not the weights). Most
+   tensors' dims each take their name's first rule (first_rules). */
+typedef struct name_info {
+    uint64_t rules[REMAT_RULE_WORDS]; /* remat_mesh_name_rules */
+    unsigned axes;
+    bool exp;
+    uint64_t shards, kept;
+} name_info_t;
 
 /* What one bind decides once from the config, not per tensor or op, and
-   the signatures its blocks share. */
+   the names and shapes its blocks share. */
 typedef struct bind_ctx {
     const remat_graph_t *g;
     const remat_config_t *cfg;
@@ -143,81 +155,93 @@ typedef struct bind_ctx {
     const uint64_t *dimsize;
     bool fp8;                                /* is_fp8(cfg) */
     unsigned dtype_bytes[REMAT_DTYPE_COUNT]; /* remat_config_dtype_bytes of each dtype */
+    uint64_t numel_max[REMAT_DTYPE_COUNT];   /* the most elements within BYTES_MAX bytes */
     unsigned compute_bytes;                  /* of the compute dtype (cfg->dtype) */
-    /* Each graph dim's logical names hashed (remat_mesh_name_hash) when a
-       signature first needs them: [d][0] its activation axis, [d][1] its
-       weight axis, valid where bit d of hashed[0] (hashed[1]) is set. */
-    uint32_t dim_hash[SIM_MAX_DIMS][2];
-    uint64_t hashed[2];
-    axes_cache_t sigs;
+    unsigned sharded;                        /* the mesh axes of more than one shard */
+    bool grouped;                            /* the block bound last has a gather group */
+    bool fsdp;                               /* a param bound so far is gathered for use */
+    /* Each graph dim's logical names once a shape first needs them:
+       [d][0] its activation axis, [d][1] its weight axis, valid where bit
+       d of known[0] (known[1]) is set. */
+    name_info_t names[SIM_MAX_DIMS][2];
+    uint64_t known[2];
+    shape_cache_t shapes;
 } bind_ctx_t;
 
-static uint64_t sig_key(const char *const *logical, size_t rank, bool param) {
-    uint64_t k = rank * 2 + param;
+/* The dims six bits each, then the rank (which tells where they start)
+   and the flags. */
+static uint64_t shape_key(const remat_tensor_t *t) {
+    uint64_t k = 0;
+    for (size_t j = 0; j < t->rank; j++) {
+        k = k << 6 | t->dim[j];
+    }
+    return k << 6 | t->rank | (uint64_t)t->param << 4 | (uint64_t)t->has_axes << 5;
+}
+
+/* The shards of mesh axes @p axes: most axes have one. */
+static inline uint64_t shards_of(const bind_ctx_t *x, unsigned axes) {
+    return axes & x->sharded ? remat_mesh_product(x->mesh, axes & x->sharded) : 1;
+}
+
+/* The shards a param keeps of mesh axes @p axes once gathered for use. */
+static inline uint64_t kept_of(const bind_ctx_t *x, unsigned axes, bool exp) {
+    return shards_of(x, exp ? axes : axes & ~GATHER_AXES);
+}
+
+/* remat_mesh_name_hash("exp"): most names are told apart from it by
+   their hash alone. */
+#define EXP_HASH 0x72a68728u
+
+/* Logical name @p name (NULL: none) into @p out. */
+static void name_info(const bind_ctx_t *x, const char *name, name_info_t *out) {
+    assert(remat_mesh_name_hash("exp") == EXP_HASH);
+    const uint32_t h = name ? remat_mesh_name_hash(name) : 0;
+    out->axes = remat_mesh_name_rules(x->mesh, name, h, out->rules);
+    out->exp = name && h == EXP_HASH && strcmp(name, "exp") == 0;
+    out->shards = shards_of(x, out->axes);
+    out->kept = kept_of(x, out->axes, out->exp);
+}
+
+/* Dim @p d's activation (@p w 0) or weight (1) axis. */
+static const name_info_t *dim_name(bind_ctx_t *x, size_t d, size_t w) {
+    if (!(x->known[w] >> d & 1)) {
+        const remat_dim_t *dim = &x->g->dims[d];
+        name_info(x, w ? dim->weight_axis : dim->axis, &x->names[d][w]);
+        x->known[w] |= (uint64_t)1 << d;
+    }
+    return &x->names[d][w];
+}
+
+/* Whether every dim takes its name's first rule, as flax resolves a
+   tensor whose dims share no name and whose first rules share no mesh
+   axis (each rule's turn finds its dim free and its axes unused). */
+static bool first_rules(const name_info_t *const *info, size_t rank) {
+    uint64_t seen[REMAT_RULE_WORDS] = {0}, shared = 0;
+    unsigned used = 0, clash = 0;
     for (size_t j = 0; j < rank; j++) {
-        k = (k ^ (uint64_t)(uintptr_t)logical[j]) * 0x9e3779b97f4a7c15u;
-    }
-    return k;
-}
-
-/* The hash of the logical name of dim @p j of tensor @p t (dim_logical's). */
-static uint32_t logical_hash(bind_ctx_t *x, const remat_tensor_t *t, size_t j,
-                             const char *logical) {
-    if (!logical) {
-        return 0;
-    }
-    if (t->has_axes) {
-        return remat_mesh_name_hash(logical);
-    }
-    const size_t d = t->dim[j], w = t->param;
-    if (!(x->hashed[w] >> d & 1)) {
-        x->dim_hash[d][w] = remat_mesh_name_hash(logical);
-        x->hashed[w] |= (uint64_t)1 << d;
-    }
-    return x->dim_hash[d][w];
-}
-
-/* The signature of tensor @p t, whose dims have the logical axes
-   @p logical: the cached one, else resolved into the cache (or into
-   @p spare once the cache is full). */
-static const axes_sig_t *tensor_sig(bind_ctx_t *x, const remat_tensor_t *t,
-                                    const char *const *logical, axes_sig_t *spare) {
-    axes_cache_t *c = &x->sigs;
-    const size_t rank = t->rank;
-    const bool param = t->param;
-    const uint64_t key = sig_key(logical, rank, param);
-    size_t h = (size_t)(key >> 32) & (AXES_SLOTS - 1);
-    for (; c->slot[h] != AXES_EMPTY; h = (h + 1) & (AXES_SLOTS - 1)) {
-        const axes_sig_t *e = &c->e[c->slot[h]];
-        if (e->key == key && e->rank == rank && e->param == param &&
-            memcmp(e->logical, logical, rank * sizeof *logical) == 0) {
-            return e;
+        for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
+            shared |= info[j]->rules[w] & seen[w];
+            seen[w] |= info[j]->rules[w];
         }
+        clash |= info[j]->axes & used;
+        used |= info[j]->axes;
     }
-    axes_sig_t *s = spare;
-    if (c->n < AXES_CACHE) {
-        c->slot[h] = (uint8_t)c->n;
-        s = &c->e[c->n++];
-    }
-    s->key = key;
-    s->rank = rank;
-    s->param = param;
-    memcpy(s->logical, logical, rank * sizeof *logical);
-    uint32_t hash[REMAT_MAX_RANK] = {0};
+    return !shared && !clash;
+}
+
+/* Any other tensor: its dims' mesh axes as flax resolves them, and their
+   shards, into @p axes, @p shards and @p kept. */
+static void resolve_rules(const bind_ctx_t *x, const name_info_t *const *info, size_t rank,
+                          unsigned *axes, uint64_t *shards, uint64_t *kept) {
+    const uint64_t *rules[REMAT_MAX_RANK];
     for (size_t j = 0; j < rank; j++) {
-        hash[j] = logical_hash(x, t, j, logical[j]);
+        rules[j] = info[j]->rules;
     }
-    remat_mesh_tensor_axes_hashed(x->mesh, logical, hash, rank, s->axes);
+    remat_mesh_tensor_axes_ruled(x->mesh, rules, rank, axes);
     for (size_t j = 0; j < rank; j++) {
-        /* what an op computes on: a param as gathered for use; an expert
-           weight's experts (logical axis `exp`) stay where they are (expert
-           parallelism moves the tokens, not the weights) */
-        const bool experts = param && logical[j] && strcmp(logical[j], "exp") == 0;
-        s->shards[j] = remat_mesh_product(x->mesh, s->axes[j]);
-        s->kept[j] =
-            remat_mesh_product(x->mesh, experts ? s->axes[j] : s->axes[j] & ~GATHER_AXES);
+        shards[j] = shards_of(x, axes[j]);
+        kept[j] = kept_of(x, axes[j], info[j]->exp);
     }
-    return s;
 }
 
 /* @p a / @p d; most dims are not sharded, and a division costs tens of
@@ -226,40 +250,88 @@ static inline uint64_t div_by(uint64_t a, uint64_t d) {
     return d == 1 ? a : a / d;
 }
 
-/* Tensor @p i's per-device dims and element counts (sharded, and once
-   gathered for use) into @p out; the counts into *n and *gn. Dims past its
-   rank are zero (a table row copies them all). */
-static remat_status_t bind_dims_of(bind_ctx_t *x, const remat_tensor_t *t, size_t i,
-                                   bound_t *out, uint64_t *n, uint64_t *gn, remat_error_t *err) {
+/* Tensor @p t's shape bound into @p s: each dim per device, sharded, and
+   as an op computes on it (a param as gathered for use), and the counts. */
+static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, shape_t *s,
+                                 remat_error_t *err) {
     const remat_graph_t *g = x->g;
-    const char *logical[REMAT_MAX_RANK];
+    name_info_t own[REMAT_MAX_RANK];
+    const name_info_t *info[REMAT_MAX_RANK];
+    unsigned axes[REMAT_MAX_RANK];
+    uint64_t shards[REMAT_MAX_RANK], kept[REMAT_MAX_RANK];
     for (size_t j = 0; j < t->rank; j++) {
-        logical[j] = dim_logical(g, t, j);
+        if (t->has_axes) {
+            name_info(x, t->axes[j], &own[j]);
+        }
+        info[j] = t->has_axes ? &own[j] : dim_name(x, t->dim[j], t->param);
+        axes[j] = info[j]->axes;
+        shards[j] = info[j]->shards;
+        kept[j] = info[j]->kept;
     }
-    axes_sig_t spare;
-    const axes_sig_t *s = tensor_sig(x, t, logical, &spare);
-    memset(out->tdim[i], 0, sizeof out->tdim[i]);
-    memset(out->ctdim[i], 0, sizeof out->ctdim[i]);
-    *n = 1;
-    *gn = 1;
+    if (!first_rules(info, t->rank)) {
+        resolve_rules(x, info, t->rank, axes, shards, kept);
+    }
+    memset(s->tdim, 0, sizeof s->tdim);
+    memset(s->ctdim, 0, sizeof s->ctdim);
+    s->n = s->gn = 1;
     for (size_t j = 0; j < t->rank; j++) {
         const uint64_t size = x->dimsize[t->dim[j]];
-        if (s->shards[j] != 1 && size % s->shards[j]) {
+        if (shards[j] != 1 && size % shards[j]) {
             char text[128];
-            remat_mesh_axes_text(s->axes[j], text, sizeof text);
+            const char *logical = dim_logical(g, t, j);
+            remat_mesh_axes_text(axes[j], text, sizeof text);
             return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
                                    "tensor '%s' dim '%s' of %llu does not divide over %llu "
                                    "shards (%s, logical axis %s)",
                                    t->name, g->dims[t->dim[j]].name, (unsigned long long)size,
-                                   (unsigned long long)s->shards[j], text,
-                                   logical[j] ? logical[j] : "(none)");
+                                   (unsigned long long)shards[j], text,
+                                   logical ? logical : "(none)");
         }
-        out->tdim[i][j] = div_by(size, s->shards[j]);
-        out->ctdim[i][j] = t->param ? div_by(size, s->kept[j]) : out->tdim[i][j];
-        if (!remat_i_mul(*n, out->tdim[i][j], n) || !remat_i_mul(*gn, out->ctdim[i][j], gn)) {
+        s->tdim[j] = div_by(size, shards[j]);
+        s->ctdim[j] = t->param ? div_by(size, kept[j]) : s->tdim[j];
+        if (!remat_i_mul(s->n, s->tdim[j], &s->n) || !remat_i_mul(s->gn, s->ctdim[j], &s->gn)) {
             return overflow(g, "the element count", t->name, err);
         }
     }
+    return REMAT_OK;
+}
+
+/* Whether tensors @p a and @p t, of one rank, name the same `axes`. */
+static bool same_axes(const remat_tensor_t *a, const remat_tensor_t *t) {
+    for (size_t j = 0; j < t->rank; j++) {
+        const char *p = a->axes[j], *q = t->axes[j];
+        if (p != q && (!p || !q || strcmp(p, q) != 0)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Tensor @p t's bound shape into *out: the cached one, else bound into the
+   cache (or into @p spare once the cache is full). */
+static remat_status_t shape_of(bind_ctx_t *x, const remat_tensor_t *t, shape_t *spare,
+                               const shape_t **out, remat_error_t *err) {
+    shape_cache_t *c = &x->shapes;
+    const uint64_t key = shape_key(t);
+    size_t h = (size_t)((key * 0x9e3779b97f4a7c15u) >> 57) & (SHAPE_SLOTS - 1);
+    for (; c->slot[h] != SHAPE_EMPTY; h = (h + 1) & (SHAPE_SLOTS - 1)) {
+        const shape_t *e = &c->e[c->slot[h]];
+        if (e->key == key && (!t->has_axes || same_axes(e->named, t))) {
+            *out = e;
+            return REMAT_OK;
+        }
+    }
+    shape_t *s = c->n < SHAPE_CACHE ? &c->e[c->n] : spare;
+    remat_status_t st = bind_shape(x, t, s, err);
+    if (st) {
+        return st;
+    }
+    s->key = key;
+    s->named = t;
+    if (s != spare) {
+        c->slot[h] = (uint8_t)c->n++;
+    }
+    *out = s;
     return REMAT_OK;
 }
 
@@ -278,16 +350,24 @@ static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b, bool h
                                    bound_t *out, remat_error_t *err) {
     const remat_graph_t *g = x->g;
     const remat_config_t *cfg = x->cfg;
+    const bound_t o = *out; /* its arrays, which the row copies could alias */
+    shape_t spare;
+    bool grouped = false, gathered = false;
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
-        uint64_t n, gn, by;
-        remat_status_t st = bind_dims_of(x, t, i, out, &n, &gn, err);
+        grouped |= t->gather_group != NULL;
+        const shape_t *s;
+        remat_status_t st = shape_of(x, t, &spare, &s, err);
         if (st) {
             return st;
         }
-        if (!remat_i_mul(n, x->dtype_bytes[t->dtype], &by) || by > BYTES_MAX) {
+        memcpy(o.tdim[i], s->tdim, sizeof o.tdim[i]);
+        memcpy(o.ctdim[i], s->ctdim, sizeof o.ctdim[i]);
+        const uint64_t n = s->n;
+        if (n > x->numel_max[t->dtype]) {
             return overflow(g, "the byte count", t->name, err);
         }
+        uint64_t by = n * x->dtype_bytes[t->dtype];
         if (head && vocab_chunked(g, b, out, cfg, i)) {
             if (n % cfg->num_vocab_tiling) {
                 return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
@@ -299,14 +379,19 @@ static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b, bool h
             }
             by /= cfg->num_vocab_tiling;
         }
-        out->numel[i] = n;
-        out->tbytes[i] = by;
-        out->gnumel[i] = t->param ? gn : 0;
-        out->bytes[i] = t->storage == i ? by : 0;
-        out->kbytes[i] = out->bytes[i];
-        out->gbytes[i] = t->needs_grad && !t->param ? by : 0;
-        assert(out->tbytes[i] <= BYTES_MAX && out->gbytes[i] <= BYTES_MAX);
+        const bool param = t->param;
+        const uint64_t own = t->storage == i ? by : 0;
+        o.numel[i] = n;
+        o.tbytes[i] = by;
+        o.gnumel[i] = param ? s->gn : 0;
+        gathered |= param && s->gn != n;
+        o.bytes[i] = own;
+        o.kbytes[i] = own;
+        o.gbytes[i] = t->needs_grad && !param ? by : 0;
+        assert(o.tbytes[i] <= BYTES_MAX && o.gbytes[i] <= BYTES_MAX);
     }
+    x->grouped = grouped;
+    x->fsdp |= gathered;
     return REMAT_OK;
 }
 
@@ -364,8 +449,12 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out, unsigned char 
    brought in whole, in its own dtype. */
 static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bound_t *out) {
     const remat_op_t *op = &b->ops[j];
+    size_t i = 0;
+    while (i < op->nin && !b->tensors[op->in[i]].param) {
+        i++;
+    }
     remat_acc_t reads = {0, false}, copies = {0, false}, wgrad = {0, false};
-    for (size_t i = 0; i < op->nin; i++) {
+    for (; i < op->nin; i++) { /* from its first param: most ops read none */
         size_t w = op->in[i];
         if (!b->tensors[w].param) {
             continue;
@@ -447,16 +536,28 @@ static void gather_group(const bind_ctx_t *x, const remat_block_t *b, size_t fir
     }
 }
 
-/* Every gather group of the block, each once. */
+/* Every gather group of the block, each once: the groups met so far are
+   listed (a block has a few) to tell a new one, and past the list's room
+   the earlier tensors are searched. */
+#define GROUPS_LISTED 16
+
 static void gather_groups(const bind_ctx_t *x, const remat_block_t *b, bound_t *out) {
+    const char *met[GROUPS_LISTED];
+    size_t nmet = 0;
     for (size_t i = 0; i < b->ntensors; i++) {
         const char *gg = b->tensors[i].gather_group;
         bool seen = false;
-        for (size_t k = 0; gg && k < i && !seen; k++) {
+        for (size_t k = 0; gg && k < nmet && !seen; k++) {
+            seen = strcmp(met[k], gg) == 0;
+        }
+        for (size_t k = 0; gg && nmet == GROUPS_LISTED && k < i && !seen; k++) {
             seen = b->tensors[k].gather_group && strcmp(b->tensors[k].gather_group, gg) == 0;
         }
         if (gg && !seen) {
             gather_group(x, b, i, out);
+            if (nmet < GROUPS_LISTED) {
+                met[nmet++] = gg;
+            }
         }
     }
 }
@@ -464,29 +565,31 @@ static void gather_groups(const bind_ctx_t *x, const remat_block_t *b, bound_t *
 /* The gather XLA overlaps with each op (fsdp_prefetch): forward, the next
    gathering op's, wrapping to the first of the next layer; backward, the
    previous one's. The head prefetches nothing. One pass each way over the
-   order twice over (a neighbouring layer's copy, then this one's): the
-   nearest gathering op ahead of each op (behind it, backward) is the last
-   one the pass met. Without @p wrap only this layer's copy counts. */
+   order: the nearest gathering op ahead of each op (behind it, backward)
+   is the last one the pass met, and before the pass meets any, the
+   neighbouring layer's first (last) one. Without @p wrap only this layer's
+   copy counts. */
 static void gather_prefetch(const remat_block_t *b, bool wrap, bound_t *out) {
     const size_t n = b->nops;
-    uint64_t next = 0, prev = 0;
-    for (size_t v = 2 * n; v-- > 0;) {
-        const size_t p = v < n ? v : v - n, j = b->order[p];
-        if (v < n) {
-            out->gather_next[j] = next;
-        }
-        if ((wrap || v < n) && out->op_gather_mem[j]) {
-            next = out->op_gather_mem[j];
-        }
+    const uint64_t *mem = out->op_gather_mem;
+    size_t first = 0, last = n;
+    while (first < n && !mem[b->order[first]]) {
+        first++;
     }
-    for (size_t v = 0; v < 2 * n; v++) {
-        const size_t p = v < n ? v : v - n, j = b->order[p];
-        if (v >= n) {
-            out->gather_prev[j] = prev;
-        }
-        if ((wrap || v >= n) && out->op_gather_mem[j]) {
-            prev = out->op_gather_mem[j];
-        }
+    while (last > first && !mem[b->order[last - 1]]) {
+        last--;
+    }
+    uint64_t next = wrap && first < n ? mem[b->order[first]] : 0;
+    uint64_t prev = wrap && first < n ? mem[b->order[last - 1]] : 0;
+    for (size_t p = n; p-- > 0;) {
+        const size_t j = b->order[p];
+        out->gather_next[j] = next;
+        next = mem[j] ? mem[j] : next;
+    }
+    for (size_t p = 0; p < n; p++) {
+        const size_t j = b->order[p];
+        out->gather_prev[j] = prev;
+        prev = mem[j] ? mem[j] : prev;
     }
 }
 
@@ -627,7 +730,9 @@ static remat_status_t bind_block(bind_ctx_t *x, const remat_block_t *b, bool hea
     if (x->cfg->fsdp_prefetch && !head) {
         gather_prefetch(b, true, out);
     }
-    gather_groups(x, b, out);
+    if (x->grouped) {
+        gather_groups(x, b, out);
+    }
     if (!head) {
         fusable_tensors(b, out->fusable);
     }
@@ -668,7 +773,7 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
         if ((st = remat_config_size(an->cfg, dim->from, &an->dim_size[d], err))) {
             return st;
         }
-        if (strcmp(dim->from, "moe_buffer_factor") == 0) {
+        if (dim->from[0] == 'm' && strcmp(dim->from, "moe_buffer_factor") == 0) {
             an->dim_size[d] = moe_buffer_factor(an);
         }
         if (an->dim_size[d] == 0) {
@@ -682,7 +787,7 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
         if (dim->div && (st = remat_config_size(an->cfg, dim->div, &div, err))) {
             return st;
         }
-        if (strcmp(dim->from, "per_device_batch_size") == 0) {
+        if (dim->from[0] == 'p' && strcmp(dim->from, "per_device_batch_size") == 0) {
             div *= an->microbatches;
         }
         if (an->dim_size[d] % div) {
@@ -725,26 +830,53 @@ static remat_status_t check_mesh(const remat_analyzer_t *an, remat_error_t *err)
     return REMAT_OK;
 }
 
-/* Everything one block can hold or run, summed without regard to when. */
-static void block_envelope(const remat_block_t *b, const bound_t *bd, remat_acc_t *bytes,
-                           remat_acc_t *flops) {
+/* An exact sum of counts, each split at bit 31: adding one needs no
+   overflow check, only the total is compared with BYTES_MAX. Exact for
+   fewer than 2^28 addends; a graph (its file at most 64 MiB) has far
+   fewer tensors and ops. */
+#define LOW31 (((uint64_t)1 << 31) - 1)
+
+typedef struct wide_sum {
+    uint64_t hi, lo; /* the sum is hi * 2^31 + lo */
+} wide_sum_t;
+
+/* *s += @p v x @p times, for @p times at most 8. */
+static inline void wide_add(wide_sum_t *s, uint64_t v, unsigned times) {
+    s->hi += (v >> 31) * times;
+    s->lo += (v & LOW31) * times;
+}
+
+/* The sum as an accumulator: its value, or overflow past BYTES_MAX. */
+static remat_acc_t wide_total(wide_sum_t s) {
+    const uint64_t hi = s.hi + (s.lo >> 31), lo = s.lo & LOW31;
+    const bool over = hi > (BYTES_MAX >> 31) || (hi == (BYTES_MAX >> 31) && lo > 0);
+    return (remat_acc_t){over ? 0 : hi << 31 | lo, over};
+}
+
+/* Everything one block can hold or run, summed without regard to when
+   (in locals: the sums could alias the arrays). */
+static void block_envelope(const remat_block_t *b, const bound_t *bd, wide_sum_t *bytes,
+                           wide_sum_t *flops) {
+    wide_sum_t by = *bytes, fl = *flops;
     for (size_t i = 0; i < b->ntensors; i++) {
-        remat_acc_add(bytes, bd->bytes[i]);
-        remat_acc_add(bytes, bd->kbytes[i]);
-        remat_acc_add(bytes, bd->gbytes[i]);
-        remat_acc_add(bytes, bd->tbytes[i]);
-        remat_acc_add_product(bytes, bd->gnumel[i], 8); /* gathered and its gradient */
+        wide_add(&by, bd->bytes[i], 1);
+        wide_add(&by, bd->kbytes[i], 1);
+        wide_add(&by, bd->gbytes[i], 1);
+        wide_add(&by, bd->tbytes[i], 1);
+        wide_add(&by, bd->gnumel[i], 8); /* gathered and its gradient */
     }
     for (size_t j = 0; j < b->nops; j++) {
-        const uint64_t parts[] = {bd->op_gather[j], bd->op_gather_mem[j], bd->op_wgrad[j],
-                                  bd->kv_extra[j],  bd->gather_next[j],   bd->gather_prev[j]};
-        for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
-            remat_acc_add(bytes, parts[k]);
-        }
-        remat_acc_add(flops, bd->fwd[j]);
-        remat_acc_add(flops, bd->fwd[j]); /* a re-run */
-        remat_acc_add(flops, bd->bwd[j]);
+        wide_add(&by, bd->op_gather[j], 1);
+        wide_add(&by, bd->op_gather_mem[j], 1);
+        wide_add(&by, bd->op_wgrad[j], 1);
+        wide_add(&by, bd->kv_extra[j], 1);
+        wide_add(&by, bd->gather_next[j], 1);
+        wide_add(&by, bd->gather_prev[j], 1);
+        wide_add(&fl, bd->fwd[j], 2); /* and a re-run */
+        wide_add(&fl, bd->bwd[j], 1);
     }
+    *bytes = by;
+    *flops = fl;
 }
 
 /* The step holds at most: static memory (params, optimizer state,
@@ -753,15 +885,16 @@ static void block_envelope(const remat_block_t *b, const bound_t *bd, remat_acc_
    layer's transients, the reserve (less than the transients) and the head.
    Sixteen times the blocks' envelope covers all of it. */
 static remat_status_t check_envelope(const remat_analyzer_t *an, remat_error_t *err) {
-    remat_acc_t lbytes = {0, false}, lflops = {0, false};
-    remat_acc_t hbytes = {0, false}, hflops = {0, false};
+    wide_sum_t lb = {0, 0}, lf = {0, 0}, hb = {0, 0}, hf = {0, 0};
     /* Every kind's envelope as if every layer ran each: an upper bound. */
     for (size_t k = 0; k < an->g->nkinds; k++) {
-        block_envelope(&an->g->kinds[k].block, &an->kb[k], &lbytes, &lflops);
+        block_envelope(&an->g->kinds[k].block, &an->kb[k], &lb, &lf);
     }
     if (an->g->has_head) {
-        block_envelope(&an->g->head, &an->hb, &hbytes, &hflops);
+        block_envelope(&an->g->head, &an->hb, &hb, &hf);
     }
+    remat_acc_t lbytes = wide_total(lb), lflops = wide_total(lf);
+    const remat_acc_t hbytes = wide_total(hb), hflops = wide_total(hf);
     remat_acc_mul(&lbytes, an->nlayers);
     remat_acc_add(&lbytes, hbytes.value);
     remat_acc_mul(&lbytes, 16);
@@ -867,11 +1000,17 @@ static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
     x->fp8 = is_fp8(an->cfg);
     for (int d = 0; d < REMAT_DTYPE_COUNT; d++) {
         x->dtype_bytes[d] = remat_config_dtype_bytes(an->cfg, (remat_dtype_t)d);
+        x->numel_max[d] = x->dtype_bytes[d] ? BYTES_MAX / x->dtype_bytes[d] : UINT64_MAX;
     }
     x->compute_bytes = remat_dtype_bytes(an->cfg->dtype);
-    x->hashed[0] = x->hashed[1] = 0;
-    x->sigs.n = 0;
-    memset(x->sigs.slot, AXES_EMPTY, sizeof x->sigs.slot);
+    x->sharded = 0;
+    for (unsigned a = 0; a < REMAT_AXIS_COUNT; a++) {
+        x->sharded |= (unsigned)(an->mesh.shards[a] != 1) << a;
+    }
+    x->known[0] = x->known[1] = 0;
+    x->fsdp = false;
+    x->shapes.n = 0;
+    memset(x->shapes.slot, SHAPE_EMPTY, sizeof x->shapes.slot);
 }
 
 /* Each layer kind's block and the head, bound. FSDP in the wide sense:
@@ -880,23 +1019,17 @@ static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
 static remat_status_t bind_blocks(remat_analyzer_t *an, bind_ctx_t *x, remat_error_t *err) {
     const remat_graph_t *g = an->g;
     remat_status_t st;
-    an->fsdp = false;
     for (size_t k = 0; k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
         if ((st = bind_block(x, b, false, &an->kb[k], err)) ||
             (st = apply_window(&g->kinds[k], an->cfg, &an->kb[k], err))) {
             return st;
         }
-        for (size_t i = 0; i < b->ntensors; i++) {
-            an->fsdp |= b->tensors[i].param && an->kb[k].gnumel[i] != an->kb[k].numel[i];
-        }
     }
     if (g->has_head && (st = bind_block(x, &g->head, true, &an->hb, err))) {
         return st;
     }
-    for (size_t i = 0; g->has_head && i < g->head.ntensors; i++) {
-        an->fsdp |= g->head.tensors[i].param && an->hb.gnumel[i] != an->hb.numel[i];
-    }
+    an->fsdp = x->fsdp;
     return REMAT_OK;
 }
 
