@@ -1150,7 +1150,9 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
         return REMAT_OK;
     }
     for (size_t i = 0; i < sizeof size_keys / sizeof size_keys[0]; i++) {
-        if (strcmp(size_keys[i].name, key) == 0) {
+        /* the first bytes inline: most keys differ there (once per dim of
+           every analysis) */
+        if (size_keys[i].name[0] == key[0] && strcmp(size_keys[i].name, key) == 0) {
             if (!size_keys[i].offset) {
                 break; /* derived */
             }
