@@ -444,35 +444,40 @@ remat_status_t remat_policy_check(const remat_policy_t *p, const remat_graph_t *
     return REMAT_OK;
 }
 
-/* Placement of one checkpoint name at @p layer: the last range covering the
-   layer wins, then the policy's own names, then `remat` (MaxText's default). */
 /* The names of a rule and a tensor tag: equal strings (the first bytes
    compared inline: most pairs differ there, and this runs per tag). */
 static bool same_name(const char *a, const char *b) {
     return a[0] == b[0] && strcmp(a, b) == 0;
 }
 
-bool remat_policy_lookup(const remat_policy_t *p, const char *name, size_t layer,
-                         remat_place_t *out) {
-    for (size_t r = p->nranges; r-- > 0;) {
-        const remat_policy_range_t *R = &p->ranges[r];
-        if (layer < R->first || layer > R->last) {
-            continue;
-        }
-        for (size_t i = 0; i < R->nrules; i++) {
-            if (same_name(R->rules[i].name, name)) {
-                *out = R->rules[i].place;
-                return true;
-            }
-        }
-    }
-    for (size_t i = 0; i < p->nrules; i++) {
-        if (same_name(p->rules[i].name, name)) {
-            *out = p->rules[i].place;
+static inline bool rules_find(const remat_policy_rule_t *rules, size_t n, const char *name,
+                              remat_place_t *out) {
+    for (size_t i = 0; i < n; i++) {
+        if (same_name(rules[i].name, name)) {
+            *out = rules[i].place;
             return true;
         }
     }
     return false;
+}
+
+/* Placement of one checkpoint name at @p layer: the last range covering the
+   layer wins, then the policy's own names, then `remat` (MaxText's default).
+   Inline: planning looks up every tag of a layer. */
+static inline bool lookup(const remat_policy_t *p, const char *name, size_t layer,
+                          remat_place_t *out) {
+    for (size_t r = p->nranges; r-- > 0;) {
+        const remat_policy_range_t *R = &p->ranges[r];
+        if (layer >= R->first && layer <= R->last && rules_find(R->rules, R->nrules, name, out)) {
+            return true;
+        }
+    }
+    return rules_find(p->rules, p->nrules, name, out);
+}
+
+bool remat_policy_lookup(const remat_policy_t *p, const char *name, size_t layer,
+                         remat_place_t *out) {
+    return lookup(p, name, layer, out);
 }
 
 /* Stronger placement wins when a tensor carries two names: HBM over host
@@ -507,11 +512,12 @@ static void plan_alloc(remat_plan_t *plan, size_t nt, size_t no) {
     plan->ntensors = nt;
     plan->nops = no;
     /* stack, asked and fate first: their elements are the widest, so every
-       array starts aligned; the counts are a graph's (no overflow) */
+       array starts aligned; the counts are a graph's (no overflow). Not
+       zeroed: planning and copying write every array but the stack. */
     _Static_assert(sizeof(remat_place_t) == sizeof(remat_fate_t), "enum arrays align alike");
     const size_t size = (nt + no) * sizeof *plan->stack + 2 * nt * sizeof *plan->asked +
                         (nt + (nt + no) + no) * sizeof(bool);
-    char *slab = remat_i_xcalloc(1, size);
+    char *slab = remat_i_xmalloc(size);
     plan->stack = (size_t *)(void *)slab;
     plan->asked = (remat_place_t *)(void *)(plan->stack + nt + no);
     plan->fate = (remat_fate_t *)(void *)(plan->asked + nt);
@@ -530,8 +536,8 @@ void remat_plan_copy(remat_plan_t *dst, const remat_plan_t *src) {
     memcpy(dst->recompute_op, src->recompute_op, no * sizeof *dst->recompute_op);
 }
 
-/* The placement the policy asks for tensor @p i of the layer, and whether a
-   name or a predicate chose it (rather than a default). */
+/* The placement the policy asks for non-param tensor @p i of the layer, and
+   whether a name or a predicate chose it (rather than a default). */
 static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p, size_t layer,
                                  bool keep_all, size_t i, bool *chosen) {
     const remat_tensor_t *t = &b->tensors[i];
@@ -540,8 +546,7 @@ static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p
     if (i == b->inputs[0]) {
         /* The scan carry is saved under every policy; only custom's
            decoder_layer_input=offload moves it to host. */
-        return remat_policy_lookup(p, "decoder_layer_input", layer, &named) &&
-                       named == REMAT_PLACE_OFFLOAD
+        return lookup(p, "decoder_layer_input", layer, &named) && named == REMAT_PLACE_OFFLOAD
                    ? REMAT_PLACE_OFFLOAD
                    : REMAT_PLACE_DEVICE;
     }
@@ -557,7 +562,7 @@ static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p
        placed takes the default (remat, as in MaxText). */
     remat_place_t best = p->fallback;
     for (size_t j = 0; j < t->ntags; j++) {
-        if (remat_policy_lookup(p, t->tags[j], layer, &named)) {
+        if (lookup(p, t->tags[j], layer, &named)) {
             best = *chosen ? stronger(best, named) : named;
             *chosen = true;
         }
@@ -565,34 +570,77 @@ static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p
     return best;
 }
 
-/* JAX's residual rule as a walk against the forward edges, from the
-   residuals backward reads that are not saved: a tensor that is not saved
-   needs its producer re-run, and a re-run op needs its inputs; a saved
-   tensor (or a param) ends the walk. A dropout's mask only needs its op's
-   RNG key, not the op's inputs (recompute_op marks the regeneration). The
-   walk visits each tensor and op at most once: linear in the layer. */
-static void plan_walk(const remat_block_t *b, remat_plan_t *plan) {
-    const size_t nt = b->ntensors, no = b->nops;
+/* Marks tensor @p t needed: its fate follows from its placement, and a
+   needed tensor's placement is never unused (*@p nunused counts those
+   left). */
+static inline void mark_needed(remat_plan_t *plan, size_t t, size_t *nunused) {
+    static const remat_fate_t fate_of[] = {REMAT_FATE_RECOMPUTE, REMAT_FATE_DEVICE,
+                                           REMAT_FATE_OFFLOAD};
+    plan->needed[t] = true;
+    plan->fate[t] = fate_of[plan->asked[t]];
+    *nunused -= plan->unused[t];
+    plan->unused[t] = false;
+}
+
+/* Every tensor's asked placement (a param's is `device`) and its fate as if
+   nothing needed it (param or transient); unused[i] where a name or the
+   predicate placed it saveable; and the needed set's start: a residual, or
+   the scan carry, that is saveable is kept; a residual that is not starts
+   the walk (pushed on the stack, whose height it returns). */
+static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t layer,
+                         bool keep_all, remat_plan_t *plan, size_t *nunused) {
+    const size_t nt = b->ntensors, x = b->inputs[0];
     size_t top = 0;
-    memset(plan->needed, 0, (nt + no) * sizeof *plan->needed);
-    memset(plan->recompute_op, 0, no * sizeof *plan->recompute_op);
+    memset(plan->needed, 0, (nt + b->nops) * sizeof *plan->needed);
+    memset(plan->recompute_op, 0, b->nops * sizeof *plan->recompute_op);
     for (size_t i = 0; i < nt; i++) {
-        if (!b->tensors[i].param && plan->asked[i] == REMAT_PLACE_REMAT &&
-            b->tensors[i].residual) {
-            plan->needed[i] = true;
+        const remat_tensor_t *t = &b->tensors[i];
+        if (t->param) {
+            plan->asked[i] = REMAT_PLACE_DEVICE;
+            plan->fate[i] = REMAT_FATE_PARAM;
+            plan->unused[i] = false;
+            continue;
+        }
+        bool chosen;
+        const remat_place_t place = asked_place(b, p, layer, keep_all, i, &chosen);
+        plan->asked[i] = place;
+        plan->fate[i] = REMAT_FATE_TRANSIENT;
+        plan->unused[i] = chosen && t->ntags > 0 && place != REMAT_PLACE_REMAT;
+        *nunused += plan->unused[i];
+        if (place != REMAT_PLACE_REMAT) {
+            if (t->residual || i == x) {
+                mark_needed(plan, i, nunused); /* kept: read by backward, or the scan carry */
+            }
+        } else if (t->residual) {
+            mark_needed(plan, i, nunused);
             plan->stack[top++] = i;
         }
     }
+    return top;
+}
+
+/* JAX's residual rule as a walk against the forward edges, from the
+   residuals backward reads that are not saved (plan_asked's stack): a
+   tensor that is not saved needs its producer re-run, and a re-run op needs
+   its inputs: a saved one is kept (needed), one that is not is rebuilt in
+   turn; a saved tensor (or a param) ends the walk. A dropout's mask only
+   needs its op's RNG key, not the op's inputs (recompute_op marks the
+   regeneration). The walk visits each tensor and op at most once: linear in
+   the layer. */
+static void plan_walk(const remat_block_t *b, remat_plan_t *plan, size_t top, size_t *nunused) {
+    const size_t nt = b->ntensors;
     while (top > 0) {
         const size_t v = plan->stack[--top];
         if (v >= nt) {
             const remat_op_t *op = &b->ops[v - nt];
             for (size_t k = 0; k < op->nin; k++) {
                 const size_t t = op->in[k];
-                if (!plan->needed[t] && !b->tensors[t].param &&
-                    plan->asked[t] == REMAT_PLACE_REMAT) {
-                    plan->needed[t] = true;
-                    plan->stack[top++] = t;
+                if (b->tensors[t].param || plan->needed[t]) {
+                    continue;
+                }
+                mark_needed(plan, t, nunused);
+                if (plan->asked[t] == REMAT_PLACE_REMAT) {
+                    plan->stack[top++] = t; /* rebuilt in turn */
                 }
             }
             continue;
@@ -605,54 +653,28 @@ static void plan_walk(const remat_block_t *b, remat_plan_t *plan) {
             plan->recompute_op[j] = true; /* mask regeneration */
         } else if (!plan->needed[nt + j]) {
             plan->needed[nt + j] = true;
+            plan->recompute_op[j] = true;
             plan->stack[top++] = nt + j;
         }
-        assert(top <= nt + no);
+        assert(top <= nt + b->nops);
     }
 }
 
-/* What is kept besides the walk (residuals saved, the scan carry, inputs of
-   re-run ops that are saved), then every tensor's fate. */
-static void plan_fates(const remat_block_t *b, remat_plan_t *plan) {
-    const size_t nt = b->ntensors, no = b->nops, x = b->inputs[0];
+/* A name whose buffer stays alive through a kept view is not dropped: not
+   unused. The walk is over, so its stack marks the kept buffers. */
+static void unused_views(const remat_block_t *b, remat_plan_t *plan) {
+    const size_t nt = b->ntensors;
+    size_t *kept = plan->stack;
     for (size_t i = 0; i < nt; i++) {
-        if (!b->tensors[i].param && plan->asked[i] != REMAT_PLACE_REMAT &&
-            (b->tensors[i].residual || i == x)) {
-            plan->needed[i] = true; /* kept: read by backward, or the scan carry */
-        }
-    }
-    for (size_t j = 0; j < no; j++) {
-        for (size_t k = 0; plan->needed[nt + j] && k < b->ops[j].nin; k++) {
-            size_t t = b->ops[j].in[k];
-            if (!b->tensors[t].param && plan->asked[t] != REMAT_PLACE_REMAT) {
-                plan->needed[t] = true; /* read to re-run a needed op */
-            }
-        }
-        plan->recompute_op[j] |= plan->needed[nt + j];
+        kept[b->tensors[i].storage] = 0;
     }
     for (size_t i = 0; i < nt; i++) {
-        const remat_tensor_t *t = &b->tensors[i];
-        remat_fate_t f = REMAT_FATE_TRANSIENT;
-        if (t->param) {
-            f = REMAT_FATE_PARAM;
-        } else if (plan->needed[i]) {
-            f = plan->asked[i] == REMAT_PLACE_DEVICE    ? REMAT_FATE_DEVICE
-                : plan->asked[i] == REMAT_PLACE_OFFLOAD ? REMAT_FATE_OFFLOAD
-                                                        : REMAT_FATE_RECOMPUTE;
+        if (plan->fate[i] == REMAT_FATE_DEVICE || plan->fate[i] == REMAT_FATE_OFFLOAD) {
+            kept[b->tensors[i].storage] = 1;
         }
-        plan->fate[i] = f;
-        plan->unused[i] = plan->unused[i] && !t->param && !plan->needed[i] && t->ntags > 0 &&
-                          plan->asked[i] != REMAT_PLACE_REMAT;
     }
-    /* A name whose buffer stays alive through a kept view is not dropped:
-       not unused. */
     for (size_t i = 0; i < nt; i++) {
-        for (size_t j = 0; j < nt && plan->unused[i]; j++) {
-            if (b->tensors[j].storage == b->tensors[i].storage &&
-                (plan->fate[j] == REMAT_FATE_DEVICE || plan->fate[j] == REMAT_FATE_OFFLOAD)) {
-                plan->unused[i] = false;
-            }
-        }
+        plan->unused[i] = plan->unused[i] && !kept[b->tensors[i].storage];
     }
 }
 
@@ -666,13 +688,10 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, size_t kind, const remat
     /* MaxText's `none` without scan keeps every residual; scanned, the layer
        is still checkpointed and `none` behaves as `full`. */
     const bool keep_all = p->none_policy && !scan_layers;
-    for (size_t i = 0; i < b->ntensors; i++) {
-        bool chosen;
-        remat_place_t place = asked_place(b, p, layer, keep_all, i, &chosen);
-        plan->asked[i] = b->tensors[i].param ? REMAT_PLACE_DEVICE : place;
-        plan->unused[i] = chosen; /* refined once the needed set is known */
+    size_t nunused = 0;
+    plan_walk(b, plan, plan_asked(b, p, layer, keep_all, plan, &nunused), &nunused);
+    if (nunused) {
+        unused_views(b, plan);
     }
-    plan_walk(b, plan);
-    plan_fates(b, plan);
     return REMAT_OK;
 }

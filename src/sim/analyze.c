@@ -78,6 +78,7 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
         nops = g->head.nops > nops ? g->head.nops : nops;
     }
     remat_i_scratch_init(&an->s, nscratch, nops);
+    remat_i_layer_prepare(an); /* once here, for every run of the analyzer */
     an->profile_of = remat_i_xcalloc(an->nlayers, sizeof *an->profile_of);
     return REMAT_OK;
 }

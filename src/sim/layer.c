@@ -47,7 +47,7 @@
    whole. The counts are a graph's: no overflow. */
 void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops) {
     const size_t n = ntensors, np = nops ? nops : 1;
-    char *slab = remat_i_xcalloc(1, n * sizeof(uint64_t) + (6 * n + 3 * np) * sizeof(size_t) +
+    char *slab = remat_i_xcalloc(1, n * sizeof(uint64_t) + (7 * n + 3 * np) * sizeof(size_t) +
                                         5 * n);
     s->cur = (uint64_t *)(void *)slab;
     size_t *z = (size_t *)(void *)(s->cur + n);
@@ -60,7 +60,8 @@ void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops) {
     s->fwd_head = z + 6 * n;
     s->rec_head = s->fwd_head + np;
     s->bwd_head = s->rec_head + np;
-    unsigned char *c = (unsigned char *)(s->bwd_head + np);
+    s->held = s->bwd_head + np;
+    unsigned char *c = (unsigned char *)(s->held + n);
     s->cls = c;
     s->live = c + n;
     s->cat = c + 2 * n;
@@ -69,6 +70,7 @@ void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops) {
 }
 
 void remat_i_scratch_release(scratch_t *s) {
+    free(s->prep); /* the per-analyzer slab */
     free(s->cur);
     memset(s, 0, sizeof *s);
 }
@@ -109,14 +111,10 @@ static void measure(meter_t *m, remat_step_t step, size_t op) {
     }
 }
 
-/* Measures op @p j at @p step with the buffers that live only while it runs:
-   its weights gathered for it (and the next op's, prefetched), in backward
-   its weights' whole gradients before their reduce-scatter, and K/V
-   gathered over the context axis. */
-static void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_step_t step) {
-    const bool bwd = step == REMAT_STEP_BACKWARD;
-    const int64_t g = (int64_t)(bd->op_gather_mem[j] + (bwd ? bd->gather_prev[j] : bd->gather_next[j]));
-    const int64_t w = bwd ? (int64_t)bd->op_wgrad[j] : 0, kv = (int64_t)bd->kv_extra[j];
+/* measure() with an op's collective buffers (measure_op) added for the
+   moment. */
+static void measure_with(meter_t *m, int64_t g, int64_t w, int64_t kv, remat_step_t step,
+                         size_t j) {
     add_const(m, REMAT_CAT_GATHERED, g);
     add_const(m, REMAT_CAT_GRAD_BUFFER, w);
     add_const(m, REMAT_CAT_KV_GATHER, kv);
@@ -124,6 +122,24 @@ static void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_step_t ste
     add_const(m, REMAT_CAT_GATHERED, -g);
     add_const(m, REMAT_CAT_GRAD_BUFFER, -w);
     add_const(m, REMAT_CAT_KV_GATHER, -kv);
+}
+
+/* Measures op @p j at @p step with the buffers that live only while it runs:
+   its weights gathered for it (and the next op's, prefetched), in backward
+   its weights' whole gradients before their reduce-scatter, and K/V
+   gathered over the context axis. The whole measure only when it can
+   change something (@p extra is their sum, kind_prep's xf or xb): most are
+   no new peak, and untraced such a measure leaves the meter as it was. */
+static inline void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_step_t step,
+                              int64_t extra) {
+    assert(meter_consistent(m));
+    if (m->rec || !m->any || m->live + extra > m->peak) {
+        const bool bwd = step == REMAT_STEP_BACKWARD;
+        const int64_t g = (int64_t)(bd->op_gather_mem[j] + (bwd ? bd->gather_prev[j] : bd->gather_next[j]));
+        const int64_t w = bwd ? (int64_t)bd->op_wgrad[j] : 0, kv = (int64_t)bd->kv_extra[j];
+        assert(g + w + kv == extra);
+        measure_with(m, g, w, kv, step, j);
+    }
 }
 
 static size_t min_pos(size_t a, size_t b) {
@@ -182,12 +198,14 @@ static bool take_dying(meter_t *m, scratch_t *s, const remat_block_t *b, const b
    gradients are allocated (once: later writers accumulate into them), over
    a dying buffer of their size where the op is elementwise; then its
    outputs' gradients are consumed and the residuals whose last reader it is
-   (at backward position @p p) are freed. */
-void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
-                            const remat_op_t *op, size_t p) {
-    const bool inplace = elementwise_backward(op->kind);
-    for (size_t i = 0; i < op->nin; i++) {
-        size_t ti = op->in[i];
+   (at backward position @p p) are freed. The inputs are @p in (op's, or
+   only those with a gradient), @p inplace whether the op's backward is
+   elementwise. Inline here: a profile runs it for every op. */
+static inline void backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b,
+                                  const bound_t *bd, const remat_op_t *op, size_t p,
+                                  const size_t *in, size_t nin, bool inplace) {
+    for (size_t i = 0; i < nin; i++) {
+        size_t ti = in[i];
         if (!bd->gbytes[ti] || s->glive[ti]) {
             continue;
         }
@@ -200,8 +218,8 @@ void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, co
     }
 }
 
-void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
-                          size_t p) {
+static inline void backward_end(meter_t *m, scratch_t *s, const bound_t *bd,
+                                const remat_op_t *op, size_t p) {
     for (size_t i = 0; i < op->nout; i++) {
         size_t to = op->out[i];
         if (s->glive[to]) {
@@ -219,19 +237,25 @@ void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const rem
     }
 }
 
-/* Resets @p s for block @p b and fills each buffer's forward free position
-   (after its last reader; right after its producer when nothing reads it)
-   and its last backward reader (the smallest position among ops whose
-   backward saves a member). Classes start transient. */
-void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch_t *s) {
+void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
+                            const remat_op_t *op, size_t p) {
+    backward_begin(m, s, b, bd, op, p, op->in, op->nin, elementwise_backward(op->kind));
+}
+
+void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
+                          size_t p) {
+    backward_end(m, s, bd, op, p);
+}
+
+/* Each buffer's forward free position (after its last reader; right after
+   its producer when nothing reads it) and its last backward reader (the
+   smallest position among ops whose backward saves a member), into
+   @p free_fwd and @p bwd_use (REMAT_NONE elsewhere). */
+static void lifetimes(const remat_block_t *b, const bound_t *bd, size_t *free_fwd,
+                      size_t *bwd_use) {
     for (size_t i = 0; i < b->ntensors; i++) {
-        s->cls[i] = B_TRANS;
-        s->free_fwd[i] = REMAT_NONE;
-        s->bwd_use[i] = REMAT_NONE;
-        s->rec_use[i] = REMAT_NONE;
-        s->live[i] = 0;
-        s->glive[i] = 0;
-        s->virt[i] = 0;
+        free_fwd[i] = REMAT_NONE;
+        bwd_use[i] = REMAT_NONE;
     }
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
@@ -239,8 +263,8 @@ void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch
         size_t last = t->last_use != REMAT_NONE   ? t->last_use
                       : t->producer != REMAT_NONE ? bd->pos[t->producer]
                                                   : 0;
-        if (s->free_fwd[buf] == REMAT_NONE || last > s->free_fwd[buf]) {
-            s->free_fwd[buf] = last;
+        if (free_fwd[buf] == REMAT_NONE || last > free_fwd[buf]) {
+            free_fwd[buf] = last;
         }
     }
     for (size_t j = 0; j < b->nops; j++) {
@@ -248,9 +272,178 @@ void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch
         if (op->has_backward) {
             for (size_t i = 0; i < op->nsaves; i++) {
                 size_t buf = b->tensors[op->saves[i]].storage;
-                s->bwd_use[buf] = min_pos(s->bwd_use[buf], bd->pos[j]);
+                bwd_use[buf] = min_pos(bwd_use[buf], bd->pos[j]);
             }
         }
+    }
+}
+
+/* Resets @p s for block @p b and fills each buffer's lifetimes (lifetimes
+   above). Classes start transient. */
+void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch_t *s) {
+    for (size_t i = 0; i < b->ntensors; i++) {
+        s->cls[i] = B_TRANS;
+        s->rec_use[i] = REMAT_NONE;
+        s->live[i] = 0;
+        s->glive[i] = 0;
+        s->virt[i] = 0;
+    }
+    lifetimes(b, bd, s->free_fwd, s->bwd_use);
+}
+
+/* The id of checkpoint name @p name, added when new (names compare as
+   strings: one id, one name row). */
+static size_t name_id(scratch_t *s, const char *name) {
+    for (size_t i = 0; i < s->nname_ids; i++) {
+        if (s->name_str[i][0] == name[0] && strcmp(s->name_str[i], name) == 0) {
+            return i;
+        }
+    }
+    s->name_str[s->nname_ids] = name;
+    return s->nname_ids++;
+}
+
+/* Carves kind_prep @p k's arrays for block @p b out of @p slab
+   (prep_words of it). */
+static void carve_kind(const remat_block_t *b, size_t *slab, kind_prep_t *k) {
+    const size_t nt = b->ntensors, no = b->nops;
+    k->free_fwd = slab;
+    k->bwd_use = slab + nt;
+    k->owners = slab + 2 * nt;
+    k->fusable = slab + 3 * nt;
+    k->fwd_next = slab + 4 * nt;
+    k->bwd_next = slab + 5 * nt;
+    k->outs = slab + 6 * nt;
+    k->tag_id = slab + 7 * nt;
+    k->op_name = k->tag_id + REMAT_MAX_TAGS * nt;
+    k->fwd_head = k->op_name + no;
+    k->bwd_head = k->fwd_head + no;
+    k->inplace = k->bwd_head + no;
+    k->out_at = k->inplace + no;
+    k->gin_at = k->out_at + no + 1;
+    _Static_assert(sizeof(int64_t) == sizeof(size_t), "one word each");
+    k->xf = (int64_t *)(void *)(k->gin_at + no + 1);
+    k->xb = k->xf + no;
+    k->gin = (size_t *)(void *)(k->xb + no);
+}
+
+/* The kind's lifetimes and their free lists, its owners and their tags'
+   name ids, its fusable tensors in the order fuse visits them (ops last to
+   first, outputs in order: a chain of fused ops needs it) and each
+   position's owning outputs. */
+static void prepare_tensors(const remat_block_t *b, const bound_t *bd, scratch_t *s,
+                            kind_prep_t *k) {
+    const size_t nt = b->ntensors, no = b->nops;
+    lifetimes(b, bd, k->free_fwd, k->bwd_use);
+    bucket(k->free_fwd, nt, no, k->fwd_head, k->fwd_next);
+    bucket(k->bwd_use, nt, no, k->bwd_head, k->bwd_next);
+    k->nowners = k->nfusable = 0;
+    for (size_t i = 0; i < nt; i++) {
+        const remat_tensor_t *t = &b->tensors[i];
+        if (t->storage == i) {
+            k->owners[k->nowners++] = i;
+        }
+        for (size_t j = 0; j < t->ntags; j++) {
+            k->tag_id[i * REMAT_MAX_TAGS + j] = name_id(s, t->tags[j]);
+        }
+    }
+    for (size_t p = no; p-- > 0;) {
+        const remat_op_t *op = &b->ops[b->order[p]];
+        for (size_t o = 0; o < op->nout; o++) {
+            if (bd->fusable[op->out[o]]) {
+                k->fusable[k->nfusable++] = op->out[o];
+            }
+        }
+    }
+    size_t nouts = 0; /* at most one a tensor: each has one producer */
+    for (size_t p = 0; p < no; p++) {
+        const remat_op_t *op = &b->ops[b->order[p]];
+        k->out_at[p] = nouts;
+        for (size_t o = 0; o < op->nout; o++) {
+            if (b->tensors[op->out[o]].storage == op->out[o]) {
+                k->outs[nouts++] = op->out[o];
+            }
+        }
+    }
+    k->out_at[no] = nouts;
+}
+
+/* Per op: the sums a profile takes (in op order, as it would), the bytes
+   measure_op adds, the name of its re-run FLOPs (its first tagged output's
+   first), and its inputs with a gradient. */
+static void prepare_ops(const remat_block_t *b, const bound_t *bd, const scratch_t *s,
+                        kind_prep_t *k) {
+    size_t ngin = 0;
+    k->fwd_flops = k->bwd_flops = 0;
+    k->fwd_s = k->bwd_s = 0;
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        k->fwd_flops += bd->fwd[j];
+        k->bwd_flops += bd->bwd[j];
+        k->fwd_s += bd->fwd_s[j];
+        k->bwd_s += bd->bwd_s[j];
+        k->xf[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_next[j]) + (int64_t)bd->kv_extra[j];
+        k->xb[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_prev[j]) + (int64_t)bd->op_wgrad[j] +
+                   (int64_t)bd->kv_extra[j];
+        k->op_name[j] = s->id_unnamed;
+        for (size_t o = 0; o < op->nout; o++) {
+            if (b->tensors[op->out[o]].ntags) {
+                k->op_name[j] = k->tag_id[op->out[o] * REMAT_MAX_TAGS];
+                break;
+            }
+        }
+        k->inplace[j] = elementwise_backward(op->kind);
+        k->gin_at[j] = ngin;
+        for (size_t i = 0; i < op->nin; i++) {
+            if (bd->gbytes[op->in[i]]) {
+                k->gin[ngin++] = op->in[i];
+            }
+        }
+    }
+    k->gin_at[b->nops] = ngin;
+}
+
+/* The words of block @p b's arrays in its kind_prep. */
+static size_t prep_words(const remat_block_t *b) {
+    size_t nin = 0;
+    for (size_t j = 0; j < b->nops; j++) {
+        nin += b->ops[j].nin;
+    }
+    return (7 + REMAT_MAX_TAGS) * b->ntensors + 8 * b->nops + 2 + nin;
+}
+
+/* One slab: the kinds' preps, then the name ids' two arrays, then each
+   kind's arrays, every element pointer-sized; the counts are a graph's (no
+   overflow). */
+void remat_i_layer_prepare(remat_analyzer_t *an) {
+    const remat_graph_t *g = an->g;
+    scratch_t *s = &an->s;
+    size_t words = 0, names = 2; /* the two fallback names */
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        words += prep_words(b);
+        for (size_t i = 0; i < b->ntensors; i++) {
+            names += b->tensors[i].ntags;
+        }
+    }
+    _Static_assert(sizeof(kind_prep_t) % sizeof(size_t) == 0 && sizeof(char *) == sizeof(size_t),
+                   "the slab's arrays stay aligned");
+    char *slab =
+        remat_i_xmalloc(g->nkinds * sizeof(kind_prep_t) + (2 * names + words) * sizeof(size_t));
+    s->prep = (kind_prep_t *)(void *)slab;
+    size_t *z = (size_t *)(void *)(s->prep + g->nkinds);
+    s->name_str = (const char **)(void *)z;
+    s->row_of = z + names;
+    z = s->row_of + names;
+    s->nname_ids = 0;
+    s->id_input = name_id(s, "decoder_layer_input");
+    s->id_unnamed = name_id(s, "(unnamed)");
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        carve_kind(b, z, &s->prep[k]);
+        prepare_tensors(b, &an->kb[k], s, &s->prep[k]);
+        prepare_ops(b, &an->kb[k], s, &s->prep[k]);
+        z += prep_words(b);
     }
 }
 
@@ -267,40 +460,119 @@ static size_t max_pos(size_t a, size_t b) {
     return a == REMAT_NONE ? b : b == REMAT_NONE ? a : (a > b ? a : b);
 }
 
+/* One profile's run: the layer, its plan, and what the plan makes of its
+   buffers (classify). */
+typedef struct play {
+    const remat_block_t *b;
+    const bound_t *bd;
+    const kind_prep_t *k;
+    const remat_plan_t *plan;
+    scratch_t *s;
+    size_t noff;  /* buffers of class offload */
+    size_t nheld; /* buffers of class keep or offload (scratch_t's held) */
+    bool rerun;   /* some op is re-run */
+} play_t;
+
+/* Sets buffer @p u's key (*@p key, a position or REMAT_NONE) to @p to, and
+   moves it to that position's free list (lists through @p next from
+   @p head, buffers ascending, as remat_i_buckets makes them). */
+static void relist(size_t *head, size_t *next, size_t u, size_t *key, size_t to) {
+    if (*key == to) {
+        return;
+    }
+    if (*key != REMAT_NONE) {
+        size_t *link = &head[*key];
+        while (*link != u) {
+            link = &next[*link];
+        }
+        *link = next[u];
+    }
+    *key = to;
+    if (to != REMAT_NONE) {
+        size_t *link = &head[to];
+        while (*link != REMAT_NONE && *link < u) {
+            link = &next[*link];
+        }
+        next[u] = *link;
+        *link = u;
+    }
+}
+
 /* XLA's fusion: a fusable tensor that the plan neither keeps nor offloads
    is never materialized; each op that reads it computes it from its
    producer's inputs, which therefore live until its last reader, forward,
    in the re-run and in backward. Outputs are visited last to first, so a
-   chain of fused ops hands the latest reader down to its first inputs. */
-static void fuse(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                 scratch_t *s) {
-    for (size_t p = b->nops; p-- > 0;) {
-        const remat_op_t *op = &b->ops[b->order[p]];
-        for (size_t o = 0; o < op->nout; o++) {
-            size_t t = op->out[o];
-            if (!bd->fusable[t] || plan->fate[t] == REMAT_FATE_DEVICE ||
-                plan->fate[t] == REMAT_FATE_OFFLOAD) {
+   chain of fused ops hands the latest reader down to its first inputs. The
+   free lists follow each lifetime that moves. */
+static void fuse(const play_t *pl) {
+    const remat_block_t *b = pl->b;
+    scratch_t *s = pl->s;
+    for (size_t f = 0; f < pl->k->nfusable; f++) {
+        const size_t t = pl->k->fusable[f];
+        if (pl->plan->fate[t] == REMAT_FATE_DEVICE || pl->plan->fate[t] == REMAT_FATE_OFFLOAD) {
+            continue;
+        }
+        s->virt[t] = 1;
+        const remat_op_t *op = &b->ops[b->tensors[t].producer];
+        for (size_t i = 0; i < op->nin; i++) {
+            size_t u = b->tensors[op->in[i]].storage;
+            if (b->tensors[op->in[i]].param) {
                 continue;
             }
-            s->virt[t] = 1;
-            for (size_t i = 0; i < op->nin; i++) {
-                size_t u = b->tensors[op->in[i]].storage;
-                if (b->tensors[op->in[i]].param) {
-                    continue;
-                }
-                s->free_fwd[u] = max_pos(s->free_fwd[u], s->free_fwd[t]);
-                s->rec_use[u] = max_pos(s->rec_use[u], s->rec_use[t]);
-                s->bwd_use[u] = min_pos(s->bwd_use[u], s->bwd_use[t]);
-            }
+            relist(s->fwd_head, s->fwd_next, u, &s->free_fwd[u],
+                   max_pos(s->free_fwd[u], s->free_fwd[t]));
+            s->rec_use[u] = max_pos(s->rec_use[u], s->rec_use[t]);
+            relist(s->bwd_head, s->bwd_next, u, &s->bwd_use[u],
+                   min_pos(s->bwd_use[u], s->bwd_use[t]));
         }
     }
 }
 
-/* Each buffer's class under @p plan (a kept member keeps the buffer), and
-   its last recompute reader. */
-static void classify(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                     scratch_t *s) {
-    remat_i_buffer_lifetimes(b, bd, s);
+/* Resets the scratch for the run: the lifetimes before fusion and their
+   forward and backward free lists copied from the kind's, every other
+   per-tensor array cleared (as remat_i_buffer_lifetimes leaves them). */
+static void reset(const play_t *pl) {
+    const size_t nt = pl->b->ntensors;
+    scratch_t *s = pl->s;
+    _Static_assert(REMAT_NONE == SIZE_MAX && B_TRANS == 0, "the resets below write bytes");
+    const size_t np = pl->b->nops;
+    memcpy(s->free_fwd, pl->k->free_fwd, nt * sizeof *s->free_fwd);
+    memcpy(s->bwd_use, pl->k->bwd_use, nt * sizeof *s->bwd_use);
+    memcpy(s->fwd_head, pl->k->fwd_head, np * sizeof *s->fwd_head);
+    memcpy(s->bwd_head, pl->k->bwd_head, np * sizeof *s->bwd_head);
+    memcpy(s->fwd_next, pl->k->fwd_next, nt * sizeof *s->fwd_next);
+    memcpy(s->bwd_next, pl->k->bwd_next, nt * sizeof *s->bwd_next);
+    memset(s->rec_use, 0xff, nt * sizeof *s->rec_use);
+    memset(s->cls, 0, nt);
+    memset(s->live, 0, nt);
+    memset(s->glive, 0, nt);
+    memset(s->virt, 0, nt);
+}
+
+/* The re-run's free list (remat_i_buckets'), in one pass over the owners
+   (only an owner has a lifetime), last to first so that lists ascend. */
+static void rerun_list(const play_t *pl) {
+    scratch_t *s = pl->s;
+    for (size_t p = 0; p < pl->b->nops; p++) {
+        s->rec_head[p] = REMAT_NONE;
+    }
+    for (size_t n = pl->k->nowners; n-- > 0;) {
+        const size_t i = pl->k->owners[n];
+        if (s->rec_use[i] != REMAT_NONE) {
+            s->rec_next[i] = s->rec_head[s->rec_use[i]];
+            s->rec_head[s->rec_use[i]] = i;
+        }
+    }
+}
+
+/* Each buffer's class under the plan (a kept member keeps the buffer), its
+   last recompute reader, fusion and the free lists; the re-run's FLOPs and
+   time into @p t, summed in op order. */
+static void classify(play_t *pl, tpl_t *t) {
+    const remat_block_t *b = pl->b;
+    const remat_plan_t *plan = pl->plan;
+    scratch_t *s = pl->s;
+    reset(pl);
     for (size_t i = 0; i < b->ntensors; i++) {
         size_t buf = b->tensors[i].storage;
         if (plan->fate[i] == REMAT_FATE_DEVICE) {
@@ -309,51 +581,59 @@ static void classify(const remat_block_t *b, const bound_t *bd, const remat_plan
             s->cls[buf] = B_OFF;
         }
     }
+    pl->rerun = false;
     for (size_t j = 0; j < b->nops; j++) {
+        if (!plan->recompute_op[j]) {
+            continue;
+        }
         const remat_op_t *op = &b->ops[j];
-        size_t p = bd->pos[j];
-        if (plan->recompute_op[j]) {
-            for (size_t i = 0; i < op->nin; i++) {
-                size_t buf = b->tensors[op->in[i]].storage;
-                if (s->rec_use[buf] == REMAT_NONE || p > s->rec_use[buf]) {
-                    s->rec_use[buf] = p;
-                }
+        const size_t p = pl->bd->pos[j];
+        pl->rerun = true;
+        t->recompute_flops += pl->bd->fwd[j];
+        t->rec_s += pl->bd->fwd_s[j];
+        for (size_t i = 0; i < op->nin; i++) {
+            size_t buf = b->tensors[op->in[i]].storage;
+            if (s->rec_use[buf] == REMAT_NONE || p > s->rec_use[buf]) {
+                s->rec_use[buf] = p;
             }
         }
     }
-    fuse(b, bd, plan, s);
-    remat_i_buckets(b, s);
+    fuse(pl);
+    if (pl->rerun) {
+        rerun_list(pl); /* else nothing reads it */
+    }
 }
 
-/* Kept and offloaded bytes, FLOPs and op times of one layer. */
-static void totals(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                   const scratch_t *s, tpl_t *t) {
-    for (size_t i = 0; i < b->ntensors; i++) {
-        if (b->tensors[i].storage != i) {
-            continue;
-        }
+/* Kept and offloaded bytes, FLOPs and op times of one layer; lists the
+   kept and offloaded buffers (held) and counts the offloaded ones. */
+static void totals(play_t *pl, tpl_t *t) {
+    const bound_t *bd = pl->bd;
+    const scratch_t *s = pl->s;
+    pl->noff = pl->nheld = 0;
+    for (size_t n = 0; n < pl->k->nowners; n++) {
+        const size_t i = pl->k->owners[n];
         if (s->cls[i] == B_KEEP) {
             t->saved += bd->kbytes[i];
         } else if (s->cls[i] == B_OFF) {
             t->offloaded += bd->kbytes[i];
+            pl->noff++;
+        } else {
+            continue;
         }
+        s->held[pl->nheld++] = i;
     }
-    for (size_t j = 0; j < b->nops; j++) {
-        t->fwd_flops += bd->fwd[j];
-        t->bwd_flops += bd->bwd[j];
-        t->fwd_s += bd->fwd_s[j];
-        t->bwd_s += bd->bwd_s[j];
-        if (plan->recompute_op[j]) {
-            t->recompute_flops += bd->fwd[j];
-            t->rec_s += bd->fwd_s[j];
-        }
-    }
+    t->fwd_flops = pl->k->fwd_flops;
+    t->bwd_flops = pl->k->bwd_flops;
+    t->fwd_s = pl->k->fwd_s;
+    t->bwd_s = pl->k->bwd_s;
 }
 
 /* Forward (1)-(4). The layer input's buffer is in the caller's baseline.
    @p rec, when traced, gets every measure. */
-static void play_forward(const remat_block_t *b, const bound_t *bd, scratch_t *s, tpl_t *t,
-                         rel_events_t *rec) {
+static void play_forward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
+    const remat_block_t *b = pl->b;
+    const bound_t *bd = pl->bd;
+    scratch_t *s = pl->s;
     const size_t x = b->inputs[0], ys = b->tensors[b->outputs[0]].storage;
     meter_t m = {.rec = rec};
     s->live[x] = 1;
@@ -361,10 +641,9 @@ static void play_forward(const remat_block_t *b, const bound_t *bd, scratch_t *s
     s->cur[x] = bd->kbytes[x];
     for (size_t p = 0; p < b->nops; p++) {
         const size_t j = b->order[p];
-        const remat_op_t *op = &b->ops[j];
-        for (size_t i = 0; i < op->nout; i++) {
-            size_t o = op->out[i];
-            if (b->tensors[o].storage == o && !s->virt[o]) {
+        for (size_t n = pl->k->out_at[p]; n < pl->k->out_at[p + 1]; n++) {
+            const size_t o = pl->k->outs[n];
+            if (!s->virt[o]) {
                 /* A residual kept as a smaller copy (fp8) is a working
                    activation until its last forward reader. */
                 bool saved = (s->cls[o] == B_KEEP && bd->kbytes[o] == bd->bytes[o]) || o == ys;
@@ -372,7 +651,7 @@ static void play_forward(const remat_block_t *b, const bound_t *bd, scratch_t *s
                           saved ? REMAT_CAT_SAVED : REMAT_CAT_ACTIVATIONS);
             }
         }
-        measure_op(&m, bd, j, REMAT_STEP_FORWARD);
+        measure_op(&m, bd, j, REMAT_STEP_FORWARD, pl->k->xf[j]);
         /* Every buffer whose last forward reader this is: an operand, or
            the input of a fused tensor this op computes inside. */
         for (size_t buf = s->fwd_head[p]; buf != REMAT_NONE; buf = s->fwd_next[buf]) {
@@ -389,8 +668,9 @@ static void play_forward(const remat_block_t *b, const bound_t *bd, scratch_t *s
             }
         }
     }
-    for (size_t i = 0; i < b->ntensors; i++) {
-        if (b->tensors[i].storage == i && s->cls[i] == B_OFF && s->live[i]) {
+    for (size_t n = 0; pl->noff && n < pl->nheld; n++) {
+        const size_t i = s->held[n];
+        if (s->cls[i] == B_OFF && s->live[i]) {
             free_buf(&m, s, i);
         }
     }
@@ -401,30 +681,45 @@ static void play_forward(const remat_block_t *b, const bound_t *bd, scratch_t *s
     memcpy(t->fwd_dcats, m.cats, sizeof m.cats);
 }
 
-/* (5) Fetches the offloaded buffers, then frees those that nothing in
-   backward reads. */
-static void fetch(const remat_block_t *b, const bound_t *bd, scratch_t *s, meter_t *w) {
-    bool fetched = false;
-    for (size_t i = 0; i < b->ntensors; i++) {
-        if (b->tensors[i].storage == i && s->cls[i] == B_OFF) {
-            alloc_buf(w, s, i, bd->kbytes[i], REMAT_CAT_FETCHED);
-            fetched = true;
+/* The backward's start: the kept buffers live (SAVED), and (5) the
+   offloaded ones fetched (measured); then those that nothing in backward
+   reads are freed. Only they are live. */
+static void fetch(const play_t *pl, meter_t *w) {
+    const size_t *held = pl->s->held, nheld = pl->nheld;
+    const uint64_t *kbytes = pl->bd->kbytes;
+    scratch_t *s = pl->s;
+    memset(s->live, 0, pl->b->ntensors);
+    for (size_t n = 0; n < nheld; n++) {
+        const size_t i = held[n];
+        if (s->cls[i] == B_KEEP) {
+            s->live[i] = 1;
+            s->cat[i] = REMAT_CAT_SAVED;
+            s->cur[i] = kbytes[i];
+        } else {
+            alloc_buf(w, s, i, kbytes[i], REMAT_CAT_FETCHED);
+        }
+        if (!pl->noff && s->bwd_use[i] == REMAT_NONE && s->rec_use[i] == REMAT_NONE) {
+            free_buf(w, s, i); /* no fetch to measure first */
         }
     }
-    if (fetched) {
-        measure(w, REMAT_STEP_FETCH, REMAT_NONE);
+    if (!pl->noff) {
+        return;
     }
-    for (size_t i = 0; i < b->ntensors; i++) {
-        if (s->live[i] && s->bwd_use[i] == REMAT_NONE && s->rec_use[i] == REMAT_NONE) {
+    measure(w, REMAT_STEP_FETCH, REMAT_NONE);
+    for (size_t n = 0; n < nheld; n++) {
+        const size_t i = held[n];
+        if (s->bwd_use[i] == REMAT_NONE && s->rec_use[i] == REMAT_NONE) {
             free_buf(w, s, i);
         }
     }
 }
 
 /* (6) The plan's re-run ops, in forward order. */
-static void play_recompute(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                           scratch_t *s, meter_t *w) {
-    for (size_t p = 0; p < b->nops; p++) {
+static void play_recompute(const play_t *pl, meter_t *w) {
+    const remat_block_t *b = pl->b;
+    const remat_plan_t *plan = pl->plan;
+    scratch_t *s = pl->s;
+    for (size_t p = 0; pl->rerun && p < b->nops; p++) {
         size_t j = b->order[p];
         if (!plan->recompute_op[j]) {
             continue;
@@ -435,46 +730,46 @@ static void play_recompute(const remat_block_t *b, const bound_t *bd, const rema
                them): a dropout re-run for its mask makes no data output. */
             size_t buf = b->tensors[op->out[i]].storage;
             if (!s->live[buf] && plan->needed[op->out[i]] && !s->virt[buf]) {
-                alloc_buf(w, s, buf, bd->bytes[buf], REMAT_CAT_RECOMPUTE);
+                alloc_buf(w, s, buf, pl->bd->bytes[buf], REMAT_CAT_RECOMPUTE);
             }
         }
-        measure_op(w, bd, j, REMAT_STEP_RECOMPUTE);
+        measure_op(w, pl->bd, j, REMAT_STEP_RECOMPUTE, pl->k->xf[j]);
         /* freed here: what nothing in backward reads, once its last re-run
-           reader has run, if that is this op or the buffer is its operand */
+           reader has run, if that is this op or the buffer is its output
+           (an input's last re-run reader is this op or a later one, so the
+           list has every input this op can free) */
         for (size_t buf = s->rec_head[p]; buf != REMAT_NONE; buf = s->rec_next[buf]) {
             rerun_free(w, s, buf, p);
         }
-        for (size_t k = 0; k < op->nin + op->nout; k++) {
-            rerun_free(w, s, operand_buf(b, op, k), p);
+        for (size_t i = 0; i < op->nin; i++) {
+            assert(s->rec_use[b->tensors[op->in[i]].storage] >= p);
+        }
+        for (size_t i = 0; i < op->nout; i++) {
+            rerun_free(w, s, b->tensors[op->out[i]].storage, p);
         }
     }
 }
 
 /* Backward (5)-(7). Baseline: kept buffers (SAVED) and the output's
    gradient. */
-static void play_backward(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                          scratch_t *s, tpl_t *t, rel_events_t *rec) {
+static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
+    const remat_block_t *b = pl->b;
+    scratch_t *s = pl->s;
     meter_t w = {.rec = rec};
-    for (size_t i = 0; i < b->ntensors; i++) {
-        s->live[i] = 0;
-        if (b->tensors[i].storage == i && s->cls[i] == B_KEEP) {
-            s->live[i] = 1;
-            s->cat[i] = REMAT_CAT_SAVED;
-            s->cur[i] = bd->kbytes[i];
-        }
-    }
     s->glive[b->outputs[0]] = 1;
-    fetch(b, bd, s, &w);
-    play_recompute(b, bd, plan, s, &w);
+    fetch(pl, &w);
+    play_recompute(pl, &w);
     for (size_t p = b->nops; p-- > 0;) {
         size_t j = b->order[p];
         const remat_op_t *op = &b->ops[j];
         if (!op->has_backward) {
             continue;
         }
-        remat_i_backward_begin(&w, s, b, bd, op, p);
-        measure_op(&w, bd, j, REMAT_STEP_BACKWARD);
-        remat_i_backward_end(&w, s, bd, op, p);
+        const size_t *gin = pl->k->gin, *at = pl->k->gin_at;
+        backward_begin(&w, s, b, pl->bd, op, p, gin + at[j], at[j + 1] - at[j],
+                       pl->k->inplace[j]);
+        measure_op(&w, pl->bd, j, REMAT_STEP_BACKWARD, pl->k->xb[j]);
+        backward_end(&w, s, pl->bd, op, p);
     }
     t->bwd_peak = w.peak;
     t->bwd_step = w.step;
@@ -486,13 +781,12 @@ static void play_backward(const remat_block_t *b, const bound_t *bd, const remat
 
 /* One profile; a traced run records its measures in @p fwd and @p bwd
    (else both are NULL). */
-static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat_plan_t *plan,
-                          scratch_t *s, tpl_t *t, rel_events_t *fwd, rel_events_t *bwd) {
+static void profile_layer(play_t *pl, tpl_t *t, rel_events_t *fwd, rel_events_t *bwd) {
     memset(t, 0, sizeof *t);
-    classify(b, bd, plan, s);
-    totals(b, bd, plan, s, t);
-    play_forward(b, bd, s, t, fwd);
-    play_backward(b, bd, plan, s, t, bwd);
+    classify(pl, t);
+    totals(pl, t);
+    play_forward(pl, t, fwd);
+    play_backward(pl, t, bwd);
     assert(t->fwd_dcats[REMAT_CAT_GATHERED] == 0 && t->bwd_dcats[REMAT_CAT_GATHERED] == 0 &&
            t->bwd_dcats[REMAT_CAT_GRAD_BUFFER] == 0 && t->fwd_dcats[REMAT_CAT_KV_GATHER] == 0 &&
            t->bwd_dcats[REMAT_CAT_KV_GATHER] == 0);
@@ -500,94 +794,87 @@ static void profile_layer(const remat_block_t *b, const bound_t *bd, const remat
 
 /* ---- the tables: per tensor and per checkpoint name --------------------- */
 
-/* The row of @p name, appended when new. The rows grow to 8, then double
-   (at every power of two from 8 on): the capacity is implied by the count,
-   so the public result needs no field for it. */
-static remat_name_row_t *name_row(remat_result_t *r, const char *name) {
-    for (size_t i = 0; i < r->nnames; i++) {
-        if (r->names[i].name[0] == name[0] && strcmp(r->names[i].name, name) == 0) {
-            return &r->names[i];
-        }
+/* The row of name id @p id (remat_i_layer_prepare), appended when new. The
+   rows grow to 16, then double (at every power of two from 16 on): the
+   capacity is implied by the count, so the public result needs no field
+   for it. */
+static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, size_t id) {
+    if (s->row_of[id] != REMAT_NONE) {
+        return &r->names[s->row_of[id]];
     }
     const size_t count = r->nnames;
-    if (count == 0 || (count >= 8 && (count & (count - 1)) == 0)) {
-        r->names = remat_i_xrealloc(r->names, (count ? 2 * count : 8) * sizeof *r->names);
+    if (count == 0 || (count >= 16 && (count & (count - 1)) == 0)) {
+        r->names = remat_i_xrealloc(r->names, (count ? 2 * count : 16) * sizeof *r->names);
     }
+    s->row_of[id] = count;
     remat_name_row_t *row = &r->names[r->nnames++];
     memset(row, 0, sizeof *row);
     /* graph and policy names are under REMAT_NAME_LEN (graph_load, policy) */
+    const char *name = s->name_str[id];
     const size_t n = strlen(name);
     assert(n < sizeof row->name);
     memcpy(row->name, name, n < sizeof row->name ? n : sizeof row->name - 1);
     return row;
 }
 
-/* The checkpoint name a buffer's bytes are reported under: the first tag of
-   a member with the buffer's fate, the owner first. */
-static const char *buffer_name(const remat_block_t *b, const remat_plan_t *plan,
-                               const remat_policy_t *policy, size_t layer, size_t buf,
-                               remat_fate_t fate) {
+/* The id of the checkpoint name a buffer's bytes are reported under: the
+   first tag of a member with the buffer's fate, the owner first. */
+static size_t buffer_name(const remat_block_t *b, const kind_prep_t *k, const scratch_t *s,
+                          const remat_plan_t *plan, const remat_policy_t *policy, size_t layer,
+                          size_t buf, remat_fate_t fate) {
     /* The buffer's own name (gpt3's qkv_proj), the one that placed it there
-       when it has several (llama's context and attention_out). */
+       when it has several (llama's context and attention_out). One name is
+       the answer whatever placed it: no lookup. */
     const remat_tensor_t *t = &b->tensors[buf];
+    const size_t *ids = &k->tag_id[buf * REMAT_MAX_TAGS];
+    if (t->ntags == 1) {
+        return ids[0];
+    }
     remat_place_t want = fate == REMAT_FATE_DEVICE ? REMAT_PLACE_DEVICE : REMAT_PLACE_OFFLOAD;
-    for (size_t k = 0; k < t->ntags; k++) {
+    for (size_t j = 0; j < t->ntags; j++) {
         remat_place_t got;
-        if (remat_policy_lookup(policy, t->tags[k], layer, &got) && got == want) {
-            return t->tags[k];
+        if (remat_policy_lookup(policy, t->tags[j], layer, &got) && got == want) {
+            return ids[j];
         }
     }
     if (t->ntags) {
-        return t->tags[0];
+        return ids[0];
     }
     for (size_t i = 0; i < b->ntensors; i++) {
         if (b->tensors[i].storage == buf && plan->fate[i] == fate && b->tensors[i].ntags) {
-            return b->tensors[i].tags[0];
+            return k->tag_id[i * REMAT_MAX_TAGS];
         }
     }
-    return buf == b->inputs[0] ? "decoder_layer_input" : "(unnamed)";
+    return buf == b->inputs[0] ? s->id_input : s->id_unnamed;
 }
 
-/* Tensor @p i's row under profile @p pr. A re-run's FLOPs go to its first
-   output that is needed (a dropout re-run for its mask: the mask). */
-static void tensor_row(const remat_block_t *b, const bound_t *lb, const remat_profile_t *pr,
-                       size_t i, remat_tensor_row_t *row) {
-    const remat_tensor_t *t = &b->tensors[i];
-    row->tensor = i;
-    memcpy(row->shape, lb->tdim[i], sizeof row->shape);
-    row->bytes = lb->bytes[i];
-    row->asked = pr->plan.asked[i];
-    row->fate = pr->plan.fate[i];
-    row->unused = pr->plan.unused[i];
-    if (t->producer != REMAT_NONE && pr->plan.recompute_op[t->producer]) {
-        const remat_op_t *op = &b->ops[t->producer];
-        size_t first = REMAT_NONE;
-        for (size_t k = 0; k < op->nout && first == REMAT_NONE; k++) {
-            if (pr->plan.needed[op->out[k]]) {
-                first = op->out[k];
-            }
-        }
-        if (first == i) {
-            row->recompute_flops = lb->fwd[t->producer];
-        }
-    }
-}
-
-/* The tensor rows of profile @p pr and its buffers' bytes by name; reads
-   the classes its profile_layer left in the scratch. */
-static remat_status_t saved_rows(const remat_analyzer_t *an, const remat_policy_t *policy,
-                                 remat_profile_t *pr, remat_result_t *r, remat_error_t *err) {
+/* The tensor rows of profile @p pr, every field written (they are not
+   zeroed), and its buffers' bytes by name; reads the classes and the
+   @p nheld kept and offloaded buffers its profile_layer left in the
+   scratch. */
+static remat_status_t saved_rows(remat_analyzer_t *an, const remat_policy_t *policy,
+                                 remat_profile_t *pr, size_t nheld, remat_result_t *r,
+                                 remat_error_t *err) {
     const remat_block_t *b = &an->g->kinds[pr->kind].block;
     const bound_t *lb = &an->kb[pr->kind];
-    const scratch_t *s = &an->s;
-    pr->tensors = remat_i_xcalloc(b->ntensors, sizeof *pr->tensors);
+    scratch_t *s = &an->s;
+    const kind_prep_t *k = &s->prep[pr->kind];
+    pr->tensors = remat_i_xmalloc((b->ntensors ? b->ntensors : 1) * sizeof *pr->tensors);
     for (size_t i = 0; i < b->ntensors; i++) {
-        tensor_row(b, lb, pr, i, &pr->tensors[i]);
-        if (b->tensors[i].storage != i || s->cls[i] == B_TRANS) {
-            continue;
-        }
+        remat_tensor_row_t *row = &pr->tensors[i];
+        row->tensor = i;
+        memcpy(row->shape, lb->tdim[i], sizeof row->shape);
+        row->bytes = lb->bytes[i];
+        row->asked = pr->plan.asked[i];
+        row->fate = pr->plan.fate[i];
+        row->unused = pr->plan.unused[i];
+        row->recompute_flops = 0; /* recompute_rows */
+    }
+    for (size_t n = 0; n < nheld; n++) {
+        const size_t i = s->held[n];
         remat_fate_t f = s->cls[i] == B_KEEP ? REMAT_FATE_DEVICE : REMAT_FATE_OFFLOAD;
-        remat_name_row_t *nr = name_row(r, buffer_name(b, &pr->plan, policy, pr->first, i, f));
+        remat_name_row_t *nr =
+            name_row(r, s, buffer_name(b, k, s, &pr->plan, policy, pr->first, i, f));
         uint64_t *acc = f == REMAT_FATE_DEVICE ? &nr->saved_bytes : &nr->offloaded_bytes;
         remat_status_t st =
             sum_checked(acc, lb->kbytes[i], pr->nlayers, "saved bytes", err);
@@ -598,25 +885,28 @@ static remat_status_t saved_rows(const remat_analyzer_t *an, const remat_policy_
     return REMAT_OK;
 }
 
-/* Profile @p pr's re-run FLOPs by the name of each op's first tagged
-   output. */
-static remat_status_t recompute_rows(const remat_analyzer_t *an, const remat_profile_t *pr,
+/* Profile @p pr's re-run FLOPs, in its tensor rows and by name. An op's go
+   to its first output that is needed (a dropout re-run for its mask: the
+   mask), and under the name of its first tagged output (kind_prep's
+   op_name). */
+static remat_status_t recompute_rows(remat_analyzer_t *an, remat_profile_t *pr,
                                      remat_result_t *r, remat_error_t *err) {
     const remat_block_t *b = &an->g->kinds[pr->kind].block;
+    const size_t *op_name = an->s.prep[pr->kind].op_name;
+    const uint64_t *fwd = an->kb[pr->kind].fwd;
     for (size_t j = 0; j < b->nops; j++) {
         if (!pr->plan.recompute_op[j]) {
             continue;
         }
-        const char *name = "(unnamed)";
-        for (size_t i = 0; i < b->ops[j].nout; i++) {
-            if (b->tensors[b->ops[j].out[i]].ntags) {
-                name = b->tensors[b->ops[j].out[i]].tags[0];
+        const remat_op_t *op = &b->ops[j];
+        for (size_t k = 0; k < op->nout; k++) {
+            if (pr->plan.needed[op->out[k]]) {
+                pr->tensors[op->out[k]].recompute_flops = fwd[j];
                 break;
             }
         }
-        remat_status_t st = sum_checked(&name_row(r, name)->recompute_flops,
-                                        an->kb[pr->kind].fwd[j], pr->nlayers, "recompute FLOPs",
-                                        err);
+        remat_status_t st = sum_checked(&name_row(r, &an->s, op_name[j])->recompute_flops, fwd[j],
+                                        pr->nlayers, "recompute FLOPs", err);
         if (st) {
             return st;
         }
@@ -634,13 +924,18 @@ remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t
     if (tr) {
         remat_i_trace_profiles(tr, r->nprofiles);
     }
+    assert(r->nnames == 0 && "a run's name rows start empty (result_begin)");
+    for (size_t i = 0; !lite && i < an->s.nname_ids; i++) {
+        an->s.row_of[i] = REMAT_NONE;
+    }
     for (size_t p = 0; p < r->nprofiles; p++) {
         remat_profile_t *pr = &r->profiles[p];
         tpl_t *t = &an->tpls[p];
-        profile_layer(&an->g->kinds[pr->kind].block, &an->kb[pr->kind], &pr->plan, &an->s, t,
-                      tr ? &tr->fwd[p] : NULL, tr ? &tr->bwd[p] : NULL);
+        play_t pl = {.b = &an->g->kinds[pr->kind].block, .bd = &an->kb[pr->kind],
+                     .k = &an->s.prep[pr->kind], .plan = &pr->plan, .s = &an->s};
+        profile_layer(&pl, t, tr ? &tr->fwd[p] : NULL, tr ? &tr->bwd[p] : NULL);
         t->kind = pr->kind;
-        const remat_op_t *ops = an->g->kinds[pr->kind].block.ops;
+        const remat_op_t *ops = pl.b->ops;
         t->fwd_name = ops[t->fwd_op].name;
         t->bwd_name = t->bwd_op == REMAT_NONE ? NULL : ops[t->bwd_op].name;
         pr->fwd_peak_rel = t->fwd_peak > 0 ? (uint64_t)t->fwd_peak : 0;
@@ -649,7 +944,7 @@ remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t
             continue; /* the solver reads only the verdict and the times */
         }
         remat_status_t st;
-        if ((st = saved_rows(an, policy, pr, r, err)) || (st = recompute_rows(an, pr, r, err))) {
+        if ((st = saved_rows(an, policy, pr, pl.nheld, r, err)) || (st = recompute_rows(an, pr, r, err))) {
             return st;
         }
     }

@@ -102,13 +102,45 @@ typedef struct scratch {
     unsigned char *glive; /* per tensor: gradient live */
     unsigned char *virt;  /* per tensor: fused into its readers under this plan (no buffer,
                              nor for its gradient) */
+    size_t *held;         /* a layer's buffers of class keep or offload, ascending */
     /* The buffers by the position that frees them (remat_i_buckets): lists
        through *_next, REMAT_NONE-terminated, buffers ascending, from the
        free_fwd, rec_use and bwd_use above. They spare a scan of every
        buffer at every op. */
     size_t *fwd_head, *rec_head, *bwd_head; /* per position */
     size_t *fwd_next, *rec_next, *bwd_next; /* per buffer */
+    /* Per analyzer, not per run (remat_i_layer_prepare, in one allocation
+       that starts at prep): what each layer kind's profile reads that no
+       plan changes, and the checkpoint names as small integers. */
+    struct kind_prep *prep;  /* per layer kind */
+    const char **name_str;   /* per name id: the layer kinds' distinct tags, and
+                                the two fallbacks (id_input, id_unnamed) */
+    size_t *row_of;          /* per name id, per run: its row in the result, or REMAT_NONE */
+    size_t nname_ids, id_input, id_unnamed;
 } scratch_t;
+
+/* What a layer kind's profile reads that no plan changes (layer.c). */
+typedef struct kind_prep {
+    size_t *free_fwd, *bwd_use; /* per tensor: remat_i_buffer_lifetimes' (before fusion) */
+    size_t *owners;             /* the tensors that own their buffer, ascending */
+    size_t *fusable;            /* the fusable tensors in fusion's order: last op first */
+    size_t *tag_id;             /* per tensor, REMAT_MAX_TAGS each: its tags' name ids */
+    size_t *op_name;            /* per op: the name id its re-run FLOPs are reported under */
+    /* remat_i_buckets' forward and backward free lists of the lifetimes above */
+    size_t *fwd_head, *bwd_head; /* per position */
+    size_t *fwd_next, *bwd_next; /* per tensor */
+    int64_t *xf, *xb; /* per op: the bytes live only while it runs (its collective
+                         buffers), forward or re-run and backward */
+    /* per position p: outs[out_at[p] .. out_at[p + 1]) are its op's outputs
+       that own their buffer, in order */
+    size_t *out_at, *outs;
+    /* per op j: gin[gin_at[j] .. gin_at[j + 1]) are its inputs that have a
+       gradient, in order; inplace[j] whether its backward is elementwise */
+    size_t *gin_at, *gin, *inplace;
+    size_t nowners, nfusable;
+    uint64_t fwd_flops, bwd_flops; /* summed over the ops in op order, as a profile sums */
+    double fwd_s, bwd_s;
+} kind_prep_t;
 
 /* A layer's measures relative to its start, kept for the trace: its
    profile's events, which every layer of the profile repeats on top of the
@@ -315,6 +347,9 @@ remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t stage,
 
 /* layer.c */
 void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops);
+/* Fills the scratch's per-analyzer part (prep, the name ids) once the
+   layer kinds are bound and timed; remat_i_scratch_release frees it. */
+void remat_i_layer_prepare(remat_analyzer_t *an);
 /* Fills the scratch's free lists of block @p b from its lifetimes; again
    after anything changes free_fwd, rec_use or bwd_use. */
 void remat_i_buckets(const remat_block_t *b, scratch_t *s);

@@ -235,9 +235,22 @@ static size_t profile_of_plan(remat_result_t *r, size_t kind, remat_plan_t *plan
     return p;
 }
 
+/* The set of @p policy's ranges that cover layer @p l, one bit a range
+   (check_ranges keeps them to 64). */
+static uint64_t range_key(const remat_policy_t *policy, size_t l) {
+    uint64_t key = 0;
+    for (size_t i = 0; i < policy->nranges; i++) {
+        if (l >= policy->ranges[i].first && l <= policy->ranges[i].last) {
+            key |= (uint64_t)1 << i;
+        }
+    }
+    return key;
+}
+
 /* Layers of one kind covered by the same set of ranges get the same plan:
    plan once per distinct (kind, set), then merge identical plans of a kind
-   into one profile. */
+   into one profile. Consecutive layers of one kind and set are taken as a
+   run: the distinct pairs are looked up once a run, not once a layer. */
 static remat_status_t plan_ranges(const remat_analyzer_t *an, const remat_policy_t *policy,
                                   size_t *profile_of, remat_result_t *r, remat_error_t *err) {
     enum { NKEYS = (REMAT_MAX_RANGES + 1) * REMAT_MAX_KINDS };
@@ -246,12 +259,15 @@ static remat_status_t plan_ranges(const remat_analyzer_t *an, const remat_policy
     remat_plan_t plan;
     remat_plan_init(&plan);
     remat_status_t st = REMAT_OK;
-    for (size_t l = 0; l < an->nlayers && st == REMAT_OK; l++) {
-        uint64_t key = 0;
+    for (size_t l = 0, end; l < an->nlayers; l = end) {
+        const uint64_t key = range_key(policy, l);
         const size_t kind = an->kind_of[l];
-        for (size_t i = 0; i < policy->nranges; i++) {
-            if (l >= policy->ranges[i].first && l <= policy->ranges[i].last) {
-                key |= (uint64_t)1 << i;
+        if (an->g->nkinds == 1 && policy->nranges == 0) {
+            end = an->nlayers; /* one run: every layer alike */
+        } else {
+            for (end = l + 1; end < an->nlayers && an->kind_of[end] == kind &&
+                              (policy->nranges == 0 || range_key(policy, end) == key);
+                 end++) {
             }
         }
         size_t k = 0;
@@ -268,10 +284,12 @@ static remat_status_t plan_ranges(const remat_analyzer_t *an, const remat_policy
             key_kind[nkeys] = kind;
             key_profile[nkeys++] = profile_of_plan(r, kind, &plan, l);
         }
-        size_t p = key_profile[k];
-        profile_of[l] = p;
-        r->profiles[p].last = l;
-        r->profiles[p].nlayers++;
+        const size_t p = key_profile[k];
+        for (size_t i = l; i < end; i++) {
+            profile_of[i] = p;
+        }
+        r->profiles[p].last = end - 1;
+        r->profiles[p].nlayers += end - l;
     }
     remat_plan_release(&plan);
     return st;
