@@ -33,7 +33,13 @@
  *  - a meter's categories sum to its live bytes at every measure;
  *  - the collective buffers (an op's gathered weights, its weights' whole
  *    gradients, K/V gathered over the context axis) live only while their
- *    op runs: they add to the peaks, never to the deltas.
+ *    op runs: they add to the peaks, never to the deltas;
+ *  - a kind's preparation (remat_i_layer_prepare: lifetimes before fusion,
+ *    their free lists, buffer owners, each op's gradient inputs, the name
+ *    numbers) depends on the bound block alone, never on a plan: a run
+ *    copies it and patches only what the plan's fusions move, so a run
+ *    plays what a walk over every buffer at every op would (the free lists
+ *    ascend, as that walk's buffer order does).
  */
 #include <stdio.h>
 #include <stdlib.h>
