@@ -18,7 +18,7 @@ const remat_cli_option_t remat_cli_options[] = {
     {CLI_OPT_POLICIES, "--policies", "LIST", "comma-separated presets or policy files"},
     {CLI_OPT_KIND, "--kind", "KIND",
      "table: layers|tensors|names|stages|all (default); chart: timeline|layers|policies"},
-    {CLI_OPT_FRONTIER, "--frontier", NULL, "also list the Pareto frontier (enumerates every plan)"},
+    {CLI_OPT_FRONTIER, "--frontier", NULL, "also list the Pareto frontier (exact, by branch and bound)"},
     {CLI_OPT_EXHAUSTIVE, "--exhaustive", NULL,
      "enumerate instead of branch and bound (same answer)"},
     {CLI_OPT_EMIT_POLICY, "--emit-policy", "FILE", "write the placement as a policy file"},
