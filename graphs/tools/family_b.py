@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ beside the generators
 import moe_graphs  # noqa: E402
-from moe_graphs import T, O, base, dense_mlp, llama_attention, write  # noqa: E402
+from moe_graphs import T, O, base, dense_mlp, llama_attention, op_index, write  # noqa: E402
 
 BSE = ["batch", "seq", "embed"]
 
@@ -34,10 +34,6 @@ def renamed(t, ops, rename):
         o["out"] = [rename(n) for n in o["out"]]
         ops2.append(o)
     return t2, ops2
-
-
-def op_index(ops, name):
-    return next(i for i, o in enumerate(ops) if o["name"] == name)
 
 
 def gelu_mlp(t, ops, inp, prefix):

@@ -17,8 +17,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ beside the generators
 import moe_graphs  # noqa: E402
-from moe_graphs import T, O, moe_part, llama_attention, dense_mlp, MOE_DIMS, write, base, stacked  # noqa: E402
+from moe_graphs import (T, O, moe_part, llama_attention, dense_mlp, moe_graph, op_index,  # noqa: E402
+                        write, base, stacked, SHARED_MLP)
 
 BSE = ["batch", "seq", "embed"]
 Q = ["batch", "seq", "heads", "head_dim"]
@@ -31,31 +33,24 @@ TOK_E_AX = moe_graphs.AX5(None)
 
 # ---- editing a block's op list ----------------------------------------------
 
-def at(ops, name):
-    for i, o in enumerate(ops):
-        if o["name"] == name:
-            return i
-    raise KeyError(name)
-
-
 def op(ops, name):
-    return ops[at(ops, name)]
+    return ops[op_index(ops, name)]
 
 
 def insert_after(ops, name, new):
-    i = at(ops, name) + 1
+    i = op_index(ops, name) + 1
     ops[i:i] = new
 
 
 def replace(ops, name, new):
     """Op `name` gives way to the ops `new`, at its place in the run order."""
-    i = at(ops, name)
+    i = op_index(ops, name)
     ops[i:i + 1] = new
 
 
 def drop(t, ops, op_names=(), tensors=()):
     for n in op_names:
-        del ops[at(ops, n)]
+        del ops[op_index(ops, n)]
     for n in tensors:
         del t[n]
 
@@ -156,9 +151,7 @@ def residual(t, ops, ffn_out):
 # ---- Qwen3-MoE ---------------------------------------------------------------
 
 def qwen3_moe():
-    g = copy.deepcopy(base)
-    g["name"] = "qwen3_moe"
-    g["description"] = (
+    g = moe_graph("qwen3_moe", (
         "Qwen3-MoE decoder layer as MaxText runs it (decoder_block qwen3_moe): llama's attention with "
         "per-head RMSNorm on q and k (scale [head_dim]) before RoPE and the query times head_dim^-0.5, "
         "the flash kernel; every layer a routed MoE block on MaxText's default sparse path, no shared "
@@ -166,8 +159,7 @@ def qwen3_moe():
         "(norm_topk_prob), tokens permuted to the expert-parallel buffer, Megablox grouped matmuls over "
         "base_moe_mlp_dim, unpermuted and summed in fp32; head as llama's. Leaves out the load-balance "
         "loss (load_balance_loss_weight > 0, e.g. qwen3-235b-a22b: a softmax over all experts [b,s,E] "
-        "and a one-hot [b,s,k,E] of int32 per layer)")
-    g["dims"].update(copy.deepcopy(MOE_DIMS))
+        "and a one-hot [b,s,k,E] of int32 per layer)"))
     t, ops = attention(128 ** -0.5, qk_norm="rms")
     y = moe_part(t, ops, "hn", ["embed", None], "softmax")
     # norm_topk_prob: the top-k weights divided by their sum
@@ -221,9 +213,7 @@ def gpt_oss_moe(t, ops, inp):
 
 
 def gpt_oss():
-    g = copy.deepcopy(base)
-    g["name"] = "gpt_oss"
-    g["description"] = (
+    g = moe_graph("gpt_oss", (
         "gpt-oss decoder layers as MaxText runs them (decoder_block gpt_oss): llama's attention with q, k, "
         "v and output projection biases, RoPE, the query times head_dim^-0.5 and the flash kernel; layers "
         "alternate sliding-window attention (even layers, 0-based: sliding_window_size) and global "
@@ -238,10 +228,8 @@ def gpt_oss():
         "the bias adds' masks of padded rows (jnp.where) are taken as fused with the adds. MaxText scans "
         "the layers in pairs (inhomogeneous_layer_cycle_interval 2), a pair under one remat; here each "
         "layer is a step of its own (under full MaxText keeps one input per pair and recomputes a pair "
-        "at a time)")
-    d = g["dims"]
-    d.update(copy.deepcopy(MOE_DIMS))
-    d["moe_mlp"] = {"from": "base_mlp_dim", "axis": "activation_mlp_moe", "weight_axis": "mlp_moe"}
+        "at a time)"),
+        moe_mlp={"from": "base_mlp_dim", "axis": "activation_mlp_moe", "weight_axis": "mlp_moe"})
     blocks = {}
     for name in ("global", "local"):
         t, ops = attention(64 ** -0.5, bias=True, sinks=True)
@@ -281,13 +269,11 @@ def llama4_moe(t, ops, inp):
 
 
 def llama4(qk_norm):
-    g = copy.deepcopy(base)
     name = "llama4_qk_norm" if qk_norm else "llama4"
-    g["name"] = name
     norm = ("with use_qk_norm's weightless L2 norm on q and k after RoPE in the RoPE layers (an RMSNorm "
             "here, whose scale is one [head_dim] vector shared by q and k: 128 params a layer that the "
             "model does not have)" if qk_norm else "without query/key norms (use_qk_norm=false)")
-    g["description"] = (
+    g = moe_graph(name, (
         "Llama 4 decoder layers as MaxText runs them (decoder_block llama4), " + norm + ": llama's "
         "attention with the query times head_dim^-0.5 and the flash kernel; layer i (0-based) is a global "
         "NoPE layer (no RoPE, the query times a per-position temperature) when (i + 1) is a multiple of "
@@ -301,10 +287,7 @@ def llama4(qk_norm):
         "and 4). Leaves out the scaled token's sort in fp32 (cast to the compute dtype before the "
         "permute here, after it in MaxText) and the vision encoder. MaxText scans the layers in blocks "
         "of inhomogeneous_layer_cycle_interval (4), a block under one remat; here each layer is a step of "
-        "its own (under full MaxText keeps one input per block and recomputes a block at a time)")
-    d = g["dims"]
-    d.update(copy.deepcopy(MOE_DIMS))
-    d["shared_mlp"] = {"from": "shared_mlp_dim", "axis": "activation_mlp", "weight_axis": "mlp"}
+        "its own (under full MaxText keeps one input per block and recomputes a block at a time)"), shared_mlp=SHARED_MLP)
     blocks = {}
     t, ops = attention(128 ** -0.5, rope=False, temperature=True)
     blocks["global_moe"] = residual(t, ops, llama4_moe(t, ops, "hn"))

@@ -13,7 +13,8 @@ import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-base = json.load(open(os.path.join(HERE, '..', 'llama.flash.json')))
+with open(os.path.join(HERE, '..', 'llama.flash.json')) as _f:
+    base = json.load(_f)
 A = 'act'
 def T(shape, dtype=A, ck=None, param=False, axes=None, group=None):
     t = {"shape": shape, "dtype": dtype}
@@ -33,8 +34,28 @@ MOE_DIMS = {
   "ep_buffer": {"from": "moe_buffer_factor"},
   "moe_mlp": {"from": "base_moe_mlp_dim", "axis": "activation_mlp_moe", "weight_axis": "mlp_moe"},
 }
+SHARED_MLP = {"from": "shared_mlp_dim", "axis": "activation_mlp", "weight_axis": "mlp"}
 TOK5 = lambda last: ["batch", "seq", "topk", "ep_buffer", last]
 AX5 = lambda last: ["activation_batch_moe", "activation_length_moe", None, None, last]
+
+def moe_graph(name, description, **dims):
+    """A copy of llama's graph named `name`, its dims with MOE_DIMS and then
+    `dims` added (a name already there keeps its place)."""
+    g = copy.deepcopy(base)
+    g["name"] = name
+    g["description"] = description
+    g["dims"].update(copy.deepcopy(MOE_DIMS))
+    g["dims"].update(copy.deepcopy(dims))
+    return g
+
+
+def op_index(ops, name):
+    """The index of the op called `name` in `ops`."""
+    for i, o in enumerate(ops):
+        if o["name"] == name:
+            return i
+    raise KeyError(name)
+
 
 def moe_part(t, ops, inp, gate_axes, router):
     """The routed experts on normed input `inp` [b,s,e]; returns the output tensor name."""
@@ -258,16 +279,13 @@ def dense_mlp(t, ops, inp, dim, prefix):
     return prefix + "out"
 
 def deepseek():
-    g = copy.deepcopy(base)
-    g["name"] = "deepseek"
-    g["description"] = ("DeepSeek-V2/V3 decoder layers as MaxText runs them (decoder_block deepseek): MLA attention "
+    g = moe_graph("deepseek", ("DeepSeek-V2/V3 decoder layers as MaxText runs them (decoder_block deepseek): MLA attention "
         "(low-rank query and key/value projections with their norms, a shared RoPE key, the flash kernel), then "
         "first_num_dense_layers dense layers (a gated MLP of base_mlp_dim) and MoE layers: sigmoid router scores, "
         "top-k, tokens permuted to the expert-parallel buffer, Megablox grouped matmuls, the fp32 weighted "
-        "combine, plus shared experts (one gated MLP of shared_experts x base_moe_mlp_dim); head as llama's")
+        "combine, plus shared experts (one gated MLP of shared_experts x base_moe_mlp_dim); head as llama's"),
+        shared_mlp=SHARED_MLP)
     d = g["dims"]
-    d.update(copy.deepcopy(MOE_DIMS))
-    d["shared_mlp"] = {"from": "shared_mlp_dim", "axis": "activation_mlp", "weight_axis": "mlp"}
     d["q_lora"] = {"from": "q_lora_rank"}
     d["kv_lora"] = {"from": "kv_lora_rank"}
     d["kv_a"] = {"from": "kv_a_dim"}
