@@ -30,6 +30,7 @@
 #include "builtin_data.h"
 #include "builtin_graphs.h"
 #include "remat/graph.h"
+#include "util.h"
 
 static const char *out_tmp; /* removed on an error */
 
@@ -59,14 +60,6 @@ typedef struct pool {
     size_t nslots, used;
 } pool_t;
 
-static void *xrealloc(void *p, size_t n) {
-    void *q = realloc(p, n);
-    if (!q) {
-        die("out of memory");
-    }
-    return q;
-}
-
 static size_t hash(const char *s) {
     size_t h = 2166136261u;
     for (; *s; s++) {
@@ -77,10 +70,7 @@ static size_t hash(const char *s) {
 
 static void pool_rehash(pool_t *p) {
     size_t n = p->nslots ? 2 * p->nslots : 1024;
-    remat_i_str_t *slot = calloc(n, sizeof *slot);
-    if (!slot) {
-        die("out of memory");
-    }
+    remat_i_str_t *slot = remat_i_xcalloc(n, sizeof *slot);
     for (size_t i = 0; i < p->nslots; i++) {
         if (p->slot[i]) {
             size_t j = hash(p->buf + p->slot[i]) & (n - 1);
@@ -115,7 +105,7 @@ static remat_i_str_t intern(pool_t *p, const char *s) {
     }
     if (p->len + n > p->cap) {
         p->cap = 2 * (p->len + n);
-        p->buf = xrealloc(p->buf, p->cap);
+        p->buf = remat_i_xrealloc(p->buf, p->cap);
     }
     memcpy(p->buf + p->len, s, n);
     p->slot[j] = (remat_i_str_t)p->len;
@@ -205,6 +195,12 @@ static void put_size(FILE *f, size_t v) {
     }
 }
 
+/* ", .FIELD = V", V as put_size writes it. */
+static void put_size_field(FILE *f, const char *field, size_t v) {
+    fprintf(f, ", .%s = ", field);
+    put_size(f, v);
+}
+
 /* An array initializer of @p n sizes. With @p trim, for an array member of
    fixed size, trailing zeros are left to the initializer's zero fill; a
    static array's size is its initializer's, so it gets every entry. */
@@ -239,12 +235,9 @@ static void put_tensor(FILE *f, const remat_tensor_t *t) {
     put_sizes(f, t->dim, REMAT_MAX_RANK, true);
     fprintf(f, ", .dtype = %d, .param = %d, .input = %d, .ntags = %zu, .has_axes = %d",
             (int)t->dtype, t->param, t->input, t->ntags, t->has_axes);
-    fputs(", .producer = ", f);
-    put_size(f, t->producer);
-    fputs(", .storage = ", f);
-    put_size(f, t->storage);
-    fputs(", .last_use = ", f);
-    put_size(f, t->last_use);
+    put_size_field(f, "producer", t->producer);
+    put_size_field(f, "storage", t->storage);
+    put_size_field(f, "last_use", t->last_use);
     fprintf(f, ", .needs_grad = %d, .residual = %d},\n", t->needs_grad, t->residual);
 }
 
@@ -423,10 +416,8 @@ static void put_graph(gen_t *G, const char *builtin, const remat_graph_t *g) {
     put_block_desc(f, &head);
     fputs(",\n     .head_feeds = ", f);
     put_size(f, g->head_feeds);
-    fputs(", .head_takes = ", f);
-    put_size(f, g->head_takes);
-    fputs(", .head_npre = ", f);
-    put_size(f, g->head_npre);
+    put_size_field(f, "head_takes", g->head_takes);
+    put_size_field(f, "head_npre", g->head_npre);
     fputs("},\n", f);
     (void)take(G, A_GRAPHS, 1);
 }
@@ -494,21 +485,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s OUT.c\n", argv[0]);
         return 2;
     }
-    remat_graph_t **g = calloc(remat_i_nbuiltins + 1, sizeof *g);
-    const char **names = calloc(remat_i_nbuiltins + 1, sizeof *names);
-    char *tmp = malloc(strlen(argv[1]) + 5);
+    remat_graph_t **g = remat_i_xcalloc(remat_i_nbuiltins + 1, sizeof *g);
+    const char **names = remat_i_xcalloc(remat_i_nbuiltins + 1, sizeof *names);
+    char *tmp = remat_i_xmalloc(strlen(argv[1]) + 5);
     gen_t G = {0};
     /* Offset 0: a NUL that stands for NULL, in no slot (an empty string
        gets its own). */
-    G.pool.buf = calloc(1, G.pool.cap = 4096);
+    G.pool.buf = remat_i_xcalloc(1, G.pool.cap = 4096);
     G.pool.len = 1;
-    bool ok = g && names && tmp && G.pool.buf;
     for (int k = 0; k < A_COUNT; k++) {
         G.a[k] = open_memstream(&G.text[k], &G.len[k]);
-        ok = ok && G.a[k];
-    }
-    if (!ok) {
-        die("out of memory");
+        if (!G.a[k]) {
+            die("out of memory");
+        }
     }
     const size_t n = load_all(g, names);
     for (size_t i = 0; i < n; i++) {
