@@ -153,6 +153,36 @@ static void test_tiny_moe_by_hand(void **state) {
     fx_free(f);
 }
 
+/* The tiny MoE layer's backward and recompute FLOPs by hand (the table of
+   docs/graph-format.md), one device. Backward: gate 64 x 2 (x and its
+   weight need gradients) = 128; top_k's scatter, one per value (tw_raw
+   [2,2]) = 4; softmax 4n = 16; each gather's scatter-add, one per output
+   element (t [2,2,1,4], ob [2,2,4]) = 16 + 16; the grouped matmuls 256 x 2
+   each = 1024; combine 32 x 2 (ob and tw) = 64; the residual add 0 (no
+   broadcast input): 1268. Recompute under minimal (g and o kept, as
+   test_tiny_moe_by_hand says): the router (gate 64, top_k 8, softmax 20)
+   for ti and tw, the permute and unpermute (0) for t and ob: 92. Under full
+   (only x kept): that and both grouped matmuls, 92 + 2 x 256 = 604; the
+   combine and the add are not re-run, their outputs read by no backward. */
+static void test_tiny_moe_backward_by_hand(void **state) {
+    (void)state;
+    const char *minimal[] = {"remat_policy=minimal", NULL};
+    fx_run_t *f = fx_analyze_with(moe_graph, tiny_base, minimal);
+    for (size_t l = 0; l < 3; l++) {
+        assert_int_equal(f->r.layers[l].backward_flops, 1268);
+        assert_int_equal(f->r.layers[l].recompute_flops, 92);
+    }
+    fx_free(f);
+    const char *full[] = {"remat_policy=full", NULL};
+    f = fx_analyze_with(moe_graph, tiny_base, full);
+    for (size_t l = 0; l < 3; l++) {
+        assert_int_equal(f->r.layers[l].forward_flops, 644);
+        assert_int_equal(f->r.layers[l].backward_flops, 1268);
+        assert_int_equal(f->r.layers[l].recompute_flops, 604);
+    }
+    fx_free(f);
+}
+
 /* Expert parallelism on a 4x2 mesh (fsdp 4, expert 2; 8 devices), with
    base_emb_dim=8 so that the embed dim of the weights divides over fsdp x
    expert (8). Per device: the batch shards over fsdp x expert (16 / 8 = 2
@@ -723,6 +753,7 @@ static void test_mla_by_hand(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_moe_by_hand),
+        cmocka_unit_test(test_tiny_moe_backward_by_hand),
         cmocka_unit_test(test_expert_parallel_by_hand),
         cmocka_unit_test(test_first_dense_then_moe),
         cmocka_unit_test(test_every_and_stages),
