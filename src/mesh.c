@@ -371,17 +371,10 @@ uint64_t remat_mesh_microbatches(const remat_mesh_t *m, const remat_config_t *cf
     return cfg->num_pipeline_microbatches ? cfg->num_pipeline_microbatches : stages;
 }
 
+/* The first rule of the name's bucket chain (remat_mesh_name_rules). */
 unsigned remat_mesh_axes(const remat_mesh_t *m, const char *logical) {
-    if (!logical) {
-        return 0;
-    }
-    const uint32_t h = remat_mesh_name_hash(logical);
-    for (size_t i = 0; i < m->nrules; i++) {
-        if (m->rules[i].hash == h && strcmp(m->rules[i].logical, logical) == 0) {
-            return m->rules[i].axes;
-        }
-    }
-    return 0;
+    uint64_t rules[REMAT_RULE_WORDS];
+    return remat_mesh_name_rules(m, logical, logical ? remat_mesh_name_hash(logical) : 0, rules);
 }
 
 uint32_t remat_mesh_name_hash(const char *name) {
@@ -393,19 +386,7 @@ uint32_t remat_mesh_name_hash(const char *name) {
 }
 
 /* The index of the lowest set bit of @p x (not 0). */
-static inline int lowest_bit(unsigned x) {
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_ctz(x);
-#else
-    int a = 0;
-    for (; !(x & 1u); x >>= 1) {
-        a++;
-    }
-    return a;
-#endif
-}
-
-static inline unsigned lowest_bit64(uint64_t x) {
+static inline unsigned lowest_bit(uint64_t x) {
 #if defined(__GNUC__) || defined(__clang__)
     return (unsigned)__builtin_ctzll(x);
 #else
@@ -454,7 +435,7 @@ static bool first_rules(const remat_mesh_t *m, const uint64_t *const *rules, siz
         for (size_t w = REMAT_RULE_WORDS; w-- > 0;) {
             shared |= rules[d][w] & seen[w];
             seen[w] |= rules[d][w];
-            first = rules[d][w] ? w * 64 + lowest_bit64(rules[d][w]) : first;
+            first = rules[d][w] ? w * 64 + lowest_bit(rules[d][w]) : first;
         }
         const unsigned axes = first < REMAT_RULE_WORDS * 64 ? m->rules[first].axes : 0;
         if (shared || (axes & used)) {
@@ -484,7 +465,7 @@ void remat_mesh_tensor_axes_ruled(const remat_mesh_t *m, const uint64_t *const *
             uint64_t fresh = rules[d][w] & ~seen[w];
             seen[w] |= fresh;
             for (; fresh; fresh &= fresh - 1) {
-                dim_of[w * 64 + lowest_bit64(fresh)] = (uint8_t)d;
+                dim_of[w * 64 + lowest_bit(fresh)] = (uint8_t)d;
             }
         }
     }
@@ -492,7 +473,7 @@ void remat_mesh_tensor_axes_ruled(const remat_mesh_t *m, const uint64_t *const *
     uint32_t assigned = 0;
     for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
         for (uint64_t r = seen[w]; r; r &= r - 1) {
-            const size_t i = w * 64 + lowest_bit64(r), d = dim_of[i];
+            const size_t i = w * 64 + lowest_bit(r), d = dim_of[i];
             const unsigned axes = m->rules[i].axes;
             if (!(assigned >> d & 1) && (axes & used) == 0) {
                 assigned |= (uint32_t)1 << d;
@@ -505,21 +486,12 @@ void remat_mesh_tensor_axes_ruled(const remat_mesh_t *m, const uint64_t *const *
 
 void remat_mesh_tensor_axes(const remat_mesh_t *m, const char *const *logical, size_t rank,
                             unsigned *out) {
-    uint32_t hash[REMAT_MAX_RANK_MESH];
-    rank = rank < REMAT_MAX_RANK_MESH ? rank : REMAT_MAX_RANK_MESH;
-    for (size_t d = 0; d < rank; d++) {
-        hash[d] = logical[d] ? remat_mesh_name_hash(logical[d]) : 0;
-    }
-    remat_mesh_tensor_axes_hashed(m, logical, hash, rank, out);
-}
-
-void remat_mesh_tensor_axes_hashed(const remat_mesh_t *m, const char *const *logical,
-                                   const uint32_t *hash, size_t rank, unsigned *out) {
     uint64_t rules[REMAT_MAX_RANK_MESH][REMAT_RULE_WORDS];
     const uint64_t *row[REMAT_MAX_RANK_MESH];
     rank = rank < REMAT_MAX_RANK_MESH ? rank : REMAT_MAX_RANK_MESH;
     for (size_t d = 0; d < rank; d++) {
-        remat_mesh_name_rules(m, logical[d], logical[d] ? hash[d] : 0, rules[d]);
+        remat_mesh_name_rules(m, logical[d], logical[d] ? remat_mesh_name_hash(logical[d]) : 0,
+                              rules[d]);
         row[d] = rules[d];
     }
     remat_mesh_tensor_axes_ruled(m, row, rank, out);

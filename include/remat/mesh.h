@@ -86,12 +86,6 @@ unsigned remat_mesh_axes(const remat_mesh_t *mesh, const char *logical);
 void remat_mesh_tensor_axes(const remat_mesh_t *mesh, const char *const *logical, size_t rank,
                             unsigned *out);
 
-/** remat_mesh_tensor_axes with each name's remat_mesh_name_hash given in
-    @p hash (anything for a NULL name): a caller resolving many tensors
-    hashes each name once. */
-void remat_mesh_tensor_axes_hashed(const remat_mesh_t *mesh, const char *const *logical,
-                                   const uint32_t *hash, size_t rank, unsigned *out);
-
 /** The words of a bit set over a mesh's rules (bit i: mesh->rules[i]). */
 #define REMAT_RULE_WORDS ((REMAT_MAX_RULES + 63) / 64)
 
