@@ -286,55 +286,36 @@ const char *remat_hw_family(const char *family) {
     return NULL;
 }
 
-/* remat_hw_resolve's contract, parsing a built-in's JSON on every call:
-   what fills the cache, and what resolves files and unknown names. */
 static bool is_json_name(const char *name) {
     size_t n = strlen(name);
     return n > 5 && strcmp(name + n - 5, ".json") == 0;
 }
 
-static remat_status_t resolve_uncached(const char *name, remat_hw_t *out, remat_error_t *err) {
-    if (is_json_name(name)) {
-        char *text = NULL;
-        remat_status_t st = remat_i_read_file(name, &text, err);
-        if (st == REMAT_OK) {
-            st = remat_hw_load_string(text, name, out, err);
-        }
-        free(text);
-        return st;
+/* A profile file, read and parsed on every call: it may change. */
+static remat_status_t resolve_file(const char *name, remat_hw_t *out, remat_error_t *err) {
+    char *text = NULL;
+    remat_status_t st = remat_i_read_file(name, &text, err);
+    if (st == REMAT_OK) {
+        st = remat_hw_load_string(text, name, out, err);
     }
-    const char *text = remat_builtin_find(REMAT_BUILTIN_HARDWARE, name);
-    const char *canonical = remat_hw_family(name);
-    if (!text && canonical) {
-        text = remat_builtin_find(REMAT_BUILTIN_HARDWARE, canonical);
-    }
-    if (!text) {
-        char list[512];
-        remat_builtin_list(REMAT_BUILTIN_HARDWARE, list, sizeof list);
-        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "unknown hardware '%s' (built-in: %s; family names such as v6e, "
-                               "v5litepod, Trillium, a3ultra; or a .json profile)", name,
-                               list);
-    }
-    char source[REMAT_ERR_SOURCE_LEN + 300];
-    snprintf(source, sizeof source, "<builtin:hardware/%s.json>",
-             remat_builtin_find(REMAT_BUILTIN_HARDWARE, name) || !canonical ? name : canonical);
-    return remat_hw_load_string(text, source, out, err);
+    free(text);
+    return st;
 }
 
+/* Built-in profile @p index parsed from its JSON: what fills the cache. */
 static remat_status_t make_hw(size_t index, void **out, remat_error_t *err) {
     assert(remat_i_builtins[index].kind == REMAT_BUILTIN_HARDWARE);
     *out = NULL;
+    /* names the profile in errors, a failed allocation's as a parse's */
+    char source[REMAT_ERR_SOURCE_LEN + 300];
+    snprintf(source, sizeof source, "<builtin:hardware/%s.json>", remat_i_builtins[index].name);
     remat_hw_t parsed;
-    remat_status_t st = resolve_uncached(remat_i_builtins[index].name, &parsed, err);
+    remat_status_t st = remat_hw_load_string(remat_i_builtins[index].text, source, &parsed, err);
     if (st) {
         return st;
     }
     remat_hw_t *hw = remat_i_try_malloc(sizeof *hw, err);
     if (!hw) {
-        /* the error names the profile, as a failure while parsing it does */
-        char source[REMAT_ERR_SOURCE_LEN];
-        snprintf(source, sizeof source, "<builtin:hardware/%s.json>", remat_i_builtins[index].name);
         remat_error_set_source(err, source);
         return REMAT_E_NOMEM;
     }
@@ -344,20 +325,25 @@ static remat_status_t make_hw(size_t index, void **out, remat_error_t *err) {
 }
 
 /* Built-in profiles (by name or family) from the process-wide cache
-   (builtin_cache.h); files and unknown names parse every call. Topology
-   names resolve their hardware here too, so building a config parses no
-   profile more than once per process. */
+   (builtin_cache.h); files parse every call. Topology names resolve their
+   hardware here too, so building a config parses no profile more than
+   once per process. */
 remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t *err) {
-    size_t i = REMAT_NONE;
-    if (!is_json_name(name)) {
-        const char *family = remat_hw_family(name);
-        i = remat_i_builtin_index(REMAT_BUILTIN_HARDWARE, name);
-        if (i == REMAT_NONE && family) {
-            i = remat_i_builtin_index(REMAT_BUILTIN_HARDWARE, family);
-        }
+    if (is_json_name(name)) {
+        return resolve_file(name, out, err);
+    }
+    const char *family = remat_hw_family(name);
+    size_t i = remat_i_builtin_index(REMAT_BUILTIN_HARDWARE, name);
+    if (i == REMAT_NONE && family) {
+        i = remat_i_builtin_index(REMAT_BUILTIN_HARDWARE, family);
     }
     if (i == REMAT_NONE) {
-        return resolve_uncached(name, out, err);
+        char list[512];
+        remat_builtin_list(REMAT_BUILTIN_HARDWARE, list, sizeof list);
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "unknown hardware '%s' (built-in: %s; family names such as v6e, "
+                               "v5litepod, Trillium, a3ultra; or a .json profile)", name,
+                               list);
     }
     const void *hw = NULL;
     remat_status_t st = remat_i_cached(i, make_hw, &hw, err);

@@ -64,7 +64,7 @@ const char *remat_hw_family(const char *family);
 
 /** A built-in profile by its name or a family name (remat_hw_family), or a
     file when @p name ends in ".json". A built-in is parsed once per process
-    and copied from then on (src/resolve.c's cache); a file every call. */
+    and copied from then on (a process-wide cache); a file every call. */
 remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t *err);
 
 /** Whether field @p field ("host_link_bw") is an assumption. */
