@@ -3,17 +3,13 @@
 #include "remat/builtin.h"
 
 #include <stdio.h>
-#include <string.h>
 
+#include "builtin_cache.h"
 #include "builtin_data.h"
 
 const char *remat_builtin_find(remat_builtin_kind_t kind, const char *name) {
-    for (size_t i = 0; i < remat_i_nbuiltins; i++) {
-        if (remat_i_builtins[i].kind == kind && strcmp(remat_i_builtins[i].name, name) == 0) {
-            return remat_i_builtins[i].text;
-        }
-    }
-    return NULL;
+    const size_t i = remat_i_builtin_index(kind, name);
+    return i == REMAT_NONE ? NULL : remat_i_builtins[i].text;
 }
 
 size_t remat_builtin_count(remat_builtin_kind_t kind) {

@@ -123,4 +123,3 @@ size_t remat_i_builtin_index(remat_builtin_kind_t kind, const char *name) {
     }
     return REMAT_NONE;
 }
-
