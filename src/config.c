@@ -977,7 +977,6 @@ static remat_status_t apply_named_model(remat_config_t *c, const char *file,
     return st;
 }
 
-/* The checks that involve several keys, once every layer is applied. */
 /* MoE settings MaxText would take and remat can analyze: a top-k within
    the experts, and what remat does not model yet refused by name. */
 static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
@@ -1012,6 +1011,7 @@ static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
     return REMAT_OK;
 }
 
+/* The checks that involve several keys, once every layer is applied. */
 static remat_status_t check_built(remat_config_t *c, remat_error_t *err) {
     remat_status_t st = remat_i_config_check_maxtext(c, err);
     if (st == REMAT_OK && !c->mu_dtype_set) {

@@ -81,7 +81,6 @@ static remat_status_t make_policy(size_t index, void **out, remat_error_t *err) 
     return st;
 }
 
-
 /* ---- copies ------------------------------------------------------------ */
 
 /* A policy copy, made with the loaders' allocators (util.h): on a failure
@@ -491,7 +490,6 @@ static remat_status_t builtin_policy(const char *name, remat_policy_t **out,
     remat_status_t st = remat_i_cached(i, make_policy, &p, err);
     return st ? st : copy_policy(p, out, err);
 }
-
 
 remat_status_t remat_resolve_policy(const remat_config_t *cfg, remat_policy_t **policy,
                                     remat_error_t *err) {

@@ -461,7 +461,6 @@ static bool better(const remat_point_t *a, const remat_point_t *b) {
            (a->step_seconds == b->step_seconds && a->peak_bytes < b->peak_bytes);
 }
 
-
 /* Whether placement @p a comes before @p b in enumeration order (the first
    name varies slowest). */
 static bool earlier(const remat_place_t *a, const remat_place_t *b, size_t n) {
