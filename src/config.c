@@ -461,7 +461,8 @@ static remat_status_t set_integer(remat_config_t *c, const key_t_ *k, const sett
 
 /* Numbers: decimal only (strtod would also take hex, inf and nan); margins,
    the reserve and the dropout rate are fractions in [0, 1), efficiencies in
-   (0, 1], the rest positive. */
+   (0, 1], the MoE factors any finite number (MaxText's base.yml sets -1:
+   at most 0 means none, the worst case), the rest positive. */
 static remat_status_t set_f64(remat_config_t *c, const key_t_ *k, const setting_t *s,
                               remat_error_t *err) {
     char *end;
@@ -472,11 +473,14 @@ static remat_status_t set_f64(remat_config_t *c, const key_t_ *k, const setting_
                         strcmp(s->key, "reserve_fraction") == 0 ||
                         strcmp(s->key, "dropout_rate") == 0;
     const bool fraction = strstr(s->key, "_efficiency") != NULL;
-    ok = ok && (margin ? v >= 0 && v < 1 : v > 0 && (!fraction || v <= 1));
+    const bool any = strcmp(s->key, "capacity_factor") == 0 ||
+                     strcmp(s->key, "ragged_buffer_factor") == 0;
+    ok = ok && (margin ? v >= 0 && v < 1 : any || (v > 0 && (!fraction || v <= 1)));
     if (!ok) {
         return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
                                margin     ? "'%s' must be a fraction in [0, 1), not '%s'"
                                : fraction ? "'%s' must be a fraction in (0, 1], not '%s'"
+                               : any      ? "'%s' must be a number, not '%s'"
                                           : "'%s' must be a positive number, not '%s'",
                                s->key, s->value);
     }

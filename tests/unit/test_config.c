@@ -82,6 +82,20 @@ static void test_values_are_checked(void **state) {
     }
 }
 
+/* MaxText's base.yml sets capacity_factor and ragged_buffer_factor to -1
+   (none: the worst case); a config that repeats those values builds. */
+static void test_moe_factors_take_maxtext_defaults(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    const char *args[] = {"capacity_factor=-1", "ragged_buffer_factor=-1.0", NULL};
+    assert_int_equal(build(args, &c, &err), REMAT_OK);
+    assert_true(c.capacity_factor == -1.0 && c.ragged_buffer_factor == -1.0);
+    const char *bad[] = {"capacity_factor=lots", NULL};
+    assert_int_equal(build(bad, &c, &err), REMAT_E_CONFIG);
+    assert_string_equal(err.text, "'capacity_factor' must be a number, not 'lots'");
+}
+
 static void test_byte_sizes(void **state) {
     (void)state;
     remat_config_t c;
@@ -238,6 +252,7 @@ int main(void) {
         cmocka_unit_test(test_builtin_descriptions),
         cmocka_unit_test(test_every_model_analyzes_or_names_its_block),
         cmocka_unit_test(test_slices_multiply),
+        cmocka_unit_test(test_moe_factors_take_maxtext_defaults),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
