@@ -995,6 +995,15 @@ static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
                                (unsigned long long)c->num_experts_per_tok,
                                (long long)c->num_experts);
     }
+    if (c->first_num_dense_layers > c->base_num_decoder_layers) {
+        /* MaxText scans num_decoder_layers - first_num_dense_layers MoE
+           layers: more dense layers than layers is no model */
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "first_num_dense_layers=%llu is more than the %llu decoder layers "
+                               "(base_num_decoder_layers)",
+                               (unsigned long long)c->first_num_dense_layers,
+                               (unsigned long long)c->base_num_decoder_layers);
+    }
     if (c->interleave_moe_layer_step < 1) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                "interleave_moe_layer_step must be at least 1");
