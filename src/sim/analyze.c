@@ -69,13 +69,11 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     }
     if (g->has_head) {
         remat_i_op_times(&g->head, cfg, hw, g->head_npre, &an->hb);
+        nscratch = g->head.ntensors > nscratch ? g->head.ntensors : nscratch;
+        nops = g->head.nops > nops ? g->head.nops : nops;
     }
     if ((st = remat_i_static_parts(an, err))) {
         return st;
-    }
-    if (g->has_head) {
-        nscratch = g->head.ntensors > nscratch ? g->head.ntensors : nscratch;
-        nops = g->head.nops > nops ? g->head.nops : nops;
     }
     remat_i_scratch_init(&an->s, nscratch, nops);
     remat_i_layer_prepare(an); /* once here, for every run of the analyzer */

@@ -159,7 +159,6 @@ typedef struct bind_ctx {
     unsigned compute_bytes;                  /* of the compute dtype (cfg->dtype) */
     unsigned sharded;                        /* the mesh axes of more than one shard */
     bool grouped;                            /* the block bound last has a gather group */
-    bool fsdp;                               /* a param bound so far is gathered for use */
     /* Each graph dim's logical names once a shape first needs them:
        [d][0] its activation axis, [d][1] its weight axis, valid where bit
        d of known[0] (known[1]) is set. */
@@ -352,7 +351,7 @@ static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b, bool h
     const remat_config_t *cfg = x->cfg;
     const bound_t o = *out; /* its arrays, which the row copies could alias */
     shape_t spare;
-    bool grouped = false, gathered = false;
+    bool grouped = false;
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         grouped |= t->gather_group != NULL;
@@ -384,14 +383,12 @@ static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b, bool h
         o.numel[i] = n;
         o.tbytes[i] = by;
         o.gnumel[i] = param ? s->gn : 0;
-        gathered |= param && s->gn != n;
         o.bytes[i] = own;
         o.kbytes[i] = own;
         o.gbytes[i] = t->needs_grad && !param ? by : 0;
         assert(o.tbytes[i] <= BYTES_MAX && o.gbytes[i] <= BYTES_MAX);
     }
     x->grouped = grouped;
-    x->fsdp |= gathered;
     return REMAT_OK;
 }
 
@@ -739,9 +736,6 @@ static remat_status_t bind_block(bind_ctx_t *x, const remat_block_t *b, bool hea
     return REMAT_OK;
 }
 
-/* Every dim's size on one device's micro-batch: from the config (divided
-   by its `div` key, and the batch by the pipeline's micro-batches) or the
-   graph's own value. */
 /* MaxText's expert-parallel receive buffer (moe.py, get_ragged_buffer_size)
    holds the local routed tokens times min(EP, experts / top-k): the worst
    case, every shard's tokens routed here; or times ragged_buffer_factor
@@ -761,6 +755,9 @@ static uint64_t moe_buffer_factor(const remat_analyzer_t *an) {
     return ep < per ? ep : (per ? per : 1);
 }
 
+/* Every dim's size on one device's micro-batch: from the config (divided
+   by its `div` key, and the batch by the pipeline's micro-batches) or the
+   graph's own value. */
 static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
     const remat_graph_t *g = an->g;
     remat_status_t st;
@@ -1008,14 +1005,11 @@ static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
         x->sharded |= (unsigned)(an->mesh.shards[a] != 1) << a;
     }
     x->known[0] = x->known[1] = 0;
-    x->fsdp = false;
     x->shapes.n = 0;
     memset(x->shapes.slot, SHAPE_EMPTY, sizeof x->shapes.slot);
 }
 
-/* Each layer kind's block and the head, bound. FSDP in the wide sense:
-   some param is stored sharded over an axis it is gathered over before
-   use. */
+/* Each layer kind's block and the head, bound. */
 static remat_status_t bind_blocks(remat_analyzer_t *an, bind_ctx_t *x, remat_error_t *err) {
     const remat_graph_t *g = an->g;
     remat_status_t st;
@@ -1026,11 +1020,7 @@ static remat_status_t bind_blocks(remat_analyzer_t *an, bind_ctx_t *x, remat_err
             return st;
         }
     }
-    if (g->has_head && (st = bind_block(x, &g->head, true, &an->hb, err))) {
-        return st;
-    }
-    an->fsdp = x->fsdp;
-    return REMAT_OK;
+    return g->has_head ? bind_block(x, &g->head, true, &an->hb, err) : REMAT_OK;
 }
 
 remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {

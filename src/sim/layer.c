@@ -97,9 +97,7 @@ static void bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_
     }
 }
 
-void remat_i_buckets(const remat_block_t *b, scratch_t *s) {
-    bucket(s->free_fwd, b->ntensors, b->nops, s->fwd_head, s->fwd_next);
-    bucket(s->rec_use, b->ntensors, b->nops, s->rec_head, s->rec_next);
+void remat_i_backward_list(const remat_block_t *b, scratch_t *s) {
     bucket(s->bwd_use, b->ntensors, b->nops, s->bwd_head, s->bwd_next);
 }
 
@@ -481,7 +479,7 @@ typedef struct play {
 
 /* Sets buffer @p u's key (*@p key, a position or REMAT_NONE) to @p to, and
    moves it to that position's free list (lists through @p next from
-   @p head, buffers ascending, as remat_i_buckets makes them). */
+   @p head, buffers ascending, as bucket makes them). */
 static void relist(size_t *head, size_t *next, size_t u, size_t *key, size_t to) {
     if (*key == to) {
         return;
@@ -555,7 +553,7 @@ static void reset(const play_t *pl) {
     memset(s->virt, 0, nt);
 }
 
-/* The re-run's free list (remat_i_buckets'), in one pass over the owners
+/* The re-run's free list (bucket's), in one pass over the owners
    (only an owner has a lifetime), last to first so that lists ascend. */
 static void rerun_list(const play_t *pl) {
     scratch_t *s = pl->s;

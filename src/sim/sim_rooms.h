@@ -103,10 +103,11 @@ typedef struct scratch {
     unsigned char *virt;  /* per tensor: fused into its readers under this plan (no buffer,
                              nor for its gradient) */
     size_t *held;         /* a layer's buffers of class keep or offload, ascending */
-    /* The buffers by the position that frees them (remat_i_buckets): lists
-       through *_next, REMAT_NONE-terminated, buffers ascending, from the
-       free_fwd, rec_use and bwd_use above. They spare a scan of every
-       buffer at every op. */
+    /* The buffers by the position that frees them: lists through *_next,
+       REMAT_NONE-terminated, buffers ascending, from the free_fwd, rec_use
+       and bwd_use above (a layer's from its kind_prep, patched per plan;
+       the head's backward one by remat_i_backward_list). They spare a scan
+       of every buffer at every op. */
     size_t *fwd_head, *rec_head, *bwd_head; /* per position */
     size_t *fwd_next, *rec_next, *bwd_next; /* per buffer */
     /* Per analyzer, not per run (remat_i_layer_prepare, in one allocation
@@ -121,12 +122,12 @@ typedef struct scratch {
 
 /* What a layer kind's profile reads that no plan changes (layer.c). */
 typedef struct kind_prep {
-    size_t *free_fwd, *bwd_use; /* per tensor: remat_i_buffer_lifetimes' (before fusion) */
+    size_t *free_fwd, *bwd_use; /* per tensor: the buffers' lifetimes (before fusion) */
     size_t *owners;             /* the tensors that own their buffer, ascending */
     size_t *fusable;            /* the fusable tensors in fusion's order: last op first */
     size_t *tag_id;             /* per tensor, REMAT_MAX_TAGS each: its tags' name ids */
     size_t *op_name;            /* per op: the name id its re-run FLOPs are reported under */
-    /* remat_i_buckets' forward and backward free lists of the lifetimes above */
+    /* the forward and backward free lists of the lifetimes above */
     size_t *fwd_head, *bwd_head; /* per position */
     size_t *fwd_next, *bwd_next; /* per tensor */
     int64_t *xf, *xb; /* per op: the bytes live only while it runs (its collective
@@ -206,7 +207,6 @@ struct remat_analyzer {
     uint64_t dim_size[SIM_MAX_DIMS]; /* bound per-device size of each graph dim */
     uint64_t microbatches;
     size_t nlayers, nstages;
-    bool fsdp;               /* params shard over the FSDP axes */
     /* The layer kinds (graph->kinds), each bound, and the kind of every
        layer (remat_kind_t's rule): kb[kind_of[l]] is layer l's block. */
     bound_t kb[REMAT_MAX_KINDS];
@@ -296,13 +296,17 @@ static inline uint64_t gathered_bytes(const remat_config_t *cfg, const remat_blo
 
 /* ---- the meter: shared by a layer's profile and the step ---------------- */
 
-/* Whether a meter's categories sum to its live bytes (debug checks). */
-static inline bool meter_consistent(const meter_t *m) {
+/* Whether categories @p cats sum to @p live bytes (debug checks). */
+static inline bool cats_sum_to(const int64_t *cats, int64_t live) {
     int64_t sum = 0;
     for (int c = 0; c < REMAT_CAT_COUNT; c++) {
-        sum += m->cats[c];
+        sum += cats[c];
     }
-    return sum == m->live;
+    return sum == live;
+}
+
+static inline bool meter_consistent(const meter_t *m) {
+    return cats_sum_to(m->cats, m->live);
 }
 
 static inline void alloc_buf(meter_t *m, scratch_t *s, size_t buf, uint64_t bytes,
@@ -350,11 +354,12 @@ void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops);
 /* Fills the scratch's per-analyzer part (prep, the name ids) once the
    layer kinds are bound and timed; remat_i_scratch_release frees it. */
 void remat_i_layer_prepare(remat_analyzer_t *an);
-/* Fills the scratch's free lists of block @p b from its lifetimes; again
-   after anything changes free_fwd, rec_use or bwd_use. */
-void remat_i_buckets(const remat_block_t *b, scratch_t *s);
 void remat_i_scratch_release(scratch_t *s);
+/* The head's use of the scratch (a layer's profile fills it from its
+   kind_prep): its buffers' lifetimes, classes transient; then, once the
+   caller has set bwd_use, the backward free list backward_end reads. */
 void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch_t *s);
+void remat_i_backward_list(const remat_block_t *b, scratch_t *s);
 void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
                             const remat_op_t *op, size_t p);
 void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,

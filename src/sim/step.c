@@ -191,7 +191,7 @@ static void head_prepare(const remat_graph_t *g, const bound_t *bd, scratch_t *s
     }
     s->cls[b->tensors[g->head_feeds].storage] = B_TRANS;
     s->bwd_use[b->tensors[g->head_feeds].storage] = REMAT_NONE;
-    remat_i_buckets(b, s);
+    remat_i_backward_list(b, s); /* head_forward scans its ops' operands: no forward list */
 }
 
 /* ---- plans: runs of identical layers ------------------------------------ */
@@ -321,9 +321,6 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
 static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, step_t *stp) {
     const remat_graph_t *g = an->g;
     const remat_block_t *H = &g->head;
-    if (g->has_head) {
-        head_prepare(g, &an->hb, s);
-    }
     if (!pre) {
         const size_t kind = an->kind_of[stp->first];
         const size_t x = g->kinds[kind].block.inputs[0];
@@ -576,6 +573,9 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
     for (int c = 0; c < REMAT_CAT_COUNT; c++) {
         stp->m.cats[c] = base_cats[c];
         stp->m.live += base_cats[c];
+    }
+    if (pre || post) {
+        head_prepare(g, &an->hb, s); /* a stage between runs no head op */
     }
     stage_begin(an, s, pre, stp);
     stage_layers(an, first, last, false, stp);

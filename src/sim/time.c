@@ -153,8 +153,8 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
         peak *= op->kind == REMAT_OP_FLASH_ATTENTION ? at : mm;
         double fc = f / peak, fm = fmoved / bw;
         double bc = w / peak, bm = bmoved / bw;
-        bd->fwd_s[j] = fc > fm ? fc : fm;
-        bd->bwd_s[j] = op->has_backward ? (bc > bm ? bc : bm) : 0;
+        bd->fwd_s[j] = max2(fc, fm);
+        bd->bwd_s[j] = op->has_backward ? max2(bc, bm) : 0;
     }
 }
 
@@ -286,9 +286,8 @@ static void run_seconds(remat_result_t *r, const remat_layer_row_t *row, double 
                         size_t n) {
     const double fc = row->forward_compute_seconds;
     const double bc = row->backward_compute_seconds + row->recompute_seconds;
-    const double fcol = fc > row->allgather_seconds ? fc : row->allgather_seconds;
-    const double bcolv = row->allgather_seconds + row->reduce_scatter_seconds;
-    const double bcol = bc > bcolv ? bc : bcolv;
+    const double fcol = max2(fc, row->allgather_seconds);
+    const double bcol = max2(bc, row->allgather_seconds + row->reduce_scatter_seconds);
     const double d2h = row->d2h_seconds * steps;
     const double exposed = (row->forward_seconds - fcol + row->backward_seconds - bcol) * steps;
     const double coll = (fcol - fc + bcol - bc) * steps;

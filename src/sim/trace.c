@@ -35,16 +35,6 @@ void remat_i_trace_release(remat_trace_t *t) {
     remat_i_trace_init(t);
 }
 
-#ifndef NDEBUG /* only the assertion below reads it */
-static bool sums(const int64_t *cats, int64_t live) {
-    int64_t s = 0;
-    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
-        s += cats[c];
-    }
-    return s == live;
-}
-#endif
-
 /* One list per profile and direction, emptied: a run's profiles replace
    the previous run's. */
 void remat_i_trace_profiles(remat_trace_t *t, size_t nprofiles) {
@@ -70,7 +60,7 @@ void remat_i_rel_push(rel_events_t *l, const meter_t *m, remat_step_t step, size
 }
 
 void remat_i_trace_push(remat_trace_t *t, const remat_trace_event_t *e) {
-    assert(sums(e->cats, e->live) && "an event's categories sum to its live bytes");
+    assert(cats_sum_to(e->cats, e->live) && "an event's categories sum to its live bytes");
     if (t->nevents == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 256;
         t->events = remat_i_xrealloc(t->events, t->cap * sizeof *t->events);
