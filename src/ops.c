@@ -277,10 +277,24 @@ static remat_status_t check_einsum(const opcheck_t *c) {
             }
         }
     }
+    size_t nletters = 0;
+    for (size_t l = 0; l < 128; l++) {
+        nletters += letter_dim[l] != REMAT_NONE;
+    }
     for (const char *r = op->ragged; *r; r++) {
         if ((unsigned char)*r >= 128 || letter_dim[(unsigned char)*r] == REMAT_NONE) {
             return BAD("einsum op '%s': ragged index '%c' is not in its spec", op->name, *r);
         }
+        if (strchr(r + 1, *r)) {
+            return BAD("einsum op '%s': ragged index '%c' is named twice", op->name, *r);
+        }
+    }
+    /* the ragged letters (the experts) do not multiply the FLOPs: the rows
+       and the contraction must remain to be counted */
+    if (op->ragged[0] && strlen(op->ragged) >= nletters) {
+        return BAD("einsum op '%s': every index is ragged, so nothing is counted; ragged names "
+                   "only the experts' indices",
+                   op->name);
     }
     return REMAT_OK;
 }
