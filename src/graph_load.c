@@ -636,8 +636,8 @@ static remat_status_t load_block(loader_t *L, json_t *obj, remat_block_t *b, boo
 static remat_status_t load_rule_key(loader_t *L, json_t *e, const char *key, char **out,
                                     uint64_t *n) {
     json_t *jv = json_object_get(e, key);
-    if (n && json_is_integer(jv)) {
-        if (json_integer_value(jv) <= 0) {
+    if (n && json_is_number(jv)) {
+        if (!json_is_integer(jv) || json_integer_value(jv) <= 0) {
             remat_i_jpath_key(&L->path, key);
             return fail(L, REMAT_E_SCHEMA, "'%s' must be a positive integer or a config key",
                         key);
