@@ -694,15 +694,37 @@ static remat_status_t load_kind(loader_t *L, json_t *blocks, json_t *e, remat_ki
     return st;
 }
 
+/* Every block of @p blocks is run by a kind: a block no kind names is
+   most likely a misspelt stack entry, not something to skip in silence. */
+static remat_status_t check_blocks_used(loader_t *L, json_t *blocks) {
+    const char *name;
+    json_t *v;
+    json_object_foreach(blocks, name, v) {
+        bool used = false;
+        for (size_t i = 0; i < L->g->nkinds && !used; i++) {
+            used = strcmp(L->g->kinds[i].block_name, name) == 0;
+        }
+        if (!used) {
+            remat_i_jpath_init(&L->path);
+            remat_i_jpath_key(&L->path, "blocks");
+            remat_i_jpath_key(&L->path, name);
+            return fail(L, REMAT_E_SCHEMA, "block '%s' is run by no kind of the 'stack'", name);
+        }
+    }
+    return REMAT_OK;
+}
+
 /* The stack's kinds, in order: unique names, and a last kind that takes
    every layer left (no rule). */
 static remat_status_t load_stack(loader_t *L, json_t *blocks, json_t *stack) {
     remat_graph_t *g = L->g;
     if (!json_is_object(blocks) || json_object_size(blocks) == 0) {
+        remat_i_jpath_key(&L->path, "blocks");
         return fail(L, REMAT_E_SCHEMA, "'blocks' must be a non-empty object of layer blocks");
     }
     if (!json_is_array(stack) || json_array_size(stack) == 0 ||
         json_array_size(stack) > REMAT_MAX_KINDS) {
+        remat_i_jpath_key(&L->path, "stack");
         return fail(L, REMAT_E_SCHEMA, "'stack' must be an array of 1 to %d layer kinds",
                     REMAT_MAX_KINDS);
     }
@@ -731,7 +753,7 @@ static remat_status_t load_stack(loader_t *L, json_t *blocks, json_t *stack) {
         remat_i_jpath_pop(&L->path);
     }
     remat_i_jpath_pop(&L->path);
-    return REMAT_OK;
+    return check_blocks_used(L, blocks);
 }
 
 /* The layer stack: one block (`layer`, a uniform stack) or `blocks` and the
