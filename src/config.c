@@ -963,9 +963,8 @@ static remat_status_t apply_named_model(remat_config_t *c, const char *file,
         if (strcmp(entries[i].key, "model_name") == 0 || strcmp(entries[i].key, "model") == 0) {
             model = entries[i].value;
         }
-        size_t len = strlen(entries[i].value);
-        own_graph |= strcmp(entries[i].key, "graph") == 0 && len > 5 &&
-                     strcmp(entries[i].value + len - 5, ".json") == 0;
+        own_graph |=
+            strcmp(entries[i].key, "graph") == 0 && remat_i_is_json_name(entries[i].value);
     }
     /* The name cut to the buffer, as snprintf would (a name that long is
        no preset: apply_model says so); copied by hand because GCC's

@@ -229,11 +229,6 @@ static const struct {
     {"olmo3", NULL, "post-norm layers with query and key norms and sliding-window attention"},
 };
 
-static bool graph_is_file(const remat_config_t *c) {
-    size_t n = strlen(c->graph);
-    return n > 5 && strcmp(c->graph + n - 5, ".json") == 0;
-}
-
 /* Whether @p graph is one of the "a|b" list @p list. */
 static bool in_list(const char *list, const char *graph) {
     const size_t n = strlen(graph);
@@ -259,7 +254,7 @@ static remat_status_t check_block(remat_config_t *c, remat_error_t *err) {
                                    "yet",
                                    c->decoder_block, blocks[i].needs);
         }
-        if (graph_is_file(c) || in_list(blocks[i].graph, c->graph)) {
+        if (remat_i_is_json_name(c->graph) || in_list(blocks[i].graph, c->graph)) {
             return REMAT_OK;
         }
         if (strcmp(c->model_name, "default") == 0) {
@@ -318,7 +313,7 @@ static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *e
                                "the local and global layers their stacks name",
                                c->attention_type);
     }
-    const graph_features_t *f = graph_is_file(c) ? NULL : features_of(c->graph);
+    const graph_features_t *f = remat_i_is_json_name(c->graph) ? NULL : features_of(c->graph);
     if (!f) {
         return REMAT_OK; /* a graph file: its own structure */
     }

@@ -286,11 +286,6 @@ const char *remat_hw_family(const char *family) {
     return NULL;
 }
 
-static bool is_json_name(const char *name) {
-    size_t n = strlen(name);
-    return n > 5 && strcmp(name + n - 5, ".json") == 0;
-}
-
 /* A profile file, read and parsed on every call: it may change. */
 static remat_status_t resolve_file(const char *name, remat_hw_t *out, remat_error_t *err) {
     char *text = NULL;
@@ -329,7 +324,7 @@ static remat_status_t make_hw(size_t index, void **out, remat_error_t *err) {
    hardware here too, so building a config parses no profile more than
    once per process. */
 remat_status_t remat_hw_resolve(const char *name, remat_hw_t *out, remat_error_t *err) {
-    if (is_json_name(name)) {
+    if (remat_i_is_json_name(name)) {
         return resolve_file(name, out, err);
     }
     const char *family = remat_hw_family(name);

@@ -47,11 +47,6 @@
 #include "builtin_cache.h"
 #include "util.h"
 
-static bool ends_with_json(const char *s) {
-    size_t n = strlen(s);
-    return n > 5 && strcmp(s + n - 5, ".json") == 0;
-}
-
 const remat_i_static_graph_t *remat_i_static_graph_find(const char *name) {
     for (size_t i = 0; i < remat_i_nstatic_graphs; i++) {
         if (strcmp(remat_i_static_str(remat_i_static_graphs[i].builtin), name) == 0) {
@@ -495,7 +490,7 @@ remat_status_t remat_resolve_policy(const remat_config_t *cfg, remat_policy_t **
                                     remat_error_t *err) {
     remat_status_t st;
     *policy = NULL;
-    if (ends_with_json(cfg->remat_policy)) {
+    if (remat_i_is_json_name(cfg->remat_policy)) {
         char *text = NULL;
         if ((st = remat_i_read_file(cfg->remat_policy, &text, err)) == REMAT_OK) {
             st = remat_policy_load_string(text, cfg->remat_policy, false, policy, err);
@@ -559,7 +554,7 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
     *graph = NULL;
     *policy = NULL;
     remat_status_t st;
-    if (ends_with_json(cfg->graph)) {
+    if (remat_i_is_json_name(cfg->graph)) {
         st = remat_graph_load_file(cfg->graph, graph, err);
     } else {
         /* The variant MaxText runs: the attention kernel, and the layer

@@ -230,6 +230,11 @@ remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *er
     return REMAT_OK;
 }
 
+bool remat_i_is_json_name(const char *name) {
+    const size_t n = strlen(name);
+    return n > 5 && strcmp(name + n - 5, ".json") == 0;
+}
+
 bool remat_i_printable(const char *s) {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         /* ASCII controls; UTF-8 C1 controls (U+0080-U+009F: C2 80-9F, among

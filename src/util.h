@@ -126,6 +126,10 @@ remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *er
    reports. */
 bool remat_i_printable(const char *s);
 
+/* Whether @p name names a file rather than a built-in: it ends in
+   ".json" after at least one character. */
+bool remat_i_is_json_name(const char *name);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t remat_i_edit_distance(const char *a, const char *b);
 
