@@ -183,6 +183,30 @@ static void test_tiny_moe_backward_by_hand(void **state) {
     fx_free(f);
 }
 
+/* The tiny MoE layer's forward peak over the bytes it starts from (its
+   input x is the caller's), one device (no gathered weights), by hand.
+   Each op's outputs are allocated, the live bytes measured, then what it
+   read last is freed; nothing here is fusable. Under full only y is kept:
+   gate 16 (logits); top_k +8 +16 = 40, logits freed: 24; route +8 = 32,
+   tw_raw freed: 24; permute +32 = 56; wi +64 = 120, t freed: 88; wo +32 =
+   120, g freed: 56; unpermute +32 = 88; ... The peak is 120. Under
+   minimal g and o stay: wi 120 (88 after t), wo 120, unpermute +32 = 152
+   (ti freed: 136), combine +16 = 152 (ob, tw freed: 112), res +16 = 128
+   (c freed): the peak is 152, and the layer leaves g, o and y, 112. */
+static void test_tiny_moe_forward_peak_by_hand(void **state) {
+    (void)state;
+    const char *full[] = {"remat_policy=full", NULL};
+    fx_run_t *f = fx_analyze_with(moe_graph, tiny_base, full);
+    assert_int_equal(f->r.nprofiles, 1);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 120);
+    fx_free(f);
+    const char *minimal[] = {"remat_policy=minimal", NULL};
+    f = fx_analyze_with(moe_graph, tiny_base, minimal);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 152);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 16 + 64 + 32);
+    fx_free(f);
+}
+
 /* Expert parallelism on a 4x2 mesh (fsdp 4, expert 2; 8 devices), with
    base_emb_dim=8 so that the embed dim of the weights divides over fsdp x
    expert (8). Per device: the batch shards over fsdp x expert (16 / 8 = 2
@@ -754,6 +778,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_moe_by_hand),
         cmocka_unit_test(test_tiny_moe_backward_by_hand),
+        cmocka_unit_test(test_tiny_moe_forward_peak_by_hand),
         cmocka_unit_test(test_expert_parallel_by_hand),
         cmocka_unit_test(test_first_dense_then_moe),
         cmocka_unit_test(test_every_and_stages),
