@@ -146,6 +146,18 @@ typedef struct name_info {
     uint64_t shards, kept;
 } name_info_t;
 
+/* A graph dim under its activation or weight name's first rule: the name,
+   and the dim's size divided by its shards and by what a param keeps once
+   gathered, each done once per bind (a 64-bit division costs tens of
+   cycles, and most tensors' dims take their first rule). @p divides is
+   false when the shards do not divide the size: the first tensor that
+   needs the dim reports it. */
+typedef struct dim_info {
+    name_info_t name;
+    bool divides;
+    uint64_t sharded, gathered;
+} dim_info_t;
+
 /* What one bind decides once from the config, not per tensor or op, and
    the names and shapes its blocks share. */
 typedef struct bind_ctx {
@@ -162,7 +174,7 @@ typedef struct bind_ctx {
     /* Each graph dim's logical names once a shape first needs them:
        [d][0] its activation axis, [d][1] its weight axis, valid where bit
        d of known[0] (known[1]) is set. */
-    name_info_t names[SIM_MAX_DIMS][2];
+    dim_info_t names[SIM_MAX_DIMS][2];
     uint64_t known[2];
     shape_cache_t shapes;
 } bind_ctx_t;
@@ -201,14 +213,25 @@ static void name_info(const bind_ctx_t *x, const char *name, name_info_t *out) {
     out->kept = kept_of(x, out->axes, out->exp);
 }
 
-/* Dim @p d's activation (@p w 0) or weight (1) axis. */
-static const name_info_t *dim_name(bind_ctx_t *x, size_t d, size_t w) {
+/* @p a / @p d; most dims are not sharded, and a division costs tens of
+   cycles. */
+static inline uint64_t div_by(uint64_t a, uint64_t d) {
+    return d == 1 ? a : a / d;
+}
+
+/* Dim @p d under its activation (@p w 0) or weight (1) axis. */
+static const dim_info_t *dim_info(bind_ctx_t *x, size_t d, size_t w) {
+    dim_info_t *di = &x->names[d][w];
     if (!(x->known[w] >> d & 1)) {
         const remat_dim_t *dim = &x->g->dims[d];
-        name_info(x, w ? dim->weight_axis : dim->axis, &x->names[d][w]);
+        const uint64_t size = x->dimsize[d];
+        name_info(x, w ? dim->weight_axis : dim->axis, &di->name);
+        di->divides = di->name.shards == 1 || size % di->name.shards == 0;
+        di->sharded = di->divides ? div_by(size, di->name.shards) : 0;
+        di->gathered = di->divides ? div_by(size, di->name.kept) : 0; /* kept divides shards */
         x->known[w] |= (uint64_t)1 << d;
     }
-    return &x->names[d][w];
+    return di;
 }
 
 /* Whether every dim takes its name's first rule, as flax resolves a
@@ -243,31 +266,45 @@ static void resolve_rules(const bind_ctx_t *x, const name_info_t *const *info, s
     }
 }
 
-/* @p a / @p d; most dims are not sharded, and a division costs tens of
-   cycles. */
-static inline uint64_t div_by(uint64_t a, uint64_t d) {
-    return d == 1 ? a : a / d;
+/* The error of dim @p j of tensor @p t, whose @p shards over mesh axes
+   @p axes do not divide its size. */
+static remat_status_t no_divide(const bind_ctx_t *x, const remat_tensor_t *t, size_t j,
+                                unsigned axes, uint64_t shards, remat_error_t *err) {
+    const remat_graph_t *g = x->g;
+    char text[128];
+    const char *logical = dim_logical(g, t, j);
+    remat_mesh_axes_text(axes, text, sizeof text);
+    return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                           "tensor '%s' dim '%s' of %llu does not divide over %llu "
+                           "shards (%s, logical axis %s)",
+                           t->name, g->dims[t->dim[j]].name,
+                           (unsigned long long)x->dimsize[t->dim[j]], (unsigned long long)shards,
+                           text, logical ? logical : "(none)");
 }
 
 /* Tensor @p t's shape bound into @p s: each dim per device, sharded, and
-   as an op computes on it (a param as gathered for use), and the counts. */
+   as an op computes on it (a param as gathered for use), and the counts.
+   A dim that takes its graph dim's first rule reads the sizes dim_info
+   divided once; any other divides here. */
 static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, shape_t *s,
                                  remat_error_t *err) {
-    const remat_graph_t *g = x->g;
     name_info_t own[REMAT_MAX_RANK];
     const name_info_t *info[REMAT_MAX_RANK];
+    const dim_info_t *di[REMAT_MAX_RANK];
     unsigned axes[REMAT_MAX_RANK];
     uint64_t shards[REMAT_MAX_RANK], kept[REMAT_MAX_RANK];
     for (size_t j = 0; j < t->rank; j++) {
+        di[j] = t->has_axes ? NULL : dim_info(x, t->dim[j], t->param);
         if (t->has_axes) {
             name_info(x, t->axes[j], &own[j]);
         }
-        info[j] = t->has_axes ? &own[j] : dim_name(x, t->dim[j], t->param);
+        info[j] = t->has_axes ? &own[j] : &di[j]->name;
         axes[j] = info[j]->axes;
         shards[j] = info[j]->shards;
         kept[j] = info[j]->kept;
     }
-    if (!first_rules(info, t->rank)) {
+    const bool first = first_rules(info, t->rank);
+    if (!first) {
         resolve_rules(x, info, t->rank, axes, shards, kept);
     }
     memset(s->tdim, 0, sizeof s->tdim);
@@ -275,21 +312,21 @@ static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, shape_t
     s->n = s->gn = 1;
     for (size_t j = 0; j < t->rank; j++) {
         const uint64_t size = x->dimsize[t->dim[j]];
-        if (shards[j] != 1 && size % shards[j]) {
-            char text[128];
-            const char *logical = dim_logical(g, t, j);
-            remat_mesh_axes_text(axes[j], text, sizeof text);
-            return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
-                                   "tensor '%s' dim '%s' of %llu does not divide over %llu "
-                                   "shards (%s, logical axis %s)",
-                                   t->name, g->dims[t->dim[j]].name, (unsigned long long)size,
-                                   (unsigned long long)shards[j], text,
-                                   logical ? logical : "(none)");
+        if (first && di[j]) {
+            if (!di[j]->divides) {
+                return no_divide(x, t, j, axes[j], shards[j], err);
+            }
+            s->tdim[j] = di[j]->sharded;
+            s->ctdim[j] = t->param ? di[j]->gathered : s->tdim[j];
+        } else {
+            if (shards[j] != 1 && size % shards[j]) {
+                return no_divide(x, t, j, axes[j], shards[j], err);
+            }
+            s->tdim[j] = div_by(size, shards[j]);
+            s->ctdim[j] = t->param ? div_by(size, kept[j]) : s->tdim[j];
         }
-        s->tdim[j] = div_by(size, shards[j]);
-        s->ctdim[j] = t->param ? div_by(size, kept[j]) : s->tdim[j];
         if (!remat_i_mul(s->n, s->tdim[j], &s->n) || !remat_i_mul(s->gn, s->ctdim[j], &s->gn)) {
-            return overflow(g, "the element count", t->name, err);
+            return overflow(x->g, "the element count", t->name, err);
         }
     }
     return REMAT_OK;
