@@ -134,6 +134,7 @@ void remat_graph_free(remat_graph_t *g) {
         free(g); /* the block starts at the graph and holds everything it owns */
         return;
     }
+    free((void *)g->index);
     for (size_t i = 0; i < g->ndims; i++) {
         free(g->dims[i].name);
         free(g->dims[i].from);

@@ -19,6 +19,7 @@
 
 #include "json_util.h"
 
+#include "graph_index.h"
 #include "graph_internal.h"
 #include "remat/config.h"
 #include "util.h"
@@ -854,7 +855,12 @@ static remat_status_t load_root(loader_t *L, json_t *root) {
         }
         remat_i_jpath_pop(&L->path);
     }
-    return remat_i_graph_analyze(g, L->source, L->err);
+    remat_graph_index_t *index = NULL;
+    if ((st = remat_i_graph_analyze(g, L->source, L->err)) == REMAT_OK &&
+        (st = remat_i_graph_index(g, &index, L->err)) == REMAT_OK) {
+        g->index = index;
+    }
+    return st;
 }
 
 remat_status_t remat_graph_load_string(const char *text, const char *source, remat_graph_t **out,

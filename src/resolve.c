@@ -45,6 +45,7 @@
 #include "builtin_graphs.h"
 #include "config_maxtext.h"
 #include "builtin_cache.h"
+#include "graph_index.h"
 #include "util.h"
 
 const remat_i_static_graph_t *remat_i_static_graph_find(const char *name) {
@@ -298,6 +299,49 @@ static void carve_kinds(carver_t *c, remat_graph_t *d, const remat_i_static_grap
     }
 }
 
+/* ---- copies of a cached graph ------------------------------------------ */
+
+/* A copy of a one-block graph is its block copied whole, with every pointer
+   then moved from the cached block (from) to the same offset in the copy
+   (to). The walk below visits every pointer field of the graph struct: a
+   pointer field added to it needs its line here as in carve_*, or the copy
+   would point into the cache (test_builtin_graphs.c compares two resolves,
+   which share no string or array). */
+typedef struct mover {
+    const char *from;
+    char *to;
+} mover_t;
+
+static void move_graph(const mover_t *m, remat_graph_t *g);
+
+/* One-block graph @p d (its index not made yet) copied into a new block
+   *@p out that ends with its index: the index, a position-free array, is
+   then copied with the block (copy_graph). */
+static remat_status_t with_index(const remat_graph_t *d, remat_graph_t **out,
+                                 remat_error_t *err) {
+    remat_graph_index_t *index = NULL;
+    remat_status_t st = remat_i_graph_index(d, &index, err);
+    if (st) {
+        return st;
+    }
+    const size_t at = (d->one_block + GRAPH_ALIGN - 1) / GRAPH_ALIGN * GRAPH_ALIGN;
+    char *block = remat_i_try_calloc(1, at + index->size, err); /* zeroed: see below */
+    if (!block) {
+        free(index);
+        return REMAT_E_NOMEM;
+    }
+    memcpy(block, d, d->one_block);
+    memcpy(block + at, index, index->size);
+    const mover_t m = {(const char *)d, block};
+    remat_graph_t *g = (remat_graph_t *)block;
+    move_graph(&m, g);
+    g->index = (const remat_graph_index_t *)(void *)(block + at);
+    g->one_block = at + index->size;
+    free(index);
+    *out = g;
+    return REMAT_OK;
+}
+
 remat_status_t remat_i_graph_from_static(const remat_i_static_graph_t *s, remat_graph_t **out,
                                          remat_error_t *err) {
     *out = NULL;
@@ -330,22 +374,10 @@ remat_status_t remat_i_graph_from_static(const remat_i_static_graph_t *s, remat_
         carve_block(&c, &d->head, &s->head);
     }
     assert(c.arrays == block + l.arrays && c.strings == block + size);
-    *out = d;
-    return REMAT_OK;
+    remat_status_t st = with_index(d, out, err);
+    free(block);
+    return st;
 }
-
-/* ---- copies of a cached graph ------------------------------------------ */
-
-/* A copy of a one-block graph is its block copied whole, with every pointer
-   then moved from the cached block (from) to the same offset in the copy
-   (to). The walk below visits every pointer field of the graph struct: a
-   pointer field added to it needs its line here as in carve_*, or the copy
-   would point into the cache (test_builtin_graphs.c compares two resolves,
-   which share no string or array). */
-typedef struct mover {
-    const char *from;
-    char *to;
-} mover_t;
 
 static void *moved(const mover_t *m, const void *p) {
     return p ? m->to + ((const char *)p - m->from) : NULL;
@@ -399,6 +431,7 @@ static void move_graph(const mover_t *m, remat_graph_t *g) {
     if (g->has_head) {
         move_block(m, &g->head);
     }
+    g->index = moved(m, g->index);
 }
 
 /* A new graph equal to cached one-block graph @p c, one block itself. */

@@ -157,6 +157,8 @@ typedef struct remat_kind {
                              many positions (sliding-window, chunked); NULL: all */
 } remat_kind_t;
 
+struct remat_graph_index; /* opaque: the simulator's index of a graph */
+
 typedef struct remat_graph {
     char *name;
     char *description;
@@ -174,6 +176,11 @@ typedef struct remat_graph {
        every string and array of it (a built-in graph from remat_resolve):
        remat_graph_free frees that block. 0: each is its own (a load). */
     size_t one_block;
+    /* Derived when the graph is made, like the tensors' derived fields:
+       what the simulator reads of the blocks that no config changes (op
+       positions, buffer lifetimes, fusable tensors, checkpoint-name ids).
+       Opaque; the graph owns it (inside the block of a one-block graph). */
+    const struct remat_graph_index *index;
 } remat_graph_t;
 
 /**

@@ -48,9 +48,9 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
 #define BOUND_ARRAYS(X)                                                                        \
     X(tdim, nt) X(ctdim, nt) X(numel, nt) X(bytes, nt) X(kbytes, nt) X(gbytes, nt)              \
     X(gnumel, nt) X(tbytes, nt) X(cbytes, nt) X(fwd, no) X(bwd, no) X(op_gather, no)           \
-    X(op_gather_mem, no) X(op_wgrad, no) X(fwd_s, no) X(bwd_s, no) X(pos, no)
+    X(op_gather_mem, no) X(op_wgrad, no) X(fwd_s, no) X(bwd_s, no) X(mark, nt)
 #define BOUND_ZEROED(X)                                                                        \
-    X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no) X(fusable, nt)
+    X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no)
 
 /* Array starts stay aligned for any element type. */
 #define SLAB_ALIGN ((size_t)16)
@@ -689,74 +689,22 @@ static remat_status_t bind_ops(const bind_ctx_t *x, const remat_block_t *b, boun
     return REMAT_OK;
 }
 
-/* XLA fuses cheap elementwise work into the ops that read its result: an
-   op of these kinds can be computed inside its readers' fusions... */
-static bool fusable_producer(remat_opkind_t k) {
-    switch (k) {
-        case REMAT_OP_ADD:
-        case REMAT_OP_MUL:
-        case REMAT_OP_SCALE:
-        case REMAT_OP_SILU:
-        case REMAT_OP_GELU:
-        case REMAT_OP_CAST:
-        case REMAT_OP_ROPE:
-        case REMAT_OP_TRANSPOSE:
-        case REMAT_OP_SPLIT:
-            return true;
-        default:
-            return false;
-    }
-}
-
-/* ...when every reader is itself a loop or reduction fusion: elementwise
-   ops, norms, softmax, the loss, layout changes. Contractions and the
-   attention kernel read materialized operands. */
-static bool fusing_reader(remat_opkind_t k) {
-    return fusable_producer(k) || k == REMAT_OP_RMSNORM || k == REMAT_OP_LAYERNORM ||
-           k == REMAT_OP_SOFTMAX || k == REMAT_OP_CROSS_ENTROPY || k == REMAT_OP_DROPOUT;
-}
-
-/* Tensor @p i can stay unmaterialized when its producer is fusable, it owns
-   its buffer, it is not a block input or output, and every op that reads it
-   in forward, and every op whose backward reads it, fuses. One pass over
-   the ops clears the tensors some reader does not let fuse. */
-static void fusable_tensors(const remat_block_t *b, unsigned char *fusable) {
-    for (size_t i = 0; i < b->ntensors; i++) {
-        const remat_tensor_t *t = &b->tensors[i];
-        fusable[i] = t->producer != REMAT_NONE && t->storage == i && !t->param &&
-                     fusable_producer(b->ops[t->producer].kind);
-    }
-    for (size_t k = 0; k < b->noutputs; k++) {
-        fusable[b->outputs[k]] = 0;
-    }
-    for (size_t j = 0; j < b->nops; j++) {
-        const remat_op_t *op = &b->ops[j];
-        if (fusing_reader(op->kind)) {
-            continue;
-        }
-        for (size_t k = 0; k < op->nin; k++) {
-            fusable[op->in[k]] = 0;
-        }
-        for (size_t k = 0; op->has_backward && k < op->nsaves; k++) {
-            fusable[op->saves[k]] = 0;
-        }
-    }
-}
-
-static remat_status_t bind_block(bind_ctx_t *x, const remat_block_t *b, bool head,
-                                 bound_t *out, remat_error_t *err) {
+/* Block @p k (a layer kind, or the head at nkinds) bound into @p out. */
+static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_error_t *err) {
+    const bool head = k == x->g->nkinds;
+    const remat_block_t *b = head ? &x->g->head : &x->g->kinds[k].block;
+    const remat_i_block_view_t v = remat_i_block_view(x->g, k);
     bound_alloc(b, out);
-    for (size_t p = 0; p < b->nops; p++) {
-        out->pos[b->order[p]] = p;
-    }
+    out->pos = v.pos;
+    out->inplace = v.inplace;
+    out->fusable = v.fusable_flag;
     remat_status_t st = bind_tensors(x, b, head, out, err);
     if (st) {
         return st;
     }
     gathered_dtypes(x, b, out);
     if (x->fp8 && !head) {
-        /* fusable is the scratch: fusable_tensors writes it whole after */
-        fp8_kept_copies(b, out, out->fusable);
+        fp8_kept_copies(b, out, out->mark);
     }
     if ((st = bind_ops(x, b, out, err))) {
         return st;
@@ -766,9 +714,6 @@ static remat_status_t bind_block(bind_ctx_t *x, const remat_block_t *b, bool hea
     }
     if (x->grouped) {
         gather_groups(x, b, out);
-    }
-    if (!head) {
-        fusable_tensors(b, out->fusable);
     }
     return REMAT_OK;
 }
@@ -1051,13 +996,12 @@ static remat_status_t bind_blocks(remat_analyzer_t *an, bind_ctx_t *x, remat_err
     const remat_graph_t *g = an->g;
     remat_status_t st;
     for (size_t k = 0; k < g->nkinds; k++) {
-        const remat_block_t *b = &g->kinds[k].block;
-        if ((st = bind_block(x, b, false, &an->kb[k], err)) ||
+        if ((st = bind_block(x, k, &an->kb[k], err)) ||
             (st = apply_window(&g->kinds[k], an->cfg, &an->kb[k], err))) {
             return st;
         }
     }
-    return g->has_head ? bind_block(x, &g->head, true, &an->hb, err) : REMAT_OK;
+    return g->has_head ? bind_block(x, g->nkinds, &an->hb, err) : REMAT_OK;
 }
 
 remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {

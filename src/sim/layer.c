@@ -81,24 +81,8 @@ void remat_i_scratch_release(scratch_t *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* One free list: buffer i in the list of position key[i] (none when
-   key[i] is REMAT_NONE), pushed last to first so that lists ascend. */
-static void bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_t *next) {
-    for (size_t p = 0; p < npos; p++) {
-        head[p] = REMAT_NONE;
-    }
-    for (size_t i = n; i-- > 0;) {
-        next[i] = REMAT_NONE;
-        if (key[i] != REMAT_NONE) {
-            assert(key[i] < npos);
-            next[i] = head[key[i]];
-            head[key[i]] = i;
-        }
-    }
-}
-
 void remat_i_backward_list(const remat_block_t *b, scratch_t *s) {
-    bucket(s->bwd_use, b->ntensors, b->nops, s->bwd_head, s->bwd_next);
+    remat_i_bucket(s->bwd_use, b->ntensors, b->nops, s->bwd_head, s->bwd_next);
 }
 
 static void measure(meter_t *m, remat_step_t step, size_t op) {
@@ -143,34 +127,6 @@ static inline void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_ste
         const int64_t w = bwd ? (int64_t)bd->op_wgrad[j] : 0, kv = (int64_t)bd->kv_extra[j];
         assert(g + w + kv == extra);
         measure_with(m, g, w, kv, step, j);
-    }
-}
-
-static size_t min_pos(size_t a, size_t b) {
-    return a == REMAT_NONE ? b : b == REMAT_NONE ? a : (a < b ? a : b);
-}
-
-/* Whether an op's backward is elementwise in its operands, so that XLA can
-   write an input's gradient over a same-size buffer that dies there (its
-   in-place fusion): not so for contractions, attention kernels, gathers
-   and layout changes. */
-static bool elementwise_backward(remat_opkind_t k) {
-    switch (k) {
-        case REMAT_OP_ADD:
-        case REMAT_OP_MUL:
-        case REMAT_OP_SCALE:
-        case REMAT_OP_SILU:
-        case REMAT_OP_GELU:
-        case REMAT_OP_SOFTMAX:
-        case REMAT_OP_RMSNORM:
-        case REMAT_OP_LAYERNORM:
-        case REMAT_OP_ROPE:
-        case REMAT_OP_DROPOUT:
-        case REMAT_OP_CAST:
-        case REMAT_OP_CROSS_ENTROPY:
-            return true;
-        default:
-            return false;
     }
 }
 
@@ -243,7 +199,7 @@ static inline void backward_end(meter_t *m, scratch_t *s, const bound_t *bd,
 
 void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
                             const remat_op_t *op, size_t p) {
-    backward_begin(m, s, b, bd, op, p, op->in, op->nin, elementwise_backward(op->kind));
+    backward_begin(m, s, b, bd, op, p, op->in, op->nin, bd->inplace[op - b->ops]);
 }
 
 void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
@@ -251,40 +207,10 @@ void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const rem
     backward_end(m, s, bd, op, p);
 }
 
-/* Each buffer's forward free position (after its last reader; right after
-   its producer when nothing reads it) and its last backward reader (the
-   smallest position among ops whose backward saves a member), into
-   @p free_fwd and @p bwd_use (REMAT_NONE elsewhere). */
-static void lifetimes(const remat_block_t *b, const bound_t *bd, size_t *free_fwd,
-                      size_t *bwd_use) {
-    for (size_t i = 0; i < b->ntensors; i++) {
-        free_fwd[i] = REMAT_NONE;
-        bwd_use[i] = REMAT_NONE;
-    }
-    for (size_t i = 0; i < b->ntensors; i++) {
-        const remat_tensor_t *t = &b->tensors[i];
-        size_t buf = t->storage;
-        size_t last = t->last_use != REMAT_NONE   ? t->last_use
-                      : t->producer != REMAT_NONE ? bd->pos[t->producer]
-                                                  : 0;
-        if (free_fwd[buf] == REMAT_NONE || last > free_fwd[buf]) {
-            free_fwd[buf] = last;
-        }
-    }
-    for (size_t j = 0; j < b->nops; j++) {
-        const remat_op_t *op = &b->ops[j];
-        if (op->has_backward) {
-            for (size_t i = 0; i < op->nsaves; i++) {
-                size_t buf = b->tensors[op->saves[i]].storage;
-                bwd_use[buf] = min_pos(bwd_use[buf], bd->pos[j]);
-            }
-        }
-    }
-}
-
-/* Resets @p s for block @p b and fills each buffer's lifetimes (lifetimes
-   above). Classes start transient. */
-void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch_t *s) {
+/* Resets @p s for block @p b and copies each buffer's lifetimes from its
+   index @p v. Classes start transient. */
+void remat_i_buffer_lifetimes(const remat_block_t *b, const remat_i_block_view_t *v,
+                              scratch_t *s) {
     for (size_t i = 0; i < b->ntensors; i++) {
         s->cls[i] = B_TRANS;
         s->rec_use[i] = REMAT_NONE;
@@ -292,95 +218,25 @@ void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch
         s->glive[i] = 0;
         s->virt[i] = 0;
     }
-    lifetimes(b, bd, s->free_fwd, s->bwd_use);
+    memcpy(s->free_fwd, v->free_fwd, b->ntensors * sizeof *s->free_fwd);
+    memcpy(s->bwd_use, v->bwd_use, b->ntensors * sizeof *s->bwd_use);
 }
 
-/* The id of checkpoint name @p name, added when new (names compare as
-   strings: one id, one name row). */
-static size_t name_id(scratch_t *s, const char *name) {
-    for (size_t i = 0; i < s->nname_ids; i++) {
-        if (s->name_str[i][0] == name[0] && strcmp(s->name_str[i], name) == 0) {
-            return i;
-        }
-    }
-    s->name_str[s->nname_ids] = name;
-    return s->nname_ids++;
-}
-
-/* Carves kind_prep @p k's arrays for block @p b out of @p slab
-   (prep_words of it). */
-static void carve_kind(const remat_block_t *b, size_t *slab, kind_prep_t *k) {
-    const size_t nt = b->ntensors, no = b->nops;
-    k->free_fwd = slab;
-    k->bwd_use = slab + nt;
-    k->owners = slab + 2 * nt;
-    k->fusable = slab + 3 * nt;
-    k->fwd_next = slab + 4 * nt;
-    k->bwd_next = slab + 5 * nt;
-    k->outs = slab + 6 * nt;
-    k->tag_id = slab + 7 * nt;
-    k->op_name = k->tag_id + REMAT_MAX_TAGS * nt;
-    k->fwd_head = k->op_name + no;
-    k->bwd_head = k->fwd_head + no;
-    k->inplace = k->bwd_head + no;
-    k->out_at = k->inplace + no;
-    k->gin_at = k->out_at + no + 1;
-    _Static_assert(sizeof(int64_t) == sizeof(size_t), "one word each");
-    k->xf = (int64_t *)(void *)(k->gin_at + no + 1);
-    k->xb = k->xf + no;
-    k->gin = (size_t *)(void *)(k->xb + no);
-}
-
-/* The kind's lifetimes and their free lists, its owners and their tags'
-   name ids, its fusable tensors in the order fuse visits them (ops last to
-   first, outputs in order: a chain of fused ops needs it) and each
-   position's owning outputs. */
-static void prepare_tensors(const remat_block_t *b, const bound_t *bd, scratch_t *s,
-                            kind_prep_t *k) {
-    const size_t nt = b->ntensors, no = b->nops;
-    lifetimes(b, bd, k->free_fwd, k->bwd_use);
-    bucket(k->free_fwd, nt, no, k->fwd_head, k->fwd_next);
-    bucket(k->bwd_use, nt, no, k->bwd_head, k->bwd_next);
-    k->nowners = k->nfusable = 0;
-    for (size_t i = 0; i < nt; i++) {
-        const remat_tensor_t *t = &b->tensors[i];
-        if (t->storage == i) {
-            k->owners[k->nowners++] = i;
-        }
-        for (size_t j = 0; j < t->ntags; j++) {
-            k->tag_id[i * REMAT_MAX_TAGS + j] = name_id(s, t->tags[j]);
-        }
-    }
-    for (size_t p = no; p-- > 0;) {
-        const remat_op_t *op = &b->ops[b->order[p]];
-        for (size_t o = 0; o < op->nout; o++) {
-            if (bd->fusable[op->out[o]]) {
-                k->fusable[k->nfusable++] = op->out[o];
-            }
-        }
-    }
-    size_t nouts = 0; /* at most one a tensor: each has one producer */
-    for (size_t p = 0; p < no; p++) {
-        const remat_op_t *op = &b->ops[b->order[p]];
-        k->out_at[p] = nouts;
-        for (size_t o = 0; o < op->nout; o++) {
-            if (b->tensors[op->out[o]].storage == op->out[o]) {
-                k->outs[nouts++] = op->out[o];
-            }
-        }
-    }
-    k->out_at[no] = nouts;
-}
-
-/* Per op: the sums a profile takes (in op order, as it would), the bytes
-   measure_op adds, the name of its re-run FLOPs (its first tagged output's
-   first), and its inputs with a gradient. */
-static void prepare_ops(const remat_block_t *b, const bound_t *bd, const scratch_t *s,
+/* Per op of block @p b: the sums a profile takes (in op order, as it
+   would), the bytes measure_op adds, and its inputs with a gradient, into
+   @p k, whose arrays start at @p slab (prep_words of it). */
+static void prepare_ops(const remat_block_t *b, const bound_t *bd, size_t *slab,
                         kind_prep_t *k) {
+    const size_t no = b->nops;
+    _Static_assert(sizeof(int64_t) == sizeof(size_t), "one word each");
+    k->xf = (int64_t *)(void *)slab;
+    k->xb = k->xf + no;
+    k->gin_at = (size_t *)(void *)(k->xb + no);
+    k->gin = k->gin_at + no + 1;
     size_t ngin = 0;
     k->fwd_flops = k->bwd_flops = 0;
     k->fwd_s = k->bwd_s = 0;
-    for (size_t j = 0; j < b->nops; j++) {
+    for (size_t j = 0; j < no; j++) {
         const remat_op_t *op = &b->ops[j];
         k->fwd_flops += bd->fwd[j];
         k->bwd_flops += bd->bwd[j];
@@ -389,14 +245,6 @@ static void prepare_ops(const remat_block_t *b, const bound_t *bd, const scratch
         k->xf[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_next[j]) + (int64_t)bd->kv_extra[j];
         k->xb[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_prev[j]) + (int64_t)bd->op_wgrad[j] +
                    (int64_t)bd->kv_extra[j];
-        k->op_name[j] = s->id_unnamed;
-        for (size_t o = 0; o < op->nout; o++) {
-            if (b->tensors[op->out[o]].ntags) {
-                k->op_name[j] = k->tag_id[op->out[o] * REMAT_MAX_TAGS];
-                break;
-            }
-        }
-        k->inplace[j] = elementwise_backward(op->kind);
         k->gin_at[j] = ngin;
         for (size_t i = 0; i < op->nin; i++) {
             if (bd->gbytes[op->in[i]]) {
@@ -404,7 +252,7 @@ static void prepare_ops(const remat_block_t *b, const bound_t *bd, const scratch
             }
         }
     }
-    k->gin_at[b->nops] = ngin;
+    k->gin_at[no] = ngin;
 }
 
 /* The words of block @p b's arrays in its kind_prep. */
@@ -413,40 +261,31 @@ static size_t prep_words(const remat_block_t *b) {
     for (size_t j = 0; j < b->nops; j++) {
         nin += b->ops[j].nin;
     }
-    return (7 + REMAT_MAX_TAGS) * b->ntensors + 8 * b->nops + 2 + nin;
+    return 3 * b->nops + 1 + nin;
 }
 
-/* One slab: the kinds' preps, then the name ids' two arrays, then each
-   kind's arrays, every element pointer-sized; the counts are a graph's (no
-   overflow). */
+/* One slab: the kinds' preps, then the name rows' index, then each kind's
+   arrays, every element pointer-sized; the counts are a graph's (no
+   overflow). What no config changes is the graph's index: a prep points
+   into it. */
 void remat_i_layer_prepare(remat_analyzer_t *an) {
     const remat_graph_t *g = an->g;
     scratch_t *s = &an->s;
-    size_t words = 0, names = 2; /* the two fallback names */
+    size_t words = 0;
     for (size_t k = 0; k < g->nkinds; k++) {
-        const remat_block_t *b = &g->kinds[k].block;
-        words += prep_words(b);
-        for (size_t i = 0; i < b->ntensors; i++) {
-            names += b->tensors[i].ntags;
-        }
+        words += prep_words(&g->kinds[k].block);
     }
-    _Static_assert(sizeof(kind_prep_t) % sizeof(size_t) == 0 && sizeof(char *) == sizeof(size_t),
-                   "the slab's arrays stay aligned");
-    char *slab =
-        remat_i_xmalloc(g->nkinds * sizeof(kind_prep_t) + (2 * names + words) * sizeof(size_t));
+    s->nname_ids = g->index->nnames;
+    _Static_assert(sizeof(kind_prep_t) % sizeof(size_t) == 0, "the slab's arrays stay aligned");
+    char *slab = remat_i_xmalloc(g->nkinds * sizeof(kind_prep_t) +
+                                 (s->nname_ids + words) * sizeof(size_t));
     s->prep = (kind_prep_t *)(void *)slab;
-    size_t *z = (size_t *)(void *)(s->prep + g->nkinds);
-    s->name_str = (const char **)(void *)z;
-    s->row_of = z + names;
-    z = s->row_of + names;
-    s->nname_ids = 0;
-    s->id_input = name_id(s, "decoder_layer_input");
-    s->id_unnamed = name_id(s, "(unnamed)");
+    s->row_of = (size_t *)(void *)(s->prep + g->nkinds);
+    size_t *z = s->row_of + s->nname_ids;
     for (size_t k = 0; k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
-        carve_kind(b, z, &s->prep[k]);
-        prepare_tensors(b, &an->kb[k], s, &s->prep[k]);
-        prepare_ops(b, &an->kb[k], s, &s->prep[k]);
+        s->prep[k].v = remat_i_block_view(g, k);
+        prepare_ops(b, &an->kb[k], z, &s->prep[k]);
         z += prep_words(b);
     }
 }
@@ -511,8 +350,8 @@ static void relist(size_t *head, size_t *next, size_t u, size_t *key, size_t to)
 static void fuse(const play_t *pl) {
     const remat_block_t *b = pl->b;
     scratch_t *s = pl->s;
-    for (size_t f = 0; f < pl->k->nfusable; f++) {
-        const size_t t = pl->k->fusable[f];
+    for (size_t f = 0; f < pl->k->v.nfusable; f++) {
+        const size_t t = pl->k->v.fusable[f];
         if (pl->plan->fate[t] == REMAT_FATE_DEVICE || pl->plan->fate[t] == REMAT_FATE_OFFLOAD) {
             continue;
         }
@@ -527,7 +366,7 @@ static void fuse(const play_t *pl) {
                    max_pos(s->free_fwd[u], s->free_fwd[t]));
             s->rec_use[u] = max_pos(s->rec_use[u], s->rec_use[t]);
             relist(s->bwd_head, s->bwd_next, u, &s->bwd_use[u],
-                   min_pos(s->bwd_use[u], s->bwd_use[t]));
+                   remat_i_min_pos(s->bwd_use[u], s->bwd_use[t]));
         }
     }
 }
@@ -540,12 +379,12 @@ static void reset(const play_t *pl) {
     scratch_t *s = pl->s;
     _Static_assert(REMAT_NONE == SIZE_MAX && B_TRANS == 0, "the resets below write bytes");
     const size_t np = pl->b->nops;
-    memcpy(s->free_fwd, pl->k->free_fwd, nt * sizeof *s->free_fwd);
-    memcpy(s->bwd_use, pl->k->bwd_use, nt * sizeof *s->bwd_use);
-    memcpy(s->fwd_head, pl->k->fwd_head, np * sizeof *s->fwd_head);
-    memcpy(s->bwd_head, pl->k->bwd_head, np * sizeof *s->bwd_head);
-    memcpy(s->fwd_next, pl->k->fwd_next, nt * sizeof *s->fwd_next);
-    memcpy(s->bwd_next, pl->k->bwd_next, nt * sizeof *s->bwd_next);
+    memcpy(s->free_fwd, pl->k->v.free_fwd, nt * sizeof *s->free_fwd);
+    memcpy(s->bwd_use, pl->k->v.bwd_use, nt * sizeof *s->bwd_use);
+    memcpy(s->fwd_head, pl->k->v.fwd_head, np * sizeof *s->fwd_head);
+    memcpy(s->bwd_head, pl->k->v.bwd_head, np * sizeof *s->bwd_head);
+    memcpy(s->fwd_next, pl->k->v.fwd_next, nt * sizeof *s->fwd_next);
+    memcpy(s->bwd_next, pl->k->v.bwd_next, nt * sizeof *s->bwd_next);
     memset(s->rec_use, 0xff, nt * sizeof *s->rec_use);
     memset(s->cls, 0, nt);
     memset(s->live, 0, nt);
@@ -560,8 +399,8 @@ static void rerun_list(const play_t *pl) {
     for (size_t p = 0; p < pl->b->nops; p++) {
         s->rec_head[p] = REMAT_NONE;
     }
-    for (size_t n = pl->k->nowners; n-- > 0;) {
-        const size_t i = pl->k->owners[n];
+    for (size_t n = pl->k->v.nowners; n-- > 0;) {
+        const size_t i = pl->k->v.owners[n];
         if (s->rec_use[i] != REMAT_NONE) {
             s->rec_next[i] = s->rec_head[s->rec_use[i]];
             s->rec_head[s->rec_use[i]] = i;
@@ -614,8 +453,8 @@ static void totals(play_t *pl, tpl_t *t) {
     const bound_t *bd = pl->bd;
     const scratch_t *s = pl->s;
     pl->noff = pl->nheld = 0;
-    for (size_t n = 0; n < pl->k->nowners; n++) {
-        const size_t i = pl->k->owners[n];
+    for (size_t n = 0; n < pl->k->v.nowners; n++) {
+        const size_t i = pl->k->v.owners[n];
         if (s->cls[i] == B_KEEP) {
             t->saved += bd->kbytes[i];
         } else if (s->cls[i] == B_OFF) {
@@ -645,8 +484,8 @@ static void play_forward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
     s->cur[x] = bd->kbytes[x];
     for (size_t p = 0; p < b->nops; p++) {
         const size_t j = b->order[p];
-        for (size_t n = pl->k->out_at[p]; n < pl->k->out_at[p + 1]; n++) {
-            const size_t o = pl->k->outs[n];
+        for (size_t n = pl->k->v.out_at[p]; n < pl->k->v.out_at[p + 1]; n++) {
+            const size_t o = pl->k->v.outs[n];
             if (!s->virt[o]) {
                 /* A residual kept as a smaller copy (fp8) is a working
                    activation until its last forward reader. */
@@ -771,7 +610,7 @@ static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
         }
         const size_t *gin = pl->k->gin, *at = pl->k->gin_at;
         backward_begin(&w, s, b, pl->bd, op, p, gin + at[j], at[j + 1] - at[j],
-                       pl->k->inplace[j]);
+                       pl->k->v.inplace[j]);
         measure_op(&w, pl->bd, j, REMAT_STEP_BACKWARD, pl->k->xb[j]);
         backward_end(&w, s, pl->bd, op, p);
     }
@@ -802,7 +641,8 @@ static void profile_layer(play_t *pl, tpl_t *t, rel_events_t *fwd, rel_events_t 
    rows grow to 16, then double (at every power of two from 16 on): the
    capacity is implied by the count, so the public result needs no field
    for it. */
-static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, size_t id) {
+static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, const remat_graph_t *g,
+                                  size_t id) {
     if (s->row_of[id] != REMAT_NONE) {
         return &r->names[s->row_of[id]];
     }
@@ -814,7 +654,7 @@ static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, size_t id) {
     remat_name_row_t *row = &r->names[r->nnames++];
     memset(row, 0, sizeof *row);
     /* graph and policy names are under REMAT_NAME_LEN (graph_load, policy) */
-    const char *name = s->name_str[id];
+    const char *name = remat_i_index_name(g, id);
     const size_t n = strlen(name);
     assert(n < sizeof row->name);
     memcpy(row->name, name, n < sizeof row->name ? n : sizeof row->name - 1);
@@ -823,14 +663,14 @@ static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, size_t id) {
 
 /* The id of the checkpoint name a buffer's bytes are reported under: the
    first tag of a member with the buffer's fate, the owner first. */
-static size_t buffer_name(const remat_block_t *b, const kind_prep_t *k, const scratch_t *s,
+static size_t buffer_name(const remat_block_t *b, const kind_prep_t *k,
                           const remat_plan_t *plan, const remat_policy_t *policy, size_t layer,
                           size_t buf, remat_fate_t fate) {
     /* The buffer's own name (gpt3's qkv_proj), the one that placed it there
        when it has several (llama's context and attention_out). One name is
        the answer whatever placed it: no lookup. */
     const remat_tensor_t *t = &b->tensors[buf];
-    const size_t *ids = &k->tag_id[buf * REMAT_MAX_TAGS];
+    const size_t *ids = &k->v.tag_id[buf * REMAT_MAX_TAGS];
     if (t->ntags == 1) {
         return ids[0];
     }
@@ -846,10 +686,10 @@ static size_t buffer_name(const remat_block_t *b, const kind_prep_t *k, const sc
     }
     for (size_t i = 0; i < b->ntensors; i++) {
         if (b->tensors[i].storage == buf && plan->fate[i] == fate && b->tensors[i].ntags) {
-            return k->tag_id[i * REMAT_MAX_TAGS];
+            return k->v.tag_id[i * REMAT_MAX_TAGS];
         }
     }
-    return buf == b->inputs[0] ? s->id_input : s->id_unnamed;
+    return buf == b->inputs[0] ? REMAT_I_NAME_INPUT : REMAT_I_NAME_UNNAMED;
 }
 
 /* The tensor rows of profile @p pr, every field written (they are not
@@ -878,7 +718,7 @@ static remat_status_t saved_rows(remat_analyzer_t *an, const remat_policy_t *pol
         const size_t i = s->held[n];
         remat_fate_t f = s->cls[i] == B_KEEP ? REMAT_FATE_DEVICE : REMAT_FATE_OFFLOAD;
         remat_name_row_t *nr =
-            name_row(r, s, buffer_name(b, k, s, &pr->plan, policy, pr->first, i, f));
+            name_row(r, s, an->g, buffer_name(b, k, &pr->plan, policy, pr->first, i, f));
         uint64_t *acc = f == REMAT_FATE_DEVICE ? &nr->saved_bytes : &nr->offloaded_bytes;
         remat_status_t st =
             sum_checked(acc, lb->kbytes[i], pr->nlayers, "saved bytes", err);
@@ -896,7 +736,7 @@ static remat_status_t saved_rows(remat_analyzer_t *an, const remat_policy_t *pol
 static remat_status_t recompute_rows(remat_analyzer_t *an, remat_profile_t *pr,
                                      remat_result_t *r, remat_error_t *err) {
     const remat_block_t *b = &an->g->kinds[pr->kind].block;
-    const size_t *op_name = an->s.prep[pr->kind].op_name;
+    const size_t *op_name = an->s.prep[pr->kind].v.op_name;
     const uint64_t *fwd = an->kb[pr->kind].fwd;
     for (size_t j = 0; j < b->nops; j++) {
         if (!pr->plan.recompute_op[j]) {
@@ -909,7 +749,7 @@ static remat_status_t recompute_rows(remat_analyzer_t *an, remat_profile_t *pr,
                 break;
             }
         }
-        remat_status_t st = sum_checked(&name_row(r, &an->s, op_name[j])->recompute_flops, fwd[j],
+        remat_status_t st = sum_checked(&name_row(r, &an->s, an->g, op_name[j])->recompute_flops, fwd[j],
                                         pr->nlayers, "recompute FLOPs", err);
         if (st) {
             return st;

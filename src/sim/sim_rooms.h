@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "remat/sim.h"
+#include "graph_index.h"
 #include "sim_internal.h"
 #include "util.h"
 
@@ -55,13 +56,16 @@ typedef struct bound {
     uint64_t *gather_next, *gather_prev; /* per op: the gather prefetched during it, forward
                                             (the next gathering op's) and backward (the previous) */
     uint64_t *tbytes;   /* per tensor: its size, views included */
-    unsigned char *fusable; /* per tensor: XLA can compute it inside each op that reads it
-                               (forward or backward) instead of materializing it */
+    const unsigned char *fusable; /* per tensor: XLA can compute it inside each op that
+                                     reads it (forward or backward) instead of materializing
+                                     it (the graph's index; all 0 for the head) */
+    unsigned char *mark; /* per tensor: binding's scratch */
     double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
     double *xscale;     /* per op: executed over model FLOPs beyond the kernel's own rule
                            (a windowed flash op's whole blocks); 0 is 1 */
-    size_t *pos;        /* per op: position in the block's order */
-    void *slab;         /* the one allocation every array above lives in */
+    const size_t *pos;  /* per op: position in the block's order (the graph's index) */
+    const size_t *inplace; /* per op: its backward is elementwise (the graph's index) */
+    void *slab;         /* the one allocation every array above but the index's lives in */
 } bound_t;
 
 /* ---- layer.c: one layer's plan played op by op -------------------------- */
@@ -112,33 +116,24 @@ typedef struct scratch {
     size_t *fwd_next, *rec_next, *bwd_next; /* per buffer */
     /* Per analyzer, not per run (remat_i_layer_prepare, in one allocation
        that starts at prep): what each layer kind's profile reads that no
-       plan changes, and the checkpoint names as small integers. */
+       plan changes. */
     struct kind_prep *prep;  /* per layer kind */
-    const char **name_str;   /* per name id: the layer kinds' distinct tags, and
-                                the two fallbacks (id_input, id_unnamed) */
-    size_t *row_of;          /* per name id, per run: its row in the result, or REMAT_NONE */
-    size_t nname_ids, id_input, id_unnamed;
+    size_t *row_of;          /* per name id (graph_index.h), per run: its row in the
+                                result, or REMAT_NONE */
+    size_t nname_ids;
 } scratch_t;
 
-/* What a layer kind's profile reads that no plan changes (layer.c). */
+/* What a layer kind's profile reads that no plan changes (layer.c): what
+   no config changes either, the graph's index (lifetimes before fusion,
+   their free lists, owners, fusable tensors, outputs by position, name
+   ids, backward kinds), and what the bound block adds. */
 typedef struct kind_prep {
-    size_t *free_fwd, *bwd_use; /* per tensor: the buffers' lifetimes (before fusion) */
-    size_t *owners;             /* the tensors that own their buffer, ascending */
-    size_t *fusable;            /* the fusable tensors in fusion's order: last op first */
-    size_t *tag_id;             /* per tensor, REMAT_MAX_TAGS each: its tags' name ids */
-    size_t *op_name;            /* per op: the name id its re-run FLOPs are reported under */
-    /* the forward and backward free lists of the lifetimes above */
-    size_t *fwd_head, *bwd_head; /* per position */
-    size_t *fwd_next, *bwd_next; /* per tensor */
+    remat_i_block_view_t v;
     int64_t *xf, *xb; /* per op: the bytes live only while it runs (its collective
                          buffers), forward or re-run and backward */
-    /* per position p: outs[out_at[p] .. out_at[p + 1]) are its op's outputs
-       that own their buffer, in order */
-    size_t *out_at, *outs;
     /* per op j: gin[gin_at[j] .. gin_at[j + 1]) are its inputs that have a
-       gradient, in order; inplace[j] whether its backward is elementwise */
-    size_t *gin_at, *gin, *inplace;
-    size_t nowners, nfusable;
+       gradient, in order */
+    size_t *gin_at, *gin;
     uint64_t fwd_flops, bwd_flops; /* summed over the ops in op order, as a profile sums */
     double fwd_s, bwd_s;
 } kind_prep_t;
@@ -358,7 +353,8 @@ void remat_i_scratch_release(scratch_t *s);
 /* The head's use of the scratch (a layer's profile fills it from its
    kind_prep): its buffers' lifetimes, classes transient; then, once the
    caller has set bwd_use, the backward free list backward_end reads. */
-void remat_i_buffer_lifetimes(const remat_block_t *b, const bound_t *bd, scratch_t *s);
+void remat_i_buffer_lifetimes(const remat_block_t *b, const remat_i_block_view_t *v,
+                              scratch_t *s);
 void remat_i_backward_list(const remat_block_t *b, scratch_t *s);
 void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
                             const remat_op_t *op, size_t p);

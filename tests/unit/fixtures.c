@@ -2,6 +2,8 @@
 /* fixtures.c: see fixtures.h. */
 #include "fixtures.h"
 
+#include "graph_index.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,4 +270,10 @@ void fx_graphs_equal(const remat_graph_t *a, const remat_graph_t *b) {
     if (a->has_head) {
         blocks_equal(&a->head, &b->head);
     }
+    /* the index holds offsets, not pointers: equal graphs' are equal bytes */
+    assert_non_null(a->index);
+    assert_non_null(b->index);
+    assert_true(a->index != b->index);
+    assert_int_equal(a->index->size, b->index->size);
+    assert_memory_equal(a->index, b->index, a->index->size);
 }

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * graph_index.h: what the simulator reads of a graph's blocks that no
+ * config and no plan changes, derived once when the graph is made (its
+ * loader, or the unpacking of a built-in) instead of once per analysis:
+ * each op's position, each buffer's lifetimes and the free lists that
+ * list buffers by the position that frees them, the tensors that own a
+ * buffer, the fusable tensors, each position's owning outputs, each op's
+ * backward kind, and the checkpoint names as small integers.
+ *
+ * The index is one allocation that holds no pointer: every array is at a
+ * byte offset from its start, so a copy of it is a memcpy (a one-block
+ * graph carries its index inside its block; resolve.c). The graph owns it
+ * (graph.h, `index`). Not public.
+ */
+#ifndef REMAT_GRAPH_INDEX_H
+#define REMAT_GRAPH_INDEX_H
+
+#include <stddef.h>
+
+#include "remat/graph.h"
+
+/* Checkpoint-name ids: these two first, then the layer kinds' distinct
+   tags in kind, tensor and tag order. */
+#define REMAT_I_NAME_INPUT 0   /* "decoder_layer_input": the layer input's buffer */
+#define REMAT_I_NAME_UNNAMED 1 /* "(unnamed)": a buffer no tag names */
+
+/* One block's arrays, as byte offsets from the index's start. */
+typedef struct remat_i_block_index {
+    size_t nowners, nfusable;
+    size_t pos;      /* per op: its position in the block's order */
+    size_t free_fwd; /* per buffer: the forward position after which it is freed */
+    size_t bwd_use;  /* per buffer: the smallest backward position reading it */
+    size_t fwd_head, bwd_head; /* per position: the lists of the two above */
+    size_t fwd_next, bwd_next; /* per buffer: the lists' links */
+    size_t owners;   /* the tensors that own their buffer, ascending */
+    size_t fusable;  /* the fusable tensors in fusion's order: last op first */
+    size_t out_at, outs; /* outs[out_at[p] .. out_at[p + 1]): position p's owning outputs */
+    size_t tag_id;   /* per tensor, REMAT_MAX_TAGS each: its tags' name ids (layer kinds) */
+    size_t op_name;  /* per op: the name id of its re-run FLOPs (layer kinds) */
+    size_t inplace;  /* per op: whether its backward is elementwise */
+    size_t fusable_flag; /* per tensor, a byte: whether it may stay unmaterialized */
+} remat_i_block_index_t;
+
+typedef struct remat_graph_index {
+    size_t size;   /* bytes, this header included */
+    size_t nnames; /* name ids */
+    size_t names;  /* per id past the two fixed ones, two words: kind x tag, tensor */
+    remat_i_block_index_t block[REMAT_MAX_KINDS + 1]; /* the kinds, then the head */
+} remat_graph_index_t;
+
+/* A block's arrays as pointers (remat_i_block_view). */
+typedef struct remat_i_block_view {
+    size_t nowners, nfusable;
+    const size_t *pos, *free_fwd, *bwd_use, *fwd_head, *bwd_head, *fwd_next, *bwd_next;
+    const size_t *owners, *fusable, *out_at, *outs, *tag_id, *op_name, *inplace;
+    const unsigned char *fusable_flag;
+} remat_i_block_view_t;
+
+/* The index of graph @p g (whose blocks are analyzed: remat_i_graph_analyze)
+   into *@p out, a new allocation the caller owns. REMAT_E_NOMEM when it
+   cannot be allocated. */
+remat_status_t remat_i_graph_index(const remat_graph_t *g, remat_graph_index_t **out,
+                                   remat_error_t *err);
+
+/* The earlier of positions @p a and @p b, either REMAT_NONE (none). */
+static inline size_t remat_i_min_pos(size_t a, size_t b) {
+    return a == REMAT_NONE ? b : b == REMAT_NONE ? a : (a < b ? a : b);
+}
+
+/* Lists buffers 0..@p n by key: buffer i in the list of position key[i]
+   (none when key[i] is REMAT_NONE), through @p head (per position, @p npos
+   of them) and @p next, each list ascending. */
+void remat_i_bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_t *next);
+
+/* Block @p k's arrays: layer kind @p k, or the head when @p k is nkinds. */
+remat_i_block_view_t remat_i_block_view(const remat_graph_t *g, size_t k);
+
+/* The text of name id @p id (below the index's nnames). */
+const char *remat_i_index_name(const remat_graph_t *g, size_t id);
+
+#endif
