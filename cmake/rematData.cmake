@@ -37,7 +37,8 @@ function(remat_embedded_data root outdir)
     ${root}/src/error.c ${root}/src/util.c ${root}/src/json_util.c ${root}/src/builtin.c
     ${builtin_c} ${root}/src/yaml_config.c ${root}/src/maxtext_keys.c ${keys_c}
     ${root}/src/graph_load.c ${root}/src/graph.c ${root}/src/graph_index.c ${root}/src/ops.c
-    ${root}/src/config.c ${root}/src/config_maxtext.c ${root}/src/topology.c ${root}/src/hw.c ${root}/src/policy.c
+    ${root}/src/config.c ${root}/src/config_maxtext.c ${root}/src/topology.c ${root}/src/hw.c
+    ${root}/src/mesh.c ${root}/src/policy.c
     ${root}/src/builtin_cache.c)
   target_include_directories(remat_gen_graphs PRIVATE ${root}/include ${root}/src)
   target_include_directories(remat_gen_graphs SYSTEM PRIVATE ${arg_INCLUDES})

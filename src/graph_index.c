@@ -18,11 +18,12 @@
 #include <string.h>
 
 #include "graph_index.h"
+#include "remat/mesh.h"
 #include "util.h"
 
 /* The words of a block's size_t arrays, and its bytes of flags. */
 static size_t block_words(const remat_block_t *b) {
-    return (9 + REMAT_MAX_TAGS) * b->ntensors + 6 * b->nops + 1;
+    return (10 + REMAT_MAX_TAGS + REMAT_MAX_RANK) * b->ntensors + 6 * b->nops + 1;
 }
 
 void remat_i_bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_t *next) {
@@ -151,7 +152,7 @@ static void lifetimes(const remat_block_t *b, const size_t *pos, size_t *free_fw
 /* Writable views of one block's arrays while the index is built. */
 typedef struct block_arrays {
     size_t *pos, *free_fwd, *bwd_use, *fwd_head, *bwd_head, *fwd_next, *bwd_next;
-    size_t *owners, *fusable, *out_at, *outs, *tag_id, *op_name, *inplace;
+    size_t *owners, *fusable, *out_at, *outs, *tag_id, *op_name, *inplace, *shape, *axes;
     unsigned char *fusable_flag;
 } block_arrays_t;
 
@@ -167,6 +168,7 @@ static void carve_block(remat_i_block_index_t *bi, const remat_block_t *b, size_
     TAKE(pos, no) TAKE(free_fwd, nt) TAKE(bwd_use, nt) TAKE(fwd_head, no) TAKE(bwd_head, no)
     TAKE(fwd_next, nt) TAKE(bwd_next, nt) TAKE(owners, nt) TAKE(fusable, nt) TAKE(out_at, no + 1)
     TAKE(outs, nt) TAKE(tag_id, REMAT_MAX_TAGS * nt) TAKE(op_name, no) TAKE(inplace, no)
+    TAKE(shape, nt) TAKE(axes, REMAT_MAX_RANK * nt)
 #undef TAKE
     assert(at - *words == block_words(b) * w);
     *words = at;
@@ -180,7 +182,7 @@ static block_arrays_t arrays_of(remat_graph_index_t *x, const remat_i_block_inde
     return (block_arrays_t){AT(pos),    AT(free_fwd), AT(bwd_use), AT(fwd_head), AT(bwd_head),
                             AT(fwd_next), AT(bwd_next), AT(owners), AT(fusable), AT(out_at),
                             AT(outs),   AT(tag_id),   AT(op_name), AT(inplace),
-                            (unsigned char *)(base + bi->fusable_flag)};
+                            AT(shape),  AT(axes),     (unsigned char *)(base + bi->fusable_flag)};
 #undef AT
 }
 
@@ -283,55 +285,184 @@ static void index_block(const remat_graph_t *g, remat_graph_index_t *x, size_t k
     }
 }
 
-/* The index's bytes: the header, each block's words, the name references
-   (two words an id), then the flag bytes. The counts are a graph's, bounded
-   by its input's size: no overflow. */
-static size_t index_size(const remat_graph_t *g, size_t *names, size_t *flags) {
-    size_t words = 0, tags = 0, nflags = 0;
-    for (size_t k = 0; k <= g->nkinds; k++) {
-        const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
-        if (k == g->nkinds && !g->has_head) {
-            break;
-        }
-        words += block_words(b);
-        nflags += b->ntensors;
-        for (size_t i = 0; k < g->nkinds && i < b->ntensors; i++) {
-            tags += b->tensors[i].ntags;
+/* ---- logical names and shapes -------------------------------------------- */
+
+/* While the index is built, open-addressed tables (a slot holds an id + 1,
+   0 is empty) find a logical name's id by its text and a shape's by its
+   key, in a scratch tail past the index's `size` bytes. */
+typedef struct numbering {
+    size_t *lslot, nlslots; /* powers of two, at least twice the most ids */
+    size_t *sslot, nsslots;
+    const char **ltext;     /* per logical id */
+    uint64_t *skey;         /* per shape id: shape_key */
+    const size_t **saxes;   /* per shape id: its first tensor's `axes` ids, or NULL */
+} numbering_t;
+
+static size_t pow2_at_least(size_t n) {
+    size_t p = 16;
+    while (p < n) {
+        p *= 2;
+    }
+    return p;
+}
+
+/* The logical id of @p name (REMAT_NONE for NULL), numbered when new; its
+   hash into @p hashes. */
+static size_t logical_id(remat_graph_index_t *x, numbering_t *nb, size_t *hashes,
+                         const char *name) {
+    if (!name) {
+        return REMAT_NONE;
+    }
+    const uint32_t h = remat_mesh_name_hash(name);
+    size_t i = h & (nb->nlslots - 1);
+    for (; nb->lslot[i]; i = (i + 1) & (nb->nlslots - 1)) {
+        const size_t id = nb->lslot[i] - 1;
+        if (hashes[id] == h && strcmp(nb->ltext[id], name) == 0) {
+            return id;
         }
     }
-    *names = sizeof(remat_graph_index_t) + words * sizeof(size_t);
-    *flags = *names + 2 * tags * sizeof(size_t);
-    return *flags + nflags;
+    nb->lslot[i] = x->nlogical + 1;
+    nb->ltext[x->nlogical] = name;
+    hashes[x->nlogical] = h;
+    return x->nlogical++;
+}
+
+/* The dims six bits each, then the rank (which tells where they start)
+   and the flags: equal keys, equal dims and flags. */
+static uint64_t shape_key(const remat_tensor_t *t) {
+    _Static_assert(REMAT_MAX_RANK <= 8 && REMAT_MAX_DIMS <= 64, "a shape fits 64 bits");
+    uint64_t k = 0;
+    for (size_t j = 0; j < t->rank; j++) {
+        k = k << 6 | t->dim[j];
+    }
+    return k << 6 | t->rank | (uint64_t)t->param << 4 | (uint64_t)t->has_axes << 5;
+}
+
+/* The shape id of tensor @p t, whose `axes` ids are @p axes, numbered when
+   new. */
+static size_t shape_id(remat_graph_index_t *x, numbering_t *nb, const remat_tensor_t *t,
+                       const size_t *axes) {
+    const uint64_t key = shape_key(t);
+    size_t i = (size_t)((key * 0x9e3779b97f4a7c15u) >> 32) & (nb->nsslots - 1);
+    for (; nb->sslot[i]; i = (i + 1) & (nb->nsslots - 1)) {
+        const size_t id = nb->sslot[i] - 1;
+        if (nb->skey[id] == key &&
+            (!t->has_axes || memcmp(nb->saxes[id], axes, t->rank * sizeof *axes) == 0)) {
+            return id;
+        }
+    }
+    nb->sslot[i] = x->nshapes + 1;
+    nb->skey[x->nshapes] = key;
+    nb->saxes[x->nshapes] = t->has_axes ? axes : NULL;
+    return x->nshapes++;
+}
+
+/* Every dim's two logical names, then each block's tensors' `axes` and
+   shapes, numbered. */
+static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, numbering_t *nb) {
+    size_t *dim_axis = (size_t *)(void *)((char *)x + x->dim_axis);
+    size_t *hashes = (size_t *)(void *)((char *)x + x->logical_hash);
+    for (size_t d = 0; d < g->ndims; d++) {
+        dim_axis[2 * d] = logical_id(x, nb, hashes, g->dims[d].axis);
+        dim_axis[2 * d + 1] = logical_id(x, nb, hashes, g->dims[d].weight_axis);
+    }
+    for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
+        const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
+        const block_arrays_t a = arrays_of(x, &x->block[k]);
+        for (size_t i = 0; i < b->ntensors; i++) {
+            const remat_tensor_t *t = &b->tensors[i];
+            size_t *axes = &a.axes[i * REMAT_MAX_RANK];
+            for (size_t j = 0; j < REMAT_MAX_RANK; j++) {
+                axes[j] = t->has_axes && j < t->rank ? logical_id(x, nb, hashes, t->axes[j])
+                                                     : REMAT_NONE;
+            }
+            a.shape[i] = shape_id(x, nb, t, axes);
+        }
+    }
+}
+
+/* ---- the whole index ------------------------------------------------------ */
+
+/* Byte offsets of the index's parts: the header, each block's words, the
+   dims' logical ids, the logical names' hashes, the name references (two
+   words an id), the flag bytes (the index ends there), then the scratch.
+   The counts are a graph's, bounded by its input's size: no overflow. */
+typedef struct layout {
+    size_t dim_axis, logical_hash, names, flags, size, scratch, total;
+    size_t nlogical, ntensors; /* the most logical ids and shape ids */
+} layout_t;
+
+static layout_t index_layout(const remat_graph_t *g) {
+    size_t words = 0, tags = 0;
+    layout_t l = {0};
+    l.nlogical = 2 * g->ndims;
+    for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
+        const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
+        words += block_words(b);
+        l.ntensors += b->ntensors;
+        for (size_t i = 0; i < b->ntensors; i++) {
+            tags += k < g->nkinds ? b->tensors[i].ntags : 0;
+            l.nlogical += b->tensors[i].has_axes ? b->tensors[i].rank : 0;
+        }
+    }
+    const size_t w = sizeof(size_t);
+    l.dim_axis = sizeof(remat_graph_index_t) + words * w;
+    l.logical_hash = l.dim_axis + 2 * g->ndims * w;
+    l.names = l.logical_hash + l.nlogical * w;
+    l.flags = l.names + 2 * tags * w;
+    l.size = l.flags + l.ntensors;
+    l.scratch = (l.size + w - 1) / w * w;
+    l.total = l.scratch + (pow2_at_least(2 * l.nlogical) + pow2_at_least(2 * l.ntensors) +
+                           l.nlogical + 2 * l.ntensors) * w;
+    return l;
+}
+
+/* The scratch tail's tables, zeroed (the allocation is). */
+static numbering_t numbering_at(remat_graph_index_t *x, const layout_t *l) {
+    numbering_t nb;
+    _Static_assert(sizeof(const char *) == sizeof(size_t) && sizeof(uint64_t) == sizeof(size_t),
+                   "the scratch is words");
+    size_t *z = (size_t *)(void *)((char *)x + l->scratch);
+    nb.nlslots = pow2_at_least(2 * l->nlogical);
+    nb.nsslots = pow2_at_least(2 * l->ntensors);
+    nb.lslot = z;
+    nb.sslot = nb.lslot + nb.nlslots;
+    nb.ltext = (const char **)(void *)(nb.sslot + nb.nsslots);
+    nb.skey = (uint64_t *)(void *)(nb.ltext + l->nlogical);
+    nb.saxes = (const size_t **)(void *)(nb.skey + l->ntensors);
+    return nb;
 }
 
 remat_status_t remat_i_graph_index(const remat_graph_t *g, remat_graph_index_t **out,
                                    remat_error_t *err) {
     _Static_assert(sizeof(remat_graph_index_t) % sizeof(size_t) == 0, "the words stay aligned");
-    size_t names, flags;
-    const size_t size = index_size(g, &names, &flags);
-    remat_graph_index_t *x = remat_i_try_calloc(1, size, err);
+    const layout_t l = index_layout(g);
+    remat_graph_index_t *x = remat_i_try_calloc(1, l.total, err);
     *out = NULL;
     if (!x) {
         return REMAT_E_NOMEM;
     }
-    x->size = size;
-    x->names = names;
+    x->size = l.size;
+    x->names = l.names;
     x->nnames = 2;
-    size_t words = sizeof *x, bytes = flags;
-    for (size_t k = 0; k <= g->nkinds; k++) {
-        if (k < g->nkinds || g->has_head) {
-            const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
-            carve_block(&x->block[k], b, &words, &bytes);
-        }
+    x->dim_axis = l.dim_axis;
+    x->logical_hash = l.logical_hash;
+    size_t words = sizeof *x, bytes = l.flags;
+    for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
+        const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
+        carve_block(&x->block[k], b, &words, &bytes);
     }
-    assert(words == names && bytes == size);
-    size_t *refs = (size_t *)(void *)((char *)x + names);
-    for (size_t k = 0; k <= g->nkinds; k++) {
-        if (k < g->nkinds || g->has_head) {
-            index_block(g, x, k, refs);
-        }
+    assert(words == l.dim_axis && bytes == l.size);
+    size_t *refs = (size_t *)(void *)((char *)x + l.names);
+    for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
+        index_block(g, x, k, refs);
     }
-    *out = x;
+    numbering_t nb = numbering_at(x, &l);
+    number_shapes(g, x, &nb);
+    /* the scratch is not the index: give it back (a shrink that fails
+       leaves the larger allocation, as good) */
+    remat_graph_index_t *shrunk = realloc(x, l.size);
+    *out = shrunk ? shrunk : x;
     return REMAT_OK;
 }
 
@@ -344,7 +475,7 @@ remat_i_block_view_t remat_i_block_view(const remat_graph_t *g, size_t k) {
     return (remat_i_block_view_t){bi->nowners, bi->nfusable, AT(pos), AT(free_fwd),
                                   AT(bwd_use), AT(fwd_head), AT(bwd_head), AT(fwd_next),
                                   AT(bwd_next), AT(owners), AT(fusable), AT(out_at), AT(outs),
-                                  AT(tag_id), AT(op_name), AT(inplace),
+                                  AT(tag_id), AT(op_name), AT(inplace), AT(shape), AT(axes),
                                   (const unsigned char *)(base + bi->fusable_flag)};
 #undef AT
 }

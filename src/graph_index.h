@@ -39,13 +39,24 @@ typedef struct remat_i_block_index {
     size_t tag_id;   /* per tensor, REMAT_MAX_TAGS each: its tags' name ids (layer kinds) */
     size_t op_name;  /* per op: the name id of its re-run FLOPs (layer kinds) */
     size_t inplace;  /* per op: whether its backward is elementwise */
+    size_t shape;    /* per tensor: its shape id */
+    size_t axes;     /* per tensor, REMAT_MAX_RANK each: its `axes` entries' logical ids */
     size_t fusable_flag; /* per tensor, a byte: whether it may stay unmaterialized */
 } remat_i_block_index_t;
 
+/* Logical axis names (a dim's `axis` and `weight_axis`, a tensor's `axes`)
+   are numbered by text from 0, in dim order, then block by block; a NULL
+   name is REMAT_NONE. Shapes are numbered from 0 in block order: tensors
+   of one shape have the same dims, param flag and `axes` flag, and the
+   same `axes` names when they have them, so they bind alike. */
 typedef struct remat_graph_index {
-    size_t size;   /* bytes, this header included */
-    size_t nnames; /* name ids */
-    size_t names;  /* per id past the two fixed ones, two words: kind x tag, tensor */
+    size_t size;      /* bytes, this header included */
+    size_t nnames;    /* name ids */
+    size_t names;     /* per id past the two fixed ones, two words: kind x tag, tensor */
+    size_t nlogical;  /* logical name ids */
+    size_t nshapes;   /* shape ids */
+    size_t dim_axis;  /* per dim, two words: its `axis` and `weight_axis` logical ids */
+    size_t logical_hash; /* per logical id: remat_mesh_name_hash of its text */
     remat_i_block_index_t block[REMAT_MAX_KINDS + 1]; /* the kinds, then the head */
 } remat_graph_index_t;
 
@@ -54,8 +65,14 @@ typedef struct remat_i_block_view {
     size_t nowners, nfusable;
     const size_t *pos, *free_fwd, *bwd_use, *fwd_head, *bwd_head, *fwd_next, *bwd_next;
     const size_t *owners, *fusable, *out_at, *outs, *tag_id, *op_name, *inplace;
+    const size_t *shape, *axes;
     const unsigned char *fusable_flag;
 } remat_i_block_view_t;
+
+/* The index's per-dim and per-logical-name arrays of graph @p g. */
+static inline const size_t *remat_i_index_words(const remat_graph_t *g, size_t offset) {
+    return (const size_t *)(const void *)((const char *)g->index + offset);
+}
 
 /* The index of graph @p g (whose blocks are analyzed: remat_i_graph_analyze)
    into *@p out, a new allocation the caller owns. REMAT_E_NOMEM when it

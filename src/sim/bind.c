@@ -106,33 +106,21 @@ static const char *dim_logical(const remat_graph_t *g, const remat_tensor_t *t, 
     ((1u << REMAT_AXIS_DATA) | (1u << REMAT_AXIS_FSDP) | (1u << REMAT_AXIS_FSDP_TRANSPOSE) |    \
      (1u << REMAT_AXIS_CONTEXT) | (1u << REMAT_AXIS_CONTEXT_USP) | (1u << REMAT_AXIS_EXPERT))
 
-/* Tensors with the same dims, param flag and logical axes bind alike: the
-   blocks of a graph share its dims, so they have a few dozen such shapes,
-   and each is bound once per bind: its mesh axes as flax resolves them for
-   the whole tensor (remat_mesh_tensor_axes), its per-device dims, sharded
-   and as an op computes on them, and their element counts. A shape's key
-   (shape_key) holds its dims exactly; a tensor with its own `axes` also
-   compares those. An open-addressed index over the keys finds a tensor's
-   shape in a probe or two. */
+/* Tensors of one shape (graph_index.h: the same dims, param flag and
+   logical axes) bind alike: the blocks of a graph share its dims, so they
+   have a few dozen shapes, and each is bound once per bind: its mesh axes
+   as flax resolves them for the whole tensor (remat_mesh_tensor_axes), its
+   per-device dims, sharded and as an op computes on them, and their
+   element counts. The first SHAPE_CACHE shape ids and NAME_CACHE logical
+   name ids are kept by id; any later one is bound again where met. */
 #define SHAPE_CACHE 64
-#define SHAPE_SLOTS 128 /* a power of two, at least twice SHAPE_CACHE */
-#define SHAPE_EMPTY 0xff
-_Static_assert(SHAPE_CACHE < SHAPE_EMPTY && 2 * SHAPE_CACHE <= SHAPE_SLOTS, "the index has room");
-_Static_assert(REMAT_MAX_RANK <= 8 && REMAT_MAX_RANK < 16 && SIM_MAX_DIMS <= 64,
-               "a shape's rank, flags and dims fit its 64-bit key");
+#define NAME_CACHE 128
+_Static_assert(SHAPE_CACHE == 64 && NAME_CACHE % 64 == 0, "a bit per cached id");
 
 typedef struct shape {
-    uint64_t key;
-    const remat_tensor_t *named; /* the tensor it was bound for: its `axes` are the shape's */
-    uint64_t n, gn;              /* elements per device, sharded and as computed on */
+    uint64_t n, gn; /* elements per device, sharded and as computed on */
     uint64_t tdim[REMAT_MAX_RANK], ctdim[REMAT_MAX_RANK]; /* bound_t's, zero past the rank */
 } shape_t;
-
-typedef struct shape_cache {
-    size_t n;
-    uint8_t slot[SHAPE_SLOTS]; /* index into e, or SHAPE_EMPTY */
-    shape_t e[SHAPE_CACHE];
-} shape_cache_t;
 
 /* A logical name as binding needs it: its rules, and the mesh axes of its
    first rule with their shards, all and those a param keeps once gathered
@@ -165,6 +153,8 @@ typedef struct bind_ctx {
     const remat_config_t *cfg;
     const remat_mesh_t *mesh;
     const uint64_t *dimsize;
+    const size_t *dim_axis;                  /* the index's: per dim, two logical ids */
+    const size_t *logical_hash;              /* the index's: per logical id */
     bool fp8;                                /* is_fp8(cfg) */
     unsigned dtype_bytes[REMAT_DTYPE_COUNT]; /* remat_config_dtype_bytes of each dtype */
     uint64_t numel_max[REMAT_DTYPE_COUNT];   /* the most elements within BYTES_MAX bytes */
@@ -176,18 +166,12 @@ typedef struct bind_ctx {
        d of known[0] (known[1]) is set. */
     dim_info_t names[SIM_MAX_DIMS][2];
     uint64_t known[2];
-    shape_cache_t shapes;
+    name_info_t none;                        /* no logical name: replicated */
+    name_info_t lnames[NAME_CACHE];          /* by logical id, where lknown's bit is set */
+    uint64_t lknown[NAME_CACHE / 64];
+    shape_t shapes[SHAPE_CACHE];             /* by shape id, where sknown's bit is set */
+    uint64_t sknown;
 } bind_ctx_t;
-
-/* The dims six bits each, then the rank (which tells where they start)
-   and the flags. */
-static uint64_t shape_key(const remat_tensor_t *t) {
-    uint64_t k = 0;
-    for (size_t j = 0; j < t->rank; j++) {
-        k = k << 6 | t->dim[j];
-    }
-    return k << 6 | t->rank | (uint64_t)t->param << 4 | (uint64_t)t->has_axes << 5;
-}
 
 /* The shards of mesh axes @p axes: most axes have one. */
 static inline uint64_t shards_of(const bind_ctx_t *x, unsigned axes) {
@@ -203,14 +187,28 @@ static inline uint64_t kept_of(const bind_ctx_t *x, unsigned axes, bool exp) {
    their hash alone. */
 #define EXP_HASH 0x72a68728u
 
-/* Logical name @p name (NULL: none) into @p out. */
-static void name_info(const bind_ctx_t *x, const char *name, name_info_t *out) {
-    assert(remat_mesh_name_hash("exp") == EXP_HASH);
-    const uint32_t h = name ? remat_mesh_name_hash(name) : 0;
+/* Logical id @p id, of text @p name: the cached one, else bound into the
+   cache (or into @p spare past its room). REMAT_NONE is no name. */
+static const name_info_t *logical(bind_ctx_t *x, size_t id, const char *name,
+                                  name_info_t *spare) {
+    if (id == REMAT_NONE) {
+        return &x->none;
+    }
+    const bool cached = id < NAME_CACHE;
+    if (cached && (x->lknown[id / 64] >> (id % 64) & 1)) {
+        return &x->lnames[id];
+    }
+    name_info_t *out = cached ? &x->lnames[id] : spare;
+    const uint32_t h = (uint32_t)x->logical_hash[id];
+    assert(h == remat_mesh_name_hash(name) && remat_mesh_name_hash("exp") == EXP_HASH);
     out->axes = remat_mesh_name_rules(x->mesh, name, h, out->rules);
-    out->exp = name && h == EXP_HASH && strcmp(name, "exp") == 0;
+    out->exp = h == EXP_HASH && strcmp(name, "exp") == 0;
     out->shards = shards_of(x, out->axes);
     out->kept = kept_of(x, out->axes, out->exp);
+    if (cached) {
+        x->lknown[id / 64] |= (uint64_t)1 << (id % 64);
+    }
+    return out;
 }
 
 /* @p a / @p d; most dims are not sharded, and a division costs tens of
@@ -225,7 +223,8 @@ static const dim_info_t *dim_info(bind_ctx_t *x, size_t d, size_t w) {
     if (!(x->known[w] >> d & 1)) {
         const remat_dim_t *dim = &x->g->dims[d];
         const uint64_t size = x->dimsize[d];
-        name_info(x, w ? dim->weight_axis : dim->axis, &di->name);
+        di->name = *logical(x, x->dim_axis[2 * d + w], w ? dim->weight_axis : dim->axis,
+                            &di->name);
         di->divides = di->name.shards == 1 || size % di->name.shards == 0;
         di->sharded = di->divides ? div_by(size, di->name.shards) : 0;
         di->gathered = di->divides ? div_by(size, di->name.kept) : 0; /* kept divides shards */
@@ -286,8 +285,8 @@ static remat_status_t no_divide(const bind_ctx_t *x, const remat_tensor_t *t, si
    as an op computes on it (a param as gathered for use), and the counts.
    A dim that takes its graph dim's first rule reads the sizes dim_info
    divided once; any other divides here. */
-static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, shape_t *s,
-                                 remat_error_t *err) {
+static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, const size_t *ids,
+                                 shape_t *s, remat_error_t *err) {
     name_info_t own[REMAT_MAX_RANK];
     const name_info_t *info[REMAT_MAX_RANK];
     const dim_info_t *di[REMAT_MAX_RANK];
@@ -295,10 +294,7 @@ static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, shape_t
     uint64_t shards[REMAT_MAX_RANK], kept[REMAT_MAX_RANK];
     for (size_t j = 0; j < t->rank; j++) {
         di[j] = t->has_axes ? NULL : dim_info(x, t->dim[j], t->param);
-        if (t->has_axes) {
-            name_info(x, t->axes[j], &own[j]);
-        }
-        info[j] = t->has_axes ? &own[j] : &di[j]->name;
+        info[j] = t->has_axes ? logical(x, ids[j], t->axes[j], &own[j]) : &di[j]->name;
         axes[j] = info[j]->axes;
         shards[j] = info[j]->shards;
         kept[j] = info[j]->kept;
@@ -332,41 +328,23 @@ static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, shape_t
     return REMAT_OK;
 }
 
-/* Whether tensors @p a and @p t, of one rank, name the same `axes`. */
-static bool same_axes(const remat_tensor_t *a, const remat_tensor_t *t) {
-    for (size_t j = 0; j < t->rank; j++) {
-        const char *p = a->axes[j], *q = t->axes[j];
-        if (p != q && (!p || !q || strcmp(p, q) != 0)) {
-            return false;
-        }
+/* Tensor @p t's bound shape, id @p id (its `axes` ids @p ids), into *out:
+   the cached one, else bound into the cache (or into @p spare past its
+   room). */
+static remat_status_t shape_of(bind_ctx_t *x, const remat_tensor_t *t, size_t id,
+                               const size_t *ids, shape_t *spare, const shape_t **out,
+                               remat_error_t *err) {
+    const bool cached = id < SHAPE_CACHE;
+    if (cached && (x->sknown >> id & 1)) {
+        *out = &x->shapes[id];
+        return REMAT_OK;
     }
-    return true;
-}
-
-/* Tensor @p t's bound shape into *out: the cached one, else bound into the
-   cache (or into @p spare once the cache is full). */
-static remat_status_t shape_of(bind_ctx_t *x, const remat_tensor_t *t, shape_t *spare,
-                               const shape_t **out, remat_error_t *err) {
-    shape_cache_t *c = &x->shapes;
-    const uint64_t key = shape_key(t);
-    size_t h = (size_t)((key * 0x9e3779b97f4a7c15u) >> 57) & (SHAPE_SLOTS - 1);
-    for (; c->slot[h] != SHAPE_EMPTY; h = (h + 1) & (SHAPE_SLOTS - 1)) {
-        const shape_t *e = &c->e[c->slot[h]];
-        if (e->key == key && (!t->has_axes || same_axes(e->named, t))) {
-            *out = e;
-            return REMAT_OK;
-        }
-    }
-    shape_t *s = c->n < SHAPE_CACHE ? &c->e[c->n] : spare;
-    remat_status_t st = bind_shape(x, t, s, err);
+    shape_t *s = cached ? &x->shapes[id] : spare;
+    remat_status_t st = bind_shape(x, t, ids, s, err);
     if (st) {
         return st;
     }
-    s->key = key;
-    s->named = t;
-    if (s != spare) {
-        c->slot[h] = (uint8_t)c->n++;
-    }
+    x->sknown |= cached ? (uint64_t)1 << id : 0;
     *out = s;
     return REMAT_OK;
 }
@@ -382,8 +360,9 @@ static bool vocab_chunked(const remat_graph_t *g, const remat_block_t *b, const 
            out->pos[t->producer] >= g->head_npre && i != g->head_takes;
 }
 
-static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b, bool head,
-                                   bound_t *out, remat_error_t *err) {
+static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b,
+                                   const remat_i_block_view_t *v, bool head, bound_t *out,
+                                   remat_error_t *err) {
     const remat_graph_t *g = x->g;
     const remat_config_t *cfg = x->cfg;
     const bound_t o = *out; /* its arrays, which the row copies could alias */
@@ -393,7 +372,8 @@ static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b, bool h
         const remat_tensor_t *t = &b->tensors[i];
         grouped |= t->gather_group != NULL;
         const shape_t *s;
-        remat_status_t st = shape_of(x, t, &spare, &s, err);
+        remat_status_t st =
+            shape_of(x, t, v->shape[i], &v->axes[i * REMAT_MAX_RANK], &spare, &s, err);
         if (st) {
             return st;
         }
@@ -698,7 +678,7 @@ static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_er
     out->pos = v.pos;
     out->inplace = v.inplace;
     out->fusable = v.fusable_flag;
-    remat_status_t st = bind_tensors(x, b, head, out, err);
+    remat_status_t st = bind_tensors(x, b, &v, head, out, err);
     if (st) {
         return st;
     }
@@ -986,9 +966,13 @@ static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
     for (unsigned a = 0; a < REMAT_AXIS_COUNT; a++) {
         x->sharded |= (unsigned)(an->mesh.shards[a] != 1) << a;
     }
+    x->dim_axis = remat_i_index_words(an->g, an->g->index->dim_axis);
+    x->logical_hash = remat_i_index_words(an->g, an->g->index->logical_hash);
     x->known[0] = x->known[1] = 0;
-    x->shapes.n = 0;
-    memset(x->shapes.slot, SHAPE_EMPTY, sizeof x->shapes.slot);
+    memset(&x->none, 0, sizeof x->none);
+    x->none.shards = x->none.kept = 1;
+    memset(x->lknown, 0, sizeof x->lknown);
+    x->sknown = 0;
 }
 
 /* Each layer kind's block and the head, bound. */
