@@ -281,29 +281,7 @@ static remat_status_t run_counts(remat_result_t *r, const remat_layer_row_t *row
     return sum_run(&r->d2h_bytes, row->offloaded_bytes, steps, n, "offload bytes", err);
 }
 
-/* The seconds of a run of @p n equal layer rows, per step, added layer by
-   layer as the rows are: a run's sum rounds as the layers' would. What a
-   layer's time holds beyond its compute: transfers that the compute does
-   not hide (exposed), collectives it does not (exposed collective). */
-static void run_seconds(remat_result_t *r, const remat_layer_row_t *row, double steps,
-                        size_t n) {
-    const double fc = row->forward_compute_seconds;
-    const double bc = row->backward_compute_seconds + row->recompute_seconds;
-    const double fcol = max2(fc, row->allgather_seconds);
-    const double bcol = max2(bc, row->allgather_seconds + row->reduce_scatter_seconds);
-    const double d2h = row->d2h_seconds * steps;
-    const double exposed = (row->forward_seconds - fcol + row->backward_seconds - bcol) * steps;
-    const double coll = (fcol - fc + bcol - bc) * steps;
-    const double rec = row->recompute_seconds * steps;
-    for (size_t k = 0; k < n; k++) {
-        r->d2h_seconds += d2h;
-        r->exposed_seconds += exposed;
-        r->exposed_collective_seconds += coll;
-        r->recompute_seconds += rec;
-    }
-}
-
-/* Compute and transfers per step on a device of the worst stage: its
+/* FLOPs and offload bytes per step on a device of the worst stage: its
    layers (and head parts) for every micro-batch (gradient accumulation
    and pipeline micro-batches); the layer rows are per micro-batch. Runs
    of identical layers share one row's terms. */
@@ -317,7 +295,6 @@ static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_
         if ((st = run_counts(r, row, steps, e - l + 1, err))) {
             return st;
         }
-        run_seconds(r, row, (double)steps, e - l + 1);
     }
     const bound_t *hb = &an->hb;
     for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
@@ -333,50 +310,93 @@ static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_
     return REMAT_OK;
 }
 
-/* One micro-batch through stage @p k: its layers' times and its head ops'
-   rooflines. */
-static double stage_seconds(const remat_analyzer_t *an, const remat_result_t *r, size_t k) {
-    double t = 0;
-    for (size_t l = r->stages[k].first_layer, e; l <= r->stages[k].last_layer; l = e + 1) {
-        e = run_end(an, l, r->stages[k].last_layer);
-        const double layer = r->layers[l].forward_seconds + r->layers[l].backward_seconds;
+/* What the step sums layer by layer in floating point, in one pass over
+   the layers: each stage's time for one micro-batch (its layers', then its
+   head ops' rooflines), every layer's model and re-run FLOPs, and the
+   worst stage's transfer seconds per step, exposed (what the compute does
+   not hide), exposed collective and re-run. Each sum adds the same terms
+   in the same order as a pass of its own would, so it rounds alike; in
+   one pass the sums do not wait on each other (separate passes ran at a
+   floating add's latency). */
+typedef struct fsums {
+    double slowest, model, rec;                      /* across stages */
+    double d2h, exposed, collective, rerun;          /* the worst stage's */
+} fsums_t;
+
+/* The worst stage's per-step terms of @p row, into @p per[4]: transfers
+   beyond the compute (exposed), collectives beyond it, D2H and re-run. */
+static void worst_terms(const remat_layer_row_t *row, double steps, double *per) {
+    const double fc = row->forward_compute_seconds;
+    const double bc = row->backward_compute_seconds + row->recompute_seconds;
+    const double fcol = max2(fc, row->allgather_seconds);
+    const double bcol = max2(bc, row->allgather_seconds + row->reduce_scatter_seconds);
+    per[0] = row->d2h_seconds * steps;
+    per[1] = (row->forward_seconds - fcol + row->backward_seconds - bcol) * steps;
+    per[2] = (fcol - fc + bcol - bc) * steps;
+    per[3] = row->recompute_seconds * steps;
+}
+
+/* Stage @p k's layers into @p f, returning its layer time. */
+static double stage_layers(const remat_analyzer_t *an, const remat_result_t *r, size_t k,
+                           double steps, fsums_t *f) {
+    const remat_stage_row_t *sr = &r->stages[k];
+    double t = 0, per[4] = {0, 0, 0, 0};
+    for (size_t l = sr->first_layer, e; l <= sr->last_layer; l = e + 1) {
+        e = run_end(an, l, sr->last_layer);
+        const remat_layer_row_t *row = &r->layers[l];
+        const double layer = row->forward_seconds + row->backward_seconds;
+        const double model = (double)(row->forward_flops + row->backward_flops);
+        const double rec = (double)row->recompute_flops;
+        if (k != r->worst_stage) {
+            for (size_t i = l; i <= e; i++) {
+                t += layer;
+                f->model += model;
+                f->rec += rec;
+            }
+            continue;
+        }
+        worst_terms(row, steps, per);
         for (size_t i = l; i <= e; i++) {
             t += layer;
-        }
-    }
-    for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
-        if (head_op_on(an, p, k)) {
-            size_t j = an->g->head.order[p];
-            t += an->hb.fwd_s[j] * (head_reruns(an, p) ? 2 : 1) + an->hb.bwd_s[j];
+            f->model += model;
+            f->rec += rec;
+            f->d2h += per[0];
+            f->exposed += per[1];
+            f->collective += per[2];
+            f->rerun += per[3];
         }
     }
     return t;
 }
 
+static void step_fsums(const remat_analyzer_t *an, const remat_result_t *r, uint64_t steps,
+                       fsums_t *f) {
+    memset(f, 0, sizeof *f);
+    for (size_t k = 0; k < an->nstages; k++) {
+        double t = stage_layers(an, r, k, (double)steps, f);
+        for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
+            if (head_op_on(an, p, k)) {
+                size_t j = an->g->head.order[p];
+                t += an->hb.fwd_s[j] * (head_reruns(an, p) ? 2 : 1) + an->hb.bwd_s[j];
+            }
+        }
+        f->slowest = max2(t, f->slowest);
+    }
+    for (size_t j = 0; an->g->has_head && j < an->g->head.nops; j++) {
+        f->model += (double)(an->hb.fwd[j] + an->hb.bwd[j]);
+    }
+}
+
 /* The pipeline runs at its slowest stage: the stage with the peak is not
    always the one with the most work (the loss head sits on the last).
    Across stages, model and hardware FLOPs per device are averaged. */
-static void utilization(const remat_analyzer_t *an, remat_result_t *r, uint64_t steps) {
+static void utilization(const remat_analyzer_t *an, remat_result_t *r, uint64_t steps,
+                        const fsums_t *f) {
     const size_t stages = an->nstages;
     const double flops_peak = compute_peak(an);
-    double slowest = 0, all_model = 0, all_rec = 0;
-    for (size_t k = 0; k < stages; k++) {
-        slowest = max2(stage_seconds(an, r, k), slowest);
-    }
-    for (size_t l = 0, e; l < an->nlayers; l = e + 1) {
-        e = run_end(an, l, an->nlayers - 1);
-        const double model = (double)(r->layers[l].forward_flops + r->layers[l].backward_flops);
-        const double rec = (double)r->layers[l].recompute_flops;
-        for (size_t i = l; i <= e; i++) {
-            all_model += model;
-            all_rec += rec;
-        }
-    }
-    for (size_t j = 0; an->g->has_head && j < an->g->head.nops; j++) {
-        all_model += (double)(an->hb.fwd[j] + an->hb.bwd[j]);
-    }
-    all_model *= (double)steps / (double)stages;
-    all_rec *= (double)steps / (double)stages;
+    const double slowest = f->slowest;
+    const double all_model = f->model * ((double)steps / (double)stages);
+    const double all_rec = f->rec * ((double)steps / (double)stages);
     /* 1F1B: m micro-batches through p stages take m + p - 1 slots of one
        micro-batch's stage time; gradient accumulation repeats that. */
     r->bubble_fraction = (double)(stages - 1) / (double)(r->microbatches + stages - 1);
@@ -399,6 +419,12 @@ remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
     if (st) {
         return st;
     }
+    fsums_t f;
+    step_fsums(an, r, steps, &f);
+    r->d2h_seconds = f.d2h;
+    r->exposed_seconds = f.exposed;
+    r->exposed_collective_seconds = f.collective;
+    r->recompute_seconds = f.rerun;
     r->h2d_bytes = r->d2h_bytes;
     r->h2d_seconds = r->d2h_seconds;
     r->model_flops = r->forward_flops + r->backward_flops;
@@ -407,7 +433,7 @@ remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
     r->added_seconds = r->recompute_seconds + r->exposed_seconds;
     r->offload_hidden = r->exposed_seconds <= 0;
     assert(!(r->exposed_seconds < 0) && !(r->exposed_collective_seconds < 0));
-    utilization(an, r, steps);
+    utilization(an, r, steps, &f);
     /* A rate near zero (host_link_bw=1e-300, a profile's flops_bf16 of
        1e-320) makes a time infinite: an input error, never a report (JSON
        has no infinity) or a ranking on it. */
