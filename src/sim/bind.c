@@ -141,7 +141,8 @@ typedef struct name_info {
    false when the shards do not divide the size: the first tensor that
    needs the dim reports it. */
 typedef struct dim_info {
-    name_info_t name;
+    const name_info_t *name; /* the cached one, or own */
+    name_info_t own;
     bool divides;
     uint64_t sharded, gathered;
 } dim_info_t;
@@ -223,11 +224,11 @@ static const dim_info_t *dim_info(bind_ctx_t *x, size_t d, size_t w) {
     if (!(x->known[w] >> d & 1)) {
         const remat_dim_t *dim = &x->g->dims[d];
         const uint64_t size = x->dimsize[d];
-        di->name = *logical(x, x->dim_axis[2 * d + w], w ? dim->weight_axis : dim->axis,
-                            &di->name);
-        di->divides = di->name.shards == 1 || size % di->name.shards == 0;
-        di->sharded = di->divides ? div_by(size, di->name.shards) : 0;
-        di->gathered = di->divides ? div_by(size, di->name.kept) : 0; /* kept divides shards */
+        di->name = logical(x, x->dim_axis[2 * d + w], w ? dim->weight_axis : dim->axis, &di->own);
+        const uint64_t shards = di->name->shards, kept = di->name->kept;
+        di->divides = shards == 1 || size % shards == 0;
+        di->sharded = di->divides ? div_by(size, shards) : 0;
+        di->gathered = di->divides ? div_by(size, kept) : 0; /* kept divides shards */
         x->known[w] |= (uint64_t)1 << d;
     }
     return di;
@@ -294,7 +295,7 @@ static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, const s
     uint64_t shards[REMAT_MAX_RANK], kept[REMAT_MAX_RANK];
     for (size_t j = 0; j < t->rank; j++) {
         di[j] = t->has_axes ? NULL : dim_info(x, t->dim[j], t->param);
-        info[j] = t->has_axes ? logical(x, ids[j], t->axes[j], &own[j]) : &di[j]->name;
+        info[j] = t->has_axes ? logical(x, ids[j], t->axes[j], &own[j]) : di[j]->name;
         axes[j] = info[j]->axes;
         shards[j] = info[j]->shards;
         kept[j] = info[j]->kept;
