@@ -57,6 +57,13 @@ typedef struct remat_mesh {
     uint8_t bucket_next[REMAT_MAX_RULES];
 } remat_mesh_t;
 
+/* A mesh's shape: its devices and each axis's shards, what a result
+   reports (remat_result_t's `mesh`), without the rules. */
+typedef struct remat_mesh_shape {
+    uint64_t devices;
+    uint64_t shards[REMAT_AXIS_COUNT];
+} remat_mesh_shape_t;
+
 struct remat_config;
 
 /**

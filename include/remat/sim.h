@@ -139,7 +139,7 @@ typedef struct remat_result {
     uint64_t param_bytes, optimizer_bytes, grad_bytes, accum_bytes, reserve_bytes;
     uint64_t host_static_bytes;  /* params/optimizer moved to host, per device */
     /* mesh and pipeline */
-    remat_mesh_t mesh;
+    remat_mesh_shape_t mesh;
     size_t nstages, worst_stage;
     remat_stage_row_t *stages;
     uint64_t microbatches;
