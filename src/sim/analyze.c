@@ -45,6 +45,40 @@ void remat_result_release(remat_result_t *r) {
     remat_result_init(r);
 }
 
+/* The analyzer's arrays, in one allocation: each kind's bound slab, the
+   head's, the scratch (for the largest block), the kinds' preparation,
+   kind_of and profile_of, each part from a 16-byte boundary. Their sizes
+   follow from the graph and the layer count alone, so the arena is made
+   before binding. The counts are a graph's and a config's layer count (at
+   most REMAT_MAX_LAYERS): no overflow. */
+#define ARENA_UP(x) (((x) + 15) / 16 * 16)
+
+static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
+    const remat_graph_t *g = an->g;
+    size_t nt = g->has_head ? g->head.ntensors : 0, no = g->has_head ? g->head.nops : 0;
+    size_t at[REMAT_MAX_KINDS + 1], size = 0;
+    for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
+        const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
+        at[k] = size;
+        size += ARENA_UP(remat_i_bound_bytes(b));
+        nt = b->ntensors > nt ? b->ntensors : nt;
+        no = b->nops > no ? b->nops : no;
+    }
+    const size_t scratch = size, prep = scratch + ARENA_UP(remat_i_scratch_bytes(nt, no));
+    const size_t kinds = prep + ARENA_UP(remat_i_prep_bytes(g));
+    const size_t profiles = kinds + ARENA_UP(nlayers ? nlayers : 1);
+    char *arena = remat_i_xmalloc(profiles + (nlayers ? nlayers : 1) * sizeof *an->profile_of);
+    an->arena = arena;
+    for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
+        (k < g->nkinds ? &an->kb[k] : &an->hb)->slab = arena + at[k];
+    }
+    remat_i_scratch_init(&an->s, nt, no, arena + scratch);
+    an->s.prep = (void *)(arena + prep); /* remat_i_layer_prepare fills it */
+    an->kind_of = (unsigned char *)(arena + kinds);
+    an->profile_of = (size_t *)(void *)(arena + profiles);
+    memset(an->profile_of, 0, (nlayers ? nlayers : 1) * sizeof *an->profile_of);
+}
+
 /* Binds into @p an, which the caller zeroed (analyzer_zero); on error it
    still needs analyzer_release. The public remat_analyze keeps its
    analyzer on the stack: one allocation less per analysis. */
@@ -56,28 +90,22 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     an->hw = hw;
     an->reserve_fraction = cfg->reserve_fraction_set ? cfg->reserve_fraction
                                                      : hw->reserve_fraction;
+    analyzer_arena(an, (size_t)cfg->base_num_decoder_layers);
     remat_status_t st;
     if ((st = remat_mesh_build(cfg, &an->mesh, err)) || (st = remat_i_bind(an, err))) {
         return st;
     }
-    size_t nscratch = 0, nops = 0;
     for (size_t k = 0; k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
         remat_i_op_times(b, cfg, hw, b->nops, &an->kb[k]);
-        nscratch = b->ntensors > nscratch ? b->ntensors : nscratch;
-        nops = b->nops > nops ? b->nops : nops;
     }
     if (g->has_head) {
         remat_i_op_times(&g->head, cfg, hw, g->head_npre, &an->hb);
-        nscratch = g->head.ntensors > nscratch ? g->head.ntensors : nscratch;
-        nops = g->head.nops > nops ? g->head.nops : nops;
     }
     if ((st = remat_i_static_parts(an, err))) {
         return st;
     }
-    remat_i_scratch_init(&an->s, nscratch, nops);
-    remat_i_layer_prepare(an); /* once here, for every run of the analyzer */
-    an->profile_of = remat_i_xcalloc(an->nlayers, sizeof *an->profile_of);
+    remat_i_layer_prepare(an, an->s.prep); /* once here, for every run of the analyzer */
     return REMAT_OK;
 }
 
@@ -88,13 +116,7 @@ static void analyzer_zero(remat_analyzer_t *an) {
 }
 
 static void analyzer_release(remat_analyzer_t *an) {
-    for (size_t k = 0; k < REMAT_MAX_KINDS; k++) {
-        remat_i_bound_release(&an->kb[k]);
-    }
-    remat_i_bound_release(&an->hb);
-    remat_i_scratch_release(&an->s);
-    free(an->kind_of);
-    free(an->profile_of);
+    free(an->arena);
     free(an->tpls);
 }
 

@@ -56,26 +56,35 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
 #define SLAB_ALIGN ((size_t)16)
 #define SLAB_UP(x) (((x) + SLAB_ALIGN - 1) / SLAB_ALIGN * SLAB_ALIGN)
 
-void remat_i_bound_release(bound_t *b) {
-    free(b->slab);
-    memset(b, 0, sizeof *b);
-}
-
-/* All arrays in one allocation: an analysis binds two blocks, and twenty
-   allocations each were a tenth of its time. Only the arrays binding does
-   not write whole are zeroed: clearing the rest cost as much as filling
-   it. The sizes cannot overflow: a graph's counts are bounded by its input
-   file (64 MiB). */
-static void bound_alloc(const remat_block_t *b, bound_t *out) {
+/* The bytes of block @p b's bound arrays: every array, then those binding
+   writes only where not zero (from *@p zeroed on). The sizes cannot
+   overflow: a graph's counts are bounded by its input file (64 MiB). */
+static size_t bound_bytes(const remat_block_t *b, size_t *zeroed) {
     const size_t nt = b->ntensors, no = b->nops;
-    size_t size = 0, zeroed;
-    memset(out, 0, sizeof *out);
+    const bound_t *out = NULL; /* for the element sizes only */
+    size_t size = 0;
 #define SLAB_SIZE(f, n) size = SLAB_UP(size) + (n) * sizeof *out->f;
     BOUND_ARRAYS(SLAB_SIZE)
-    zeroed = size = SLAB_UP(size);
+    *zeroed = size = SLAB_UP(size);
     BOUND_ZEROED(SLAB_SIZE)
 #undef SLAB_SIZE
-    char *slab = remat_i_xmalloc(size ? size : 1);
+    return SLAB_UP(size);
+}
+
+size_t remat_i_bound_bytes(const remat_block_t *b) {
+    size_t zeroed;
+    return bound_bytes(b, &zeroed);
+}
+
+/* All arrays in the slab the analyzer gave (out->slab, remat_i_bound_bytes
+   of it): an analysis binds two blocks, and twenty allocations each were a
+   tenth of its time. Only the arrays binding does not write whole are
+   zeroed: clearing the rest cost as much as filling it. */
+static void bound_alloc(const remat_block_t *b, bound_t *out) {
+    const size_t nt = b->ntensors, no = b->nops;
+    char *slab = out->slab;
+    size_t zeroed, size = bound_bytes(b, &zeroed);
+    memset(out, 0, sizeof *out);
     memset(slab + zeroed, 0, size - zeroed);
     out->slab = slab;
     size = 0;
@@ -886,7 +895,7 @@ static remat_status_t bind_kinds(remat_analyzer_t *an, remat_error_t *err) {
         }
         an->klayers[k] = 0;
     }
-    an->kind_of = remat_i_xcalloc(an->nlayers ? an->nlayers : 1, sizeof *an->kind_of);
+    memset(an->kind_of, 0, an->nlayers); /* the analyzer's arena holds it */
     an->klayers[0] = g->nkinds == 1 ? an->nlayers : 0; /* a uniform stack: all kind 0 */
     for (size_t l = 0; g->nkinds > 1 && l < an->nlayers; l++) {
         an->kind_of[l] = (unsigned char)remat_graph_kind_of(g, l, first, every);

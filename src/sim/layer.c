@@ -48,14 +48,20 @@
 #include "sim_rooms.h"
 #include "util.h"
 
-/* Every scratch array in one allocation, widest elements first (cur, then
-   the size_t arrays), so each array starts aligned; release frees it
-   whole. The counts are a graph's: no overflow. */
-void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops) {
+/* The scratch's bytes for blocks of at most @p ntensors tensors and
+   @p nops ops. The counts are a graph's: no overflow. */
+size_t remat_i_scratch_bytes(size_t ntensors, size_t nops) {
     const size_t n = ntensors, np = nops ? nops : 1;
-    char *slab = remat_i_xcalloc(1, n * sizeof(uint64_t) + (7 * n + 3 * np) * sizeof(size_t) +
-                                        5 * n);
-    s->cur = (uint64_t *)(void *)slab;
+    return n * sizeof(uint64_t) + (7 * n + 3 * np) * sizeof(size_t) + 5 * n;
+}
+
+/* Every scratch array in @p mem (remat_i_scratch_bytes of it, aligned),
+   zeroed, widest elements first (cur, then the size_t arrays), so each
+   array starts aligned. */
+void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops, void *mem) {
+    const size_t n = ntensors, np = nops ? nops : 1;
+    memset(mem, 0, remat_i_scratch_bytes(ntensors, nops));
+    s->cur = mem;
     size_t *z = (size_t *)(void *)(s->cur + n);
     s->free_fwd = z;
     s->bwd_use = z + n;
@@ -73,12 +79,6 @@ void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops) {
     s->cat = c + 2 * n;
     s->glive = c + 3 * n;
     s->virt = c + 4 * n;
-}
-
-void remat_i_scratch_release(scratch_t *s) {
-    free(s->prep); /* the per-analyzer slab */
-    free(s->cur);
-    memset(s, 0, sizeof *s);
 }
 
 void remat_i_backward_list(const remat_block_t *b, scratch_t *s) {
@@ -264,22 +264,24 @@ static size_t prep_words(const remat_block_t *b) {
     return 3 * b->nops + 1 + nin;
 }
 
-/* One slab: the kinds' preps, then the name rows' index, then each kind's
-   arrays, every element pointer-sized; the counts are a graph's (no
-   overflow). What no config changes is the graph's index: a prep points
-   into it. */
-void remat_i_layer_prepare(remat_analyzer_t *an) {
-    const remat_graph_t *g = an->g;
-    scratch_t *s = &an->s;
-    size_t words = 0;
+/* The bytes of the kinds' preparation: the kinds' preps, then the name
+   rows' index, then each kind's arrays, every element pointer-sized; the
+   counts are a graph's (no overflow). */
+size_t remat_i_prep_bytes(const remat_graph_t *g) {
+    size_t words = g->index->nnames;
     for (size_t k = 0; k < g->nkinds; k++) {
         words += prep_words(&g->kinds[k].block);
     }
+    _Static_assert(sizeof(kind_prep_t) % sizeof(size_t) == 0, "the arrays stay aligned");
+    return g->nkinds * sizeof(kind_prep_t) + words * sizeof(size_t);
+}
+
+/* What no config changes is the graph's index: a prep points into it. */
+void remat_i_layer_prepare(remat_analyzer_t *an, void *mem) {
+    const remat_graph_t *g = an->g;
+    scratch_t *s = &an->s;
     s->nname_ids = g->index->nnames;
-    _Static_assert(sizeof(kind_prep_t) % sizeof(size_t) == 0, "the slab's arrays stay aligned");
-    char *slab = remat_i_xmalloc(g->nkinds * sizeof(kind_prep_t) +
-                                 (s->nname_ids + words) * sizeof(size_t));
-    s->prep = (kind_prep_t *)(void *)slab;
+    s->prep = mem;
     s->row_of = (size_t *)(void *)(s->prep + g->nkinds);
     size_t *z = s->row_of + s->nname_ids;
     for (size_t k = 0; k < g->nkinds; k++) {

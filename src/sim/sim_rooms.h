@@ -217,6 +217,9 @@ struct remat_analyzer {
     /* num_vocab_tiling > 1: the loss's params gathered whole in their dtype,
        and the accumulator of their gradients (zeros_like of them). */
     uint64_t tiled_gather, tiled_acc;
+    /* The one allocation (analyzer_arena) that holds every bound block's
+       slab, the scratch, the kinds' preparation, kind_of and profile_of. */
+    void *arena;
     /* Per run; kept to spare the allocations. */
     scratch_t s;             /* sized for the largest block */
     size_t *profile_of;      /* per layer: its profile */
@@ -335,9 +338,10 @@ static inline size_t operand_buf(const remat_block_t *b, const remat_op_t *op, s
 
 /* ---- the rooms, in pipeline order --------------------------------------- */
 
-/* bind.c */
+/* bind.c: binds into the slabs (remat_i_bound_bytes each) and kind_of the
+   analyzer's arena holds. */
 remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err);
-void remat_i_bound_release(bound_t *b);
+size_t remat_i_bound_bytes(const remat_block_t *b);
 
 /* static.c */
 remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err);
@@ -345,11 +349,14 @@ remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t stage,
                                     stage_static_t *out, remat_error_t *err);
 
 /* layer.c */
-void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops);
-/* Fills the scratch's per-analyzer part (prep, the name ids) once the
-   layer kinds are bound and timed; remat_i_scratch_release frees it. */
-void remat_i_layer_prepare(remat_analyzer_t *an);
-void remat_i_scratch_release(scratch_t *s);
+/* The scratch and the kinds' preparation live in the analyzer's arena
+   (analyze.c): their bytes, then each laid out in memory it gives. */
+size_t remat_i_scratch_bytes(size_t ntensors, size_t nops);
+void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops, void *mem);
+size_t remat_i_prep_bytes(const remat_graph_t *g);
+/* Fills the scratch's per-analyzer part (prep, the name rows' index) in
+   @p mem once the layer kinds are bound and timed. */
+void remat_i_layer_prepare(remat_analyzer_t *an, void *mem);
 /* The head's use of the scratch (a layer's profile fills it from its
    kind_prep): its buffers' lifetimes, classes transient; then, once the
    caller has set bwd_use, the backward free list backward_end reads. */
