@@ -23,7 +23,7 @@
 
 /* The words of a block's size_t arrays, and its bytes of flags. */
 static size_t block_words(const remat_block_t *b) {
-    return (10 + REMAT_MAX_TAGS + REMAT_MAX_RANK) * b->ntensors + 6 * b->nops + 1;
+    return (8 + REMAT_MAX_TAGS + REMAT_MAX_RANK) * b->ntensors + 6 * b->nops + 1;
 }
 
 void remat_i_bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_t *next) {
