@@ -56,11 +56,13 @@ size_t remat_i_scratch_bytes(size_t ntensors, size_t nops) {
 }
 
 /* Every scratch array in @p mem (remat_i_scratch_bytes of it, aligned),
-   zeroed, widest elements first (cur, then the size_t arrays), so each
-   array starts aligned. */
+   widest elements first (cur, then the size_t arrays), so each array
+   starts aligned. Not zeroed: a room writes what it reads of the scratch
+   first (remat_i_buffer_lifetimes and reset clear the per-buffer state,
+   rerun_list and the free lists their heads, a buffer's bytes are set
+   when it is allocated). */
 void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops, void *mem) {
     const size_t n = ntensors, np = nops ? nops : 1;
-    memset(mem, 0, remat_i_scratch_bytes(ntensors, nops));
     s->cur = mem;
     size_t *z = (size_t *)(void *)(s->cur + n);
     s->free_fwd = z;
