@@ -218,11 +218,16 @@ struct remat_analyzer {
        and the accumulator of their gradients (zeros_like of them). */
     uint64_t tiled_gather, tiled_acc;
     /* The one allocation (analyzer_arena) that holds every bound block's
-       slab, the scratch, the kinds' preparation, kind_of and profile_of. */
+       slab, the scratch, the kinds' preparation, kind_of, profile_of and
+       the runs. */
     void *arena;
     /* Per run; kept to spare the allocations. */
     scratch_t s;             /* sized for the largest block */
     size_t *profile_of;      /* per layer: its profile */
+    /* per layer: the first and last layer of its run of identical layers
+       (one profile), set with profile_of (remat_i_plan_profiles): the
+       rooms walk runs, not layers */
+    size_t *run_first, *run_last;
     tpl_t *tpls;             /* per profile */
     size_t tpls_cap;
     remat_trace_t *trace;    /* the run's trace (remat_run_opts_t), or NULL */

@@ -296,10 +296,27 @@ static remat_status_t plan_ranges(const remat_analyzer_t *an, const remat_policy
     return st;
 }
 
+/* Each layer's run of identical layers (run_first, run_last) from
+   profile_of. */
+static void layer_runs(remat_analyzer_t *an) {
+    const size_t L = an->nlayers, *p = an->profile_of;
+    /* the run's end in a local: reading it back from the array just
+       stored would make each layer wait on the last */
+    for (size_t l = 0, first = 0; l < L; l++) {
+        first = l > 0 && p[l] != p[l - 1] ? l : first;
+        an->run_first[l] = first;
+    }
+    for (size_t l = L, last = L - 1; l-- > 0;) {
+        last = l + 1 < L && p[l + 1] != p[l] ? l : last;
+        an->run_last[l] = last;
+    }
+}
+
 remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t *policy,
                                      const remat_plan_t *given, remat_result_t *r,
                                      remat_error_t *err) {
     const size_t L = an->nlayers;
+    remat_status_t st = REMAT_OK;
     if (given && policy->nranges == 0 && an->g->nkinds == 1) {
         /* A uniform policy the caller already planned (the solver). */
         r->profiles = remat_i_xcalloc(1, sizeof *r->profiles);
@@ -309,10 +326,12 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
         r->profiles[0].nlayers = L;
         r->nprofiles = 1;
         memset(an->profile_of, 0, L * sizeof *an->profile_of);
-        return REMAT_OK;
+    } else if ((st = check_ranges(policy, L, err)) ||
+               (st = plan_ranges(an, policy, an->profile_of, r, err))) {
+        return st;
     }
-    remat_status_t st = check_ranges(policy, L, err);
-    return st ? st : plan_ranges(an, policy, an->profile_of, r, err);
+    layer_runs(an);
+    return REMAT_OK;
 }
 
 /* ---- a stage ------------------------------------------------------------ */
@@ -542,10 +561,9 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
     const size_t count = last - first + 1;
     while (done < count) {
         const size_t l = backward ? last - done : first + done;
-        size_t n = 1;
-        while (done + n < count && profile_of[backward ? l - n : l + n] == profile_of[l]) {
-            n++;
-        }
+        const size_t to = backward ? (an->run_first[l] > first ? an->run_first[l] : first)
+                                   : (an->run_last[l] < last ? an->run_last[l] : last);
+        const size_t n = (backward ? l - to : to - l) + 1;
         run_layers(&st, &an->tpls[profile_of[l]], backward, l, n, backward ? -1 : 1);
         done += n;
     }
@@ -604,9 +622,10 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     /* 1F1B: stage k holds the residuals of min(stages - k, micro-batches)
        micro-batches; the step below is the last of them. */
     row->in_flight = stages - k < r->microbatches ? stages - k : (size_t)r->microbatches;
-    uint64_t stage_saved = 0;
-    for (size_t l = row->first_layer; l <= row->last_layer; l++) {
-        stage_saved += r->layers[l].saved_device_bytes;
+    uint64_t stage_saved = 0; /* below 2^62: part of the simulated live bytes */
+    for (size_t l = row->first_layer, e; l <= row->last_layer; l = e + 1) {
+        e = an->run_last[l] < row->last_layer ? an->run_last[l] : row->last_layer;
+        stage_saved += r->layers[l].saved_device_bytes * (e - l + 1); /* a run's equal rows */
     }
     if ((st = sum_checked(&row->inflight_bytes, stage_saved, row->in_flight - 1,
                                   "in-flight bytes", err))) {

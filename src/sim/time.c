@@ -247,11 +247,7 @@ static bool head_reruns(const remat_analyzer_t *an, size_t p) {
 /* The last layer of the run of identical layers (one profile, so equal
    rows) that starts at layer @p l, within [l, last]. */
 static size_t run_end(const remat_analyzer_t *an, size_t l, size_t last) {
-    size_t e = l;
-    while (e < last && an->profile_of[e + 1] == an->profile_of[l]) {
-        e++;
-    }
-    return e;
+    return an->run_last[l] < last ? an->run_last[l] : last;
 }
 
 /* *acc += a x steps x n, checked: what n layers' checked sums of a x steps
