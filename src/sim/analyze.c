@@ -78,8 +78,7 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     an->kind_of = (unsigned char *)(arena + kinds);
     an->profile_of = (size_t *)(void *)(arena + profiles);
     an->run_first = an->profile_of + words;
-    an->run_last = an->run_first + words;
-    memset(an->profile_of, 0, 3 * words * sizeof(size_t));
+    an->run_last = an->run_first + words; /* these three written by each run's plan */
 }
 
 /* Binds into @p an, which the caller zeroed (analyzer_zero); on error it
