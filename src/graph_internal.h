@@ -30,7 +30,7 @@ bool remat_i_opkind_is_view(remat_opkind_t k);
 /* Forward and backward FLOPs of an op from bound element counts (per tensor)
    and dim sizes (per graph dim). False on 64-bit overflow. */
 bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
-                      const uint64_t (*tdim)[REMAT_MAX_RANK], const uint64_t *dimsize,
+                      const uint64_t *const *tdim, const uint64_t *dimsize,
                       uint64_t *fwd, uint64_t *bwd);
 
 /* Whether two dims have the same size (same config key or constant): a

@@ -660,7 +660,7 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
 #define LETTER(c) ((unsigned)((unsigned char)(c) - 'A'))
 _Static_assert('z' - 'A' < 64, "a letter's bit fits in 64");
 
-static bool einsum_flops(const remat_op_t *op, const uint64_t (*tdim)[REMAT_MAX_RANK],
+static bool einsum_flops(const remat_op_t *op, const uint64_t *const *tdim,
                          size_t ngrad, uint64_t *f, uint64_t *w) {
     uint64_t size[64];
     unsigned char order[2 * REMAT_MAX_RANK * REMAT_MAX_IO];
@@ -704,7 +704,7 @@ static bool einsum_flops(const remat_op_t *op, const uint64_t (*tdim)[REMAT_MAX_
    sizes; t is the whole key length (context parallelism all-gathers K and
    V). */
 static bool attention_flops(const remat_block_t *b, const remat_op_t *op,
-                            const uint64_t (*tdim)[REMAT_MAX_RANK], const uint64_t *dimsize,
+                            const uint64_t *const *tdim, const uint64_t *dimsize,
                             size_t ngrad, uint64_t *f, uint64_t *w) {
     const size_t q = op->in[0];
     const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
@@ -821,7 +821,7 @@ static bool per_element_flops(const remat_block_t *b, const remat_op_t *op, cons
 }
 
 bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
-                      const uint64_t (*tdim)[REMAT_MAX_RANK], const uint64_t *dimsize,
+                      const uint64_t *const *tdim, const uint64_t *dimsize,
                       uint64_t *fwd, uint64_t *bwd) {
     uint64_t f = 0, w = 0;
     size_t ngrad = 0;

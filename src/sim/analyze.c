@@ -46,7 +46,7 @@ void remat_result_release(remat_result_t *r) {
 }
 
 /* The analyzer's arrays, in one allocation: each kind's bound slab, the
-   head's, the scratch (for the largest block), the kinds' preparation,
+   head's, binding's shapes and names, the scratch (for the largest block), the kinds' preparation,
    kind_of, then profile_of and the runs, each part from a 16-byte boundary. Their sizes
    follow from the graph and the layer count alone, so the arena is made
    before binding. The counts are a graph's and a config's layer count (at
@@ -64,7 +64,8 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
         nt = b->ntensors > nt ? b->ntensors : nt;
         no = b->nops > no ? b->nops : no;
     }
-    const size_t scratch = size, prep = scratch + ARENA_UP(remat_i_scratch_bytes(nt, no));
+    const size_t binding = size, scratch = binding + ARENA_UP(remat_i_bind_bytes(g));
+    const size_t prep = scratch + ARENA_UP(remat_i_scratch_bytes(nt, no));
     const size_t kinds = prep + ARENA_UP(remat_i_prep_bytes(g));
     const size_t profiles = kinds + ARENA_UP(nlayers ? nlayers : 1);
     const size_t words = nlayers ? nlayers : 1; /* profile_of, run_first, run_last */
@@ -73,6 +74,7 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
         (k < g->nkinds ? &an->kb[k] : &an->hb)->slab = arena + at[k];
     }
+    an->bind_mem = arena + binding;
     remat_i_scratch_init(&an->s, nt, no, arena + scratch);
     an->s.prep = (void *)(arena + prep); /* remat_i_layer_prepare fills it */
     an->kind_of = (unsigned char *)(arena + kinds);

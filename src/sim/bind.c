@@ -120,12 +120,9 @@ static const char *dim_logical(const remat_graph_t *g, const remat_tensor_t *t, 
    have a few dozen shapes, and each is bound once per bind: its mesh axes
    as flax resolves them for the whole tensor (remat_mesh_tensor_axes), its
    per-device dims, sharded and as an op computes on them, and their
-   element counts. The first SHAPE_CACHE shape ids and NAME_CACHE logical
-   name ids are kept by id; any later one is bound again where met. */
-#define SHAPE_CACHE 64
-#define NAME_CACHE 128
-_Static_assert(SHAPE_CACHE == 64 && NAME_CACHE % 64 == 0, "a bit per cached id");
-
+   element counts. The shapes live in the analyzer's arena (a slot per
+   shape id, remat_i_bind_bytes), and a bound tensor points at its shape's
+   dims: no tensor copies them. So do the logical names, a slot per id. */
 typedef struct shape {
     uint64_t n, gn; /* elements per device, sharded and as computed on */
     uint64_t tdim[REMAT_MAX_RANK], ctdim[REMAT_MAX_RANK]; /* bound_t's, zero past the rank */
@@ -150,8 +147,7 @@ typedef struct name_info {
    false when the shards do not divide the size: the first tensor that
    needs the dim reports it. */
 typedef struct dim_info {
-    const name_info_t *name; /* the cached one, or own */
-    name_info_t own;
+    const name_info_t *name;
     bool divides;
     uint64_t sharded, gathered;
 } dim_info_t;
@@ -177,10 +173,9 @@ typedef struct bind_ctx {
     dim_info_t names[SIM_MAX_DIMS][2];
     uint64_t known[2];
     name_info_t none;                        /* no logical name: replicated */
-    name_info_t lnames[NAME_CACHE];          /* by logical id, where lknown's bit is set */
-    uint64_t lknown[NAME_CACHE / 64];
-    shape_t shapes[SHAPE_CACHE];             /* by shape id, where sknown's bit is set */
-    uint64_t sknown;
+    name_info_t *lnames;                     /* by logical id, bound where ldone is set */
+    shape_t *shapes;                         /* by shape id, bound where sdone is set */
+    unsigned char *ldone, *sdone;
 } bind_ctx_t;
 
 /* The shards of mesh axes @p axes: most axes have one. */
@@ -197,27 +192,23 @@ static inline uint64_t kept_of(const bind_ctx_t *x, unsigned axes, bool exp) {
    their hash alone. */
 #define EXP_HASH 0x72a68728u
 
-/* Logical id @p id, of text @p name: the cached one, else bound into the
-   cache (or into @p spare past its room). REMAT_NONE is no name. */
-static const name_info_t *logical(bind_ctx_t *x, size_t id, const char *name,
-                                  name_info_t *spare) {
+/* Logical id @p id, of text @p name, bound once per bind. REMAT_NONE is
+   no name. */
+static const name_info_t *logical(bind_ctx_t *x, size_t id, const char *name) {
     if (id == REMAT_NONE) {
         return &x->none;
     }
-    const bool cached = id < NAME_CACHE;
-    if (cached && (x->lknown[id / 64] >> (id % 64) & 1)) {
-        return &x->lnames[id];
+    name_info_t *out = &x->lnames[id];
+    if (x->ldone[id]) {
+        return out;
     }
-    name_info_t *out = cached ? &x->lnames[id] : spare;
     const uint32_t h = (uint32_t)x->logical_hash[id];
     assert(h == remat_mesh_name_hash(name) && remat_mesh_name_hash("exp") == EXP_HASH);
     out->axes = remat_mesh_name_rules(x->mesh, name, h, out->rules);
     out->exp = h == EXP_HASH && strcmp(name, "exp") == 0;
     out->shards = shards_of(x, out->axes);
     out->kept = kept_of(x, out->axes, out->exp);
-    if (cached) {
-        x->lknown[id / 64] |= (uint64_t)1 << (id % 64);
-    }
+    x->ldone[id] = 1;
     return out;
 }
 
@@ -233,7 +224,7 @@ static const dim_info_t *dim_info(bind_ctx_t *x, size_t d, size_t w) {
     if (!(x->known[w] >> d & 1)) {
         const remat_dim_t *dim = &x->g->dims[d];
         const uint64_t size = x->dimsize[d];
-        di->name = logical(x, x->dim_axis[2 * d + w], w ? dim->weight_axis : dim->axis, &di->own);
+        di->name = logical(x, x->dim_axis[2 * d + w], w ? dim->weight_axis : dim->axis);
         const uint64_t shards = di->name->shards, kept = di->name->kept;
         di->divides = shards == 1 || size % shards == 0;
         di->sharded = di->divides ? div_by(size, shards) : 0;
@@ -297,14 +288,13 @@ static remat_status_t no_divide(const bind_ctx_t *x, const remat_tensor_t *t, si
    divided once; any other divides here. */
 static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, const size_t *ids,
                                  shape_t *s, remat_error_t *err) {
-    name_info_t own[REMAT_MAX_RANK];
     const name_info_t *info[REMAT_MAX_RANK];
     const dim_info_t *di[REMAT_MAX_RANK];
     unsigned axes[REMAT_MAX_RANK];
     uint64_t shards[REMAT_MAX_RANK], kept[REMAT_MAX_RANK];
     for (size_t j = 0; j < t->rank; j++) {
         di[j] = t->has_axes ? NULL : dim_info(x, t->dim[j], t->param);
-        info[j] = t->has_axes ? logical(x, ids[j], t->axes[j], &own[j]) : di[j]->name;
+        info[j] = t->has_axes ? logical(x, ids[j], t->axes[j]) : di[j]->name;
         axes[j] = info[j]->axes;
         shards[j] = info[j]->shards;
         kept[j] = info[j]->kept;
@@ -338,23 +328,18 @@ static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, const s
     return REMAT_OK;
 }
 
-/* Tensor @p t's bound shape, id @p id (its `axes` ids @p ids), into *out:
-   the cached one, else bound into the cache (or into @p spare past its
-   room). */
+/* Tensor @p t's bound shape, id @p id (its `axes` ids @p ids), into
+   *@p out: bound the first time it is met. */
 static remat_status_t shape_of(bind_ctx_t *x, const remat_tensor_t *t, size_t id,
-                               const size_t *ids, shape_t *spare, const shape_t **out,
-                               remat_error_t *err) {
-    const bool cached = id < SHAPE_CACHE;
-    if (cached && (x->sknown >> id & 1)) {
-        *out = &x->shapes[id];
-        return REMAT_OK;
+                               const size_t *ids, const shape_t **out, remat_error_t *err) {
+    shape_t *s = &x->shapes[id];
+    if (!x->sdone[id]) {
+        remat_status_t st = bind_shape(x, t, ids, s, err);
+        if (st) {
+            return st;
+        }
+        x->sdone[id] = 1;
     }
-    shape_t *s = cached ? &x->shapes[id] : spare;
-    remat_status_t st = bind_shape(x, t, ids, s, err);
-    if (st) {
-        return st;
-    }
-    x->sknown |= cached ? (uint64_t)1 << id : 0;
     *out = s;
     return REMAT_OK;
 }
@@ -375,20 +360,18 @@ static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b,
                                    remat_error_t *err) {
     const remat_graph_t *g = x->g;
     const remat_config_t *cfg = x->cfg;
-    const bound_t o = *out; /* its arrays, which the row copies could alias */
-    shape_t spare;
+    const bound_t o = *out; /* its arrays, in locals: the stores below could alias them */
     bool grouped = false;
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         grouped |= t->gather_group != NULL;
         const shape_t *s;
-        remat_status_t st =
-            shape_of(x, t, v->shape[i], &v->axes[i * REMAT_MAX_RANK], &spare, &s, err);
+        remat_status_t st = shape_of(x, t, v->shape[i], &v->axes[i * REMAT_MAX_RANK], &s, err);
         if (st) {
             return st;
         }
-        memcpy(o.tdim[i], s->tdim, sizeof o.tdim[i]);
-        memcpy(o.ctdim[i], s->ctdim, sizeof o.ctdim[i]);
+        o.tdim[i] = s->tdim;
+        o.ctdim[i] = s->ctdim;
         const uint64_t n = s->n;
         if (n > x->numel_max[t->dtype]) {
             return overflow(g, "the byte count", t->name, err);
@@ -670,8 +653,8 @@ static remat_status_t bind_ops(const bind_ctx_t *x, const remat_block_t *b, boun
             }
             out->kv_extra[j] = kv.value;
         }
-        if (!remat_i_op_flops(b, op, out->numel, (const uint64_t(*)[REMAT_MAX_RANK])out->ctdim,
-                              x->dimsize, &out->fwd[j], &out->bwd[j]) ||
+        if (!remat_i_op_flops(b, op, out->numel, out->ctdim, x->dimsize, &out->fwd[j],
+                              &out->bwd[j]) ||
             out->fwd[j] > BYTES_MAX || out->bwd[j] > BYTES_MAX) {
             return overflow(g, "the FLOP count", op->name, err);
         }
@@ -960,6 +943,29 @@ static remat_status_t apply_window(const remat_kind_t *kind, const remat_config_
     return REMAT_OK;
 }
 
+/* The bind's share of the analyzer's arena: a slot per shape id and per
+   logical id, and their flags. */
+static size_t bind_bytes(const remat_graph_t *g, size_t *lnames, size_t *flags) {
+    const size_t shapes = g->index->nshapes * sizeof(shape_t);
+    *lnames = SLAB_UP(shapes);
+    *flags = SLAB_UP(*lnames + g->index->nlogical * sizeof(name_info_t));
+    return *flags + g->index->nlogical + g->index->nshapes;
+}
+
+size_t remat_i_bind_bytes(const remat_graph_t *g) {
+    size_t lnames, flags;
+    return bind_bytes(g, &lnames, &flags);
+}
+
+static void bind_mem(const remat_graph_t *g, void *mem, bind_ctx_t *x) {
+    size_t lnames, flags;
+    (void)bind_bytes(g, &lnames, &flags);
+    x->shapes = mem;
+    x->lnames = (name_info_t *)(void *)((char *)mem + lnames);
+    x->ldone = (unsigned char *)mem + flags;
+    x->sdone = x->ldone + g->index->nlogical;
+}
+
 /* The config's per-dtype decisions, once for the whole bind. */
 static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
     x->g = an->g;
@@ -981,8 +987,9 @@ static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
     x->known[0] = x->known[1] = 0;
     memset(&x->none, 0, sizeof x->none);
     x->none.shards = x->none.kept = 1;
-    memset(x->lknown, 0, sizeof x->lknown);
-    x->sknown = 0;
+    bind_mem(an->g, an->bind_mem, x);
+    memset(x->ldone, 0, an->g->index->nlogical);
+    memset(x->sdone, 0, an->g->index->nshapes);
 }
 
 /* Each layer kind's block and the head, bound. */

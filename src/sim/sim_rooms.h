@@ -38,9 +38,10 @@ _Static_assert(sizeof(((remat_result_t *)0)->dim_size) == SIM_MAX_DIMS * sizeof(
 /* ---- bind.c: one block bound to a config and mesh ----------------------- */
 
 typedef struct bound {
-    uint64_t (*tdim)[REMAT_MAX_RANK]; /* per tensor: per-device dim sizes */
-    uint64_t (*ctdim)[REMAT_MAX_RANK]; /* per tensor: the dims ops compute with (a param
-                                          gathered, an activation as it is held) */
+    /* per tensor: its shape's per-device dim sizes (REMAT_MAX_RANK, zero
+       past its rank), and the dims ops compute with (a param gathered, an
+       activation as it is held): rows that tensors of one shape share */
+    const uint64_t **tdim, **ctdim;
     uint64_t *numel;    /* per tensor, per device */
     uint64_t *bytes;    /* per tensor: its own buffer; 0 for a view */
     uint64_t *kbytes;   /* per tensor: bytes of the kept copy (fp8 residuals) */
@@ -221,6 +222,7 @@ struct remat_analyzer {
        slab, the scratch, the kinds' preparation, kind_of, profile_of and
        the runs. */
     void *arena;
+    void *bind_mem;          /* binding's share: the bound shapes and names */
     /* Per run; kept to spare the allocations. */
     scratch_t s;             /* sized for the largest block */
     size_t *profile_of;      /* per layer: its profile */
@@ -344,9 +346,11 @@ static inline size_t operand_buf(const remat_block_t *b, const remat_op_t *op, s
 /* ---- the rooms, in pipeline order --------------------------------------- */
 
 /* bind.c: binds into the slabs (remat_i_bound_bytes each) and kind_of the
-   analyzer's arena holds. */
+   analyzer's arena holds... */
 remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err);
 size_t remat_i_bound_bytes(const remat_block_t *b);
+/* ...and in its own share of the arena (bind_mem), the bytes of: */
+size_t remat_i_bind_bytes(const remat_graph_t *g);
 
 /* static.c */
 remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err);

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_graph_index.c: the graph's index (graph_index.c) and binding past
- * the caches it feeds. Binding keeps the first 64 shape ids and 128
- * logical-name ids; a shape or name numbered later is bound again where it
- * is met. A generated chain of 48 matmuls has 97 shapes and 145 logical
- * names, so its last tensors bind past both caches: their sizes are
- * checked by hand.
+ * test_graph_index.c: the graph's index (graph_index.c) and binding by its
+ * ids. A generated chain of 48 matmuls has 97 shapes and 145 logical
+ * names, more than a graph of MaxText's has (at most 42 and 27): its last
+ * tensors' ids are numbered as the index says, and their sizes, bound by
+ * id, are checked by hand.
  */
 #include "fixtures.h"
 
@@ -35,7 +34,7 @@ static void put(char **p, char *end, const char *fmt, ...) {
    dims d0..d47 cycle, so the output has the input's dims. Tensors are
    listed x0, w0, x1, w1, ...: shape ids alternate. Each xk (k > 0) names
    its own axes [activation_batch, mk], each wk [nka, nkb]; w47 names
-   [embed, mlp], first met past the 128th logical name. */
+   [embed, mlp], the last logical names. */
 static char *chain_graph(void) {
     const size_t cap = 64 * 1024;
     char *text = malloc(cap), *p = text, *end = text + cap;
@@ -78,8 +77,8 @@ static const remat_tensor_row_t *row_of(const fx_run_t *f, const char *name) {
     return &f->r.profiles[0].tensors[i];
 }
 
-/* The index numbers what the generator made: past both caches. */
-static void test_chain_is_numbered_past_the_caches(void **state) {
+/* The index numbers the generator's shapes and names in tensor order. */
+static void test_chain_is_numbered(void **state) {
     (void)state;
     char *text = chain_graph();
     remat_graph_t *g = NULL;
@@ -102,9 +101,9 @@ static void test_chain_is_numbered_past_the_caches(void **state) {
     free(text);
 }
 
-/* Past the caches, a tensor binds as it would within them: w47 (embed,
-   mlp) sharded over tensor=2 on its mlp dim, x47 whole. */
-static void test_binding_past_the_caches(void **state) {
+/* The last tensors bind by their ids: w47 (embed, mlp) sharded over
+   tensor=2 on its mlp dim, x47 whole. */
+static void test_binding_by_id(void **state) {
     (void)state;
     char *text = chain_graph();
     const char *args[] = {"per_device_batch_size=2", "num_devices=2",
@@ -126,9 +125,9 @@ static void test_binding_past_the_caches(void **state) {
     free(text);
 }
 
-/* A shape bound past the cache reports a dim its shards do not divide as
-   one within it would: three tensor shards divide d0 (96) but not d47. */
-static void test_divide_error_past_the_caches(void **state) {
+/* A shape numbered last reports a dim its shards do not divide: three
+   tensor shards divide d0 (96), five do not. */
+static void test_divide_error_by_id(void **state) {
     (void)state;
     char *text = chain_graph();
     const char *args[] = {"num_devices=3", "ici_tensor_parallelism=3",
@@ -147,9 +146,9 @@ static void test_divide_error_past_the_caches(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chain_is_numbered_past_the_caches),
-        cmocka_unit_test(test_binding_past_the_caches),
-        cmocka_unit_test(test_divide_error_past_the_caches),
+        cmocka_unit_test(test_chain_is_numbered),
+        cmocka_unit_test(test_binding_by_id),
+        cmocka_unit_test(test_divide_error_by_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

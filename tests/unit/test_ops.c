@@ -96,8 +96,10 @@ static int teardown(void **state) {
 
 static void flops_of(const remat_block_t *b, const char *name, uint64_t *fwd, uint64_t *bwd) {
     uint64_t numel[64], tdim[64][REMAT_MAX_RANK];
+    const uint64_t *rows[64];
     assert_true(b->ntensors <= 64);
     for (size_t i = 0; i < b->ntensors; i++) {
+        rows[i] = tdim[i];
         numel[i] = 1;
         for (size_t j = 0; j < b->tensors[i].rank; j++) {
             tdim[i][j] = dimsize[b->tensors[i].dim[j]];
@@ -106,8 +108,7 @@ static void flops_of(const remat_block_t *b, const char *name, uint64_t *fwd, ui
     }
     for (size_t j = 0; j < b->nops; j++) {
         if (strcmp(b->ops[j].name, name) == 0) {
-            assert_true(remat_i_op_flops(b, &b->ops[j], numel, (const uint64_t(*)[REMAT_MAX_RANK])tdim,
-                                             dimsize, fwd, bwd));
+            assert_true(remat_i_op_flops(b, &b->ops[j], numel, rows, dimsize, fwd, bwd));
             return;
         }
     }
