@@ -40,31 +40,37 @@ void remat_i_bucket(const size_t *key, size_t n, size_t npos, size_t *head, size
     }
 }
 
-/* XLA fuses cheap elementwise work into the ops that read its result: an
-   op of these kinds can be computed inside its readers' fusions... */
-static bool fusable_producer(remat_opkind_t k) {
-    switch (k) {
-        case REMAT_OP_ADD:
-        case REMAT_OP_MUL:
-        case REMAT_OP_SCALE:
-        case REMAT_OP_SILU:
-        case REMAT_OP_GELU:
-        case REMAT_OP_CAST:
-        case REMAT_OP_ROPE:
-        case REMAT_OP_TRANSPOSE:
-        case REMAT_OP_SPLIT:
-            return true;
-        default:
-            return false;
-    }
-}
+/* What XLA does with each op kind, as flags:
+   FUSES: cheap elementwise work that XLA computes inside the fusions of
+     the ops that read its result...
+   READS_FUSED: ...when every reader is itself a loop or reduction fusion
+     (elementwise ops, norms, softmax, the loss, layout changes); a
+     contraction or the attention kernel reads materialized operands;
+   BWD_ELEMENTWISE: its backward is elementwise in its operands, so XLA can
+     write an input's gradient over a same-size buffer that dies there (its
+     in-place fusion): not so for contractions, attention kernels, gathers
+     and layout changes. */
+enum { FUSES = 1, READS_FUSED = 2, BWD_ELEMENTWISE = 4 };
 
-/* ...when every reader is itself a loop or reduction fusion: elementwise
-   ops, norms, softmax, the loss, layout changes. Contractions and the
-   attention kernel read materialized operands. */
-static bool fusing_reader(remat_opkind_t k) {
-    return fusable_producer(k) || k == REMAT_OP_RMSNORM || k == REMAT_OP_LAYERNORM ||
-           k == REMAT_OP_SOFTMAX || k == REMAT_OP_CROSS_ENTROPY || k == REMAT_OP_DROPOUT;
+static const unsigned char kind_flags[REMAT_OP_COUNT] = {
+    [REMAT_OP_ADD] = FUSES | READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_MUL] = FUSES | READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_SCALE] = FUSES | READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_SILU] = FUSES | READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_GELU] = FUSES | READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_CAST] = FUSES | READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_ROPE] = FUSES | READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_TRANSPOSE] = FUSES | READS_FUSED,
+    [REMAT_OP_SPLIT] = FUSES | READS_FUSED,
+    [REMAT_OP_RMSNORM] = READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_LAYERNORM] = READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_SOFTMAX] = READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_CROSS_ENTROPY] = READS_FUSED | BWD_ELEMENTWISE,
+    [REMAT_OP_DROPOUT] = READS_FUSED | BWD_ELEMENTWISE,
+};
+
+static bool has_flag(remat_opkind_t k, unsigned flag) {
+    return k < REMAT_OP_COUNT && (kind_flags[k] & flag);
 }
 
 /* Tensor @p i can stay unmaterialized when its producer is fusable, it owns
@@ -75,14 +81,14 @@ static void fusable_tensors(const remat_block_t *b, unsigned char *fusable) {
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_t *t = &b->tensors[i];
         fusable[i] = t->producer != REMAT_NONE && t->storage == i && !t->param &&
-                     fusable_producer(b->ops[t->producer].kind);
+                     has_flag(b->ops[t->producer].kind, FUSES);
     }
     for (size_t k = 0; k < b->noutputs; k++) {
         fusable[b->outputs[k]] = 0;
     }
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
-        if (fusing_reader(op->kind)) {
+        if (has_flag(op->kind, READS_FUSED)) {
             continue;
         }
         for (size_t k = 0; k < op->nin; k++) {
@@ -91,30 +97,6 @@ static void fusable_tensors(const remat_block_t *b, unsigned char *fusable) {
         for (size_t k = 0; op->has_backward && k < op->nsaves; k++) {
             fusable[op->saves[k]] = 0;
         }
-    }
-}
-
-/* Whether an op's backward is elementwise in its operands, so that XLA can
-   write an input's gradient over a same-size buffer that dies there (its
-   in-place fusion): not so for contractions, attention kernels, gathers
-   and layout changes. */
-static bool elementwise_backward(remat_opkind_t k) {
-    switch (k) {
-        case REMAT_OP_ADD:
-        case REMAT_OP_MUL:
-        case REMAT_OP_SCALE:
-        case REMAT_OP_SILU:
-        case REMAT_OP_GELU:
-        case REMAT_OP_SOFTMAX:
-        case REMAT_OP_RMSNORM:
-        case REMAT_OP_LAYERNORM:
-        case REMAT_OP_ROPE:
-        case REMAT_OP_DROPOUT:
-        case REMAT_OP_CAST:
-        case REMAT_OP_CROSS_ENTROPY:
-            return true;
-        default:
-            return false;
     }
 }
 
@@ -281,7 +263,7 @@ static void index_block(const remat_graph_t *g, remat_graph_index_t *x, size_t k
                 break;
             }
         }
-        a.inplace[j] = elementwise_backward(op->kind);
+        a.inplace[j] = has_flag(op->kind, BWD_ELEMENTWISE);
     }
 }
 
