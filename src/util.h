@@ -61,13 +61,24 @@ uint64_t remat_i_alloc_count(void);
    error or a different document when jansson allocates through remat. */
 uint64_t remat_i_alloc_failures(void);
 
-/* a * b and a + b into *out; false (and *out untouched) on overflow. */
+/* a * b and a + b into *out; false (and *out untouched) on overflow. The
+   builtin tests the multiply's overflow flag: the portable test divides,
+   tens of cycles on the hot paths (every bound dim, FLOP count and sum). */
 static inline bool remat_i_mul(uint64_t a, uint64_t b, uint64_t *out) {
+#if defined(__GNUC__) || defined(__clang__)
+    uint64_t p;
+    if (__builtin_mul_overflow(a, b, &p)) {
+        return false;
+    }
+    *out = p;
+    return true;
+#else
     if (a != 0 && b > UINT64_MAX / a) {
         return false;
     }
     *out = a * b;
     return true;
+#endif
 }
 static inline bool remat_i_add(uint64_t a, uint64_t b, uint64_t *out) {
     if (b > UINT64_MAX - a) {
