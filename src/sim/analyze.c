@@ -47,7 +47,7 @@ void remat_result_release(remat_result_t *r) {
 
 /* The analyzer's arrays, in one allocation: each kind's bound slab, the
    head's, binding's shapes and names, the scratch (for the largest block), the kinds' preparation,
-   kind_of, then profile_of and the runs, each part from a 16-byte boundary. Their sizes
+   kind_of, then the runs, each part from a 16-byte boundary. Their sizes
    follow from the graph and the layer count alone, so the arena is made
    before binding. The counts are a graph's and a config's layer count (at
    most REMAT_MAX_LAYERS): no overflow. */
@@ -67,9 +67,8 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     const size_t binding = size, scratch = binding + ARENA_UP(remat_i_bind_bytes(g));
     const size_t prep = scratch + ARENA_UP(remat_i_scratch_bytes(nt, no));
     const size_t kinds = prep + ARENA_UP(remat_i_prep_bytes(g));
-    const size_t profiles = kinds + ARENA_UP(nlayers ? nlayers : 1);
-    const size_t words = nlayers ? nlayers : 1; /* profile_of, run_first, run_last */
-    char *arena = remat_i_xmalloc(profiles + 3 * words * sizeof(size_t));
+    const size_t runs = kinds + ARENA_UP(nlayers ? nlayers : 1);
+    char *arena = remat_i_xmalloc(runs + (nlayers ? nlayers : 1) * sizeof *an->runs);
     an->arena = arena;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
         (k < g->nkinds ? &an->kb[k] : &an->hb)->slab = arena + at[k];
@@ -78,9 +77,7 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     remat_i_scratch_init(&an->s, nt, no, arena + scratch);
     an->s.prep = (void *)(arena + prep); /* remat_i_layer_prepare fills it */
     an->kind_of = (unsigned char *)(arena + kinds);
-    an->profile_of = (size_t *)(void *)(arena + profiles);
-    an->run_first = an->profile_of + words;
-    an->run_last = an->run_first + words; /* these three written by each run's plan */
+    an->runs = (layer_run_t *)(void *)(arena + runs); /* at most a run a layer */
 }
 
 /* Binds into @p an, which the caller zeroed (analyzer_zero); on error it

@@ -196,6 +196,11 @@ typedef struct stage_static {
 
 /* ---- the analyzer: what binding leaves for every run -------------------- */
 
+/* Layers first..last, all of profile `profile`. */
+typedef struct layer_run {
+    size_t first, last, profile;
+} layer_run_t;
+
 struct remat_analyzer {
     const remat_graph_t *g;
     const remat_config_t *cfg;
@@ -219,17 +224,16 @@ struct remat_analyzer {
        and the accumulator of their gradients (zeros_like of them). */
     uint64_t tiled_gather, tiled_acc;
     /* The one allocation (analyzer_arena) that holds every bound block's
-       slab, the scratch, the kinds' preparation, kind_of, profile_of and
-       the runs. */
+       slab, the scratch, the kinds' preparation, kind_of and the runs. */
     void *arena;
     void *bind_mem;          /* binding's share: the bound shapes and names */
     /* Per run; kept to spare the allocations. */
     scratch_t s;             /* sized for the largest block */
-    size_t *profile_of;      /* per layer: its profile */
-    /* per layer: the first and last layer of its run of identical layers
-       (one profile), set with profile_of (remat_i_plan_profiles): the
-       rooms walk runs, not layers */
-    size_t *run_first, *run_last;
+    /* The runs of identical layers (one profile), ascending, covering
+       every layer once; adjacent runs differ in profile. Set per run by
+       remat_i_plan_profiles: the rooms walk runs, not layers. */
+    struct layer_run *runs;
+    size_t nruns;
     tpl_t *tpls;             /* per profile */
     size_t tpls_cap;
     remat_trace_t *trace;    /* the run's trace (remat_run_opts_t), or NULL */
@@ -239,6 +243,22 @@ struct remat_analyzer {
 };
 
 /* ---- helpers every room uses (inline: some run once per op or layer) --- */
+
+/* The run that holds layer @p l (< nlayers): a binary search of the runs,
+   which are few (one per policy range and layer kind at most). */
+static inline const layer_run_t *run_of(const remat_analyzer_t *an, size_t l) {
+    size_t lo = 0, hi = an->nruns;
+    while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (an->runs[mid].first <= l) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    assert(an->runs[lo].first <= l && l <= an->runs[lo].last);
+    return &an->runs[lo];
+}
 
 /* *acc += a x times, an overflow error past BYTES_MAX. */
 static inline remat_status_t sum_checked(uint64_t *acc, uint64_t a, uint64_t times,

@@ -252,8 +252,19 @@ static uint64_t range_key(const remat_policy_t *policy, size_t l) {
    plan once per distinct (kind, set), then merge identical plans of a kind
    into one profile. Consecutive layers of one kind and set are taken as a
    run: the distinct pairs are looked up once a run, not once a layer. */
-static remat_status_t plan_ranges(const remat_analyzer_t *an, const remat_policy_t *policy,
-                                  size_t *profile_of, remat_result_t *r, remat_error_t *err) {
+/* Layers [@p l, @p end) of profile @p p appended to the runs, merged with
+   the run before when it has the profile. */
+static void add_run(remat_analyzer_t *an, size_t l, size_t end, size_t p) {
+    layer_run_t *last = an->nruns ? &an->runs[an->nruns - 1] : NULL;
+    if (last && last->profile == p && last->last + 1 == l) {
+        last->last = end - 1;
+    } else {
+        an->runs[an->nruns++] = (layer_run_t){l, end - 1, p};
+    }
+}
+
+static remat_status_t plan_ranges(remat_analyzer_t *an, const remat_policy_t *policy,
+                                  remat_result_t *r, remat_error_t *err) {
     enum { NKEYS = (REMAT_MAX_RANGES + 1) * REMAT_MAX_KINDS };
     uint64_t keys[NKEYS];
     size_t key_kind[NKEYS], key_profile[NKEYS], nkeys = 0;
@@ -286,9 +297,7 @@ static remat_status_t plan_ranges(const remat_analyzer_t *an, const remat_policy
             key_profile[nkeys++] = profile_of_plan(r, kind, &plan, l);
         }
         const size_t p = key_profile[k];
-        for (size_t i = l; i < end; i++) {
-            profile_of[i] = p;
-        }
+        add_run(an, l, end, p);
         r->profiles[p].last = end - 1;
         r->profiles[p].nlayers += end - l;
     }
@@ -296,27 +305,12 @@ static remat_status_t plan_ranges(const remat_analyzer_t *an, const remat_policy
     return st;
 }
 
-/* Each layer's run of identical layers (run_first, run_last) from
-   profile_of. */
-static void layer_runs(remat_analyzer_t *an) {
-    const size_t L = an->nlayers, *p = an->profile_of;
-    /* the run's end in a local: reading it back from the array just
-       stored would make each layer wait on the last */
-    for (size_t l = 0, first = 0; l < L; l++) {
-        first = l > 0 && p[l] != p[l - 1] ? l : first;
-        an->run_first[l] = first;
-    }
-    for (size_t l = L, last = L - 1; l-- > 0;) {
-        last = l + 1 < L && p[l + 1] != p[l] ? l : last;
-        an->run_last[l] = last;
-    }
-}
-
 remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t *policy,
                                      const remat_plan_t *given, remat_result_t *r,
                                      remat_error_t *err) {
     const size_t L = an->nlayers;
     remat_status_t st = REMAT_OK;
+    an->nruns = 0;
     if (given && policy->nranges == 0 && an->g->nkinds == 1) {
         /* A uniform policy the caller already planned (the solver). */
         r->profiles = remat_i_xcalloc(1, sizeof *r->profiles);
@@ -325,12 +319,10 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
         r->profiles[0].last = L - 1;
         r->profiles[0].nlayers = L;
         r->nprofiles = 1;
-        memset(an->profile_of, 0, L * sizeof *an->profile_of);
-    } else if ((st = check_ranges(policy, L, err)) ||
-               (st = plan_ranges(an, policy, an->profile_of, r, err))) {
+        add_run(an, 0, L, 0);
+    } else if ((st = check_ranges(policy, L, err)) || (st = plan_ranges(an, policy, r, err))) {
         return st;
     }
-    layer_runs(an);
     return REMAT_OK;
 }
 
@@ -450,7 +442,7 @@ static void trace_layers(const remat_analyzer_t *an, size_t first, size_t last, 
                          const step_t *stp) {
     step_t st = *stp;
     for (size_t k = 0; k <= last - first; k++) {
-        const size_t l = backward ? last - k : first + k, p = an->profile_of[l];
+        const size_t l = backward ? last - k : first + k, p = run_of(an, l)->profile;
         const tpl_t *t = &an->tpls[p];
         const remat_block_t *b = &an->g->kinds[t->kind].block;
         const bound_t *lb = &an->kb[t->kind];
@@ -536,7 +528,7 @@ static void check_runs(const remat_analyzer_t *an, size_t first, size_t last, bo
                        step_t check, const step_t *st) {
     for (size_t k = 0; k <= last - first; k++) {
         const size_t l = backward ? last - k : first + k;
-        run_layers(&check, &an->tpls[an->profile_of[l]], backward, l, 1, 1);
+        run_layers(&check, &an->tpls[run_of(an, l)->profile], backward, l, 1, 1);
     }
     assert(check.m.any == st->m.any && check.m.peak == st->m.peak &&
            check.m.live == st->m.live && check.at.layer == st->at.layer &&
@@ -552,7 +544,6 @@ static void check_runs(const remat_analyzer_t *an, size_t first, size_t last, bo
    reads cannot alias, so the categories stay in registers. */
 static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, bool backward,
                          step_t *stp) {
-    const size_t *profile_of = an->profile_of;
     if (stp->tr) {
         trace_layers(an, first, last, backward, stp);
     }
@@ -561,10 +552,11 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
     const size_t count = last - first + 1;
     while (done < count) {
         const size_t l = backward ? last - done : first + done;
-        const size_t to = backward ? (an->run_first[l] > first ? an->run_first[l] : first)
-                                   : (an->run_last[l] < last ? an->run_last[l] : last);
+        const layer_run_t *run = run_of(an, l);
+        const size_t to = backward ? (run->first > first ? run->first : first)
+                                   : (run->last < last ? run->last : last);
         const size_t n = (backward ? l - to : to - l) + 1;
-        run_layers(&st, &an->tpls[profile_of[l]], backward, l, n, backward ? -1 : 1);
+        run_layers(&st, &an->tpls[run->profile], backward, l, n, backward ? -1 : 1);
         done += n;
     }
 #ifndef NDEBUG
@@ -624,7 +616,7 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     row->in_flight = stages - k < r->microbatches ? stages - k : (size_t)r->microbatches;
     uint64_t stage_saved = 0; /* below 2^62: part of the simulated live bytes */
     for (size_t l = row->first_layer, e; l <= row->last_layer; l = e + 1) {
-        e = an->run_last[l] < row->last_layer ? an->run_last[l] : row->last_layer;
+        e = run_of(an, l)->last < row->last_layer ? run_of(an, l)->last : row->last_layer;
         stage_saved += r->layers[l].saved_device_bytes * (e - l + 1); /* a run's equal rows */
     }
     if ((st = sum_checked(&row->inflight_bytes, stage_saved, row->in_flight - 1,

@@ -215,15 +215,16 @@ void remat_i_layer_rows(const remat_analyzer_t *an, remat_result_t *r) {
        which the store buffer cannot forward: a stall of a dozen cycles per
        layer, serialized through the run. */
     remat_layer_row_t tpl;
-    for (size_t l = 0; l < L; l++) {
-        if (l == 0 || an->profile_of[l] != an->profile_of[l - 1]) {
-            layer_row(an, &an->tpls[an->profile_of[l]], fsdp_frac, r->host_link_bw, &tpl);
+    for (size_t k = 0; k < an->nruns; k++) {
+        const layer_run_t *run = &an->runs[k];
+        layer_row(an, &an->tpls[run->profile], fsdp_frac, r->host_link_bw, &tpl);
+        tpl.profile = run->profile;
+        for (size_t l = run->first; l <= run->last; l++) {
+            r->layers[l] = tpl;
+            r->layers[l].index = l;
         }
-        remat_layer_row_t *row = &r->layers[l];
-        *row = tpl;
-        row->index = l;
-        row->profile = an->profile_of[l];
     }
+    assert(an->nruns ? an->runs[an->nruns - 1].last == L - 1 : L == 0);
 }
 
 /* The peak MFU and HFU are measured against: that of the dtype the run's
@@ -247,7 +248,8 @@ static bool head_reruns(const remat_analyzer_t *an, size_t p) {
 /* The last layer of the run of identical layers (one profile, so equal
    rows) that starts at layer @p l, within [l, last]. */
 static size_t run_end(const remat_analyzer_t *an, size_t l, size_t last) {
-    return an->run_last[l] < last ? an->run_last[l] : last;
+    const size_t e = run_of(an, l)->last;
+    return e < last ? e : last;
 }
 
 /* *acc += a x steps x n, checked: what n layers' checked sums of a x steps
