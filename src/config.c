@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "config_maxtext.h"
+#include "graph_internal.h"
 #include "json_util.h"
 #include "yaml_config.h"
 
@@ -1131,6 +1132,15 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
         return false;
     }
     return true;
+}
+
+size_t remat_i_config_size_field(const char *key) {
+    for (size_t i = 0; key && i < sizeof size_keys / sizeof size_keys[0]; i++) {
+        if (strcmp(size_keys[i].name, key) == 0) {
+            return size_keys[i].offset; /* 0 for a derived key */
+        }
+    }
+    return 0;
 }
 
 remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint64_t *out,

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "graph_index.h"
+#include "graph_internal.h"
 #include "remat/mesh.h"
 #include "util.h"
 
@@ -343,10 +344,13 @@ static size_t shape_id(remat_graph_index_t *x, numbering_t *nb, const remat_tens
    shapes, numbered. */
 static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, numbering_t *nb) {
     size_t *dim_axis = (size_t *)(void *)((char *)x + x->dim_axis);
+    size_t *dim_field = (size_t *)(void *)((char *)x + x->dim_field);
     size_t *hashes = (size_t *)(void *)((char *)x + x->logical_hash);
     for (size_t d = 0; d < g->ndims; d++) {
         dim_axis[2 * d] = logical_id(x, nb, hashes, g->dims[d].axis);
         dim_axis[2 * d + 1] = logical_id(x, nb, hashes, g->dims[d].weight_axis);
+        dim_field[2 * d] = remat_i_config_size_field(g->dims[d].from);
+        dim_field[2 * d + 1] = remat_i_config_size_field(g->dims[d].div);
     }
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
         const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
@@ -366,11 +370,11 @@ static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, number
 /* ---- the whole index ------------------------------------------------------ */
 
 /* Byte offsets of the index's parts: the header, each block's words, the
-   dims' logical ids, the logical names' hashes, the name references (two
+   dims' logical ids and config fields, the logical names' hashes, the name references (two
    words an id), the flag bytes (the index ends there), then the scratch.
    The counts are a graph's, bounded by its input's size: no overflow. */
 typedef struct layout {
-    size_t dim_axis, logical_hash, names, flags, size, scratch, total;
+    size_t dim_axis, dim_field, logical_hash, names, flags, size, scratch, total;
     size_t nlogical, ntensors; /* the most logical ids and shape ids */
 } layout_t;
 
@@ -389,7 +393,8 @@ static layout_t index_layout(const remat_graph_t *g) {
     }
     const size_t w = sizeof(size_t);
     l.dim_axis = sizeof(remat_graph_index_t) + words * w;
-    l.logical_hash = l.dim_axis + 2 * g->ndims * w;
+    l.dim_field = l.dim_axis + 2 * g->ndims * w;
+    l.logical_hash = l.dim_field + 2 * g->ndims * w;
     l.names = l.logical_hash + l.nlogical * w;
     l.flags = l.names + 2 * tags * w;
     l.size = l.flags + l.ntensors;
@@ -428,6 +433,7 @@ remat_status_t remat_i_graph_index(const remat_graph_t *g, remat_graph_index_t *
     x->names = l.names;
     x->nnames = 2;
     x->dim_axis = l.dim_axis;
+    x->dim_field = l.dim_field;
     x->logical_hash = l.logical_hash;
     size_t words = sizeof *x, bytes = l.flags;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {

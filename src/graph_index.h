@@ -56,6 +56,8 @@ typedef struct remat_graph_index {
     size_t nlogical;  /* logical name ids */
     size_t nshapes;   /* shape ids */
     size_t dim_axis;  /* per dim, two words: its `axis` and `weight_axis` logical ids */
+    size_t dim_field; /* per dim, two words: its `from` and `div` keys' fields
+                         (remat_i_config_size_field; 0: ask remat_config_size) */
     size_t logical_hash; /* per logical id: remat_mesh_name_hash of its text */
     remat_i_block_index_t block[REMAT_MAX_KINDS + 1]; /* the kinds, then the head */
 } remat_graph_index_t;

@@ -710,11 +710,24 @@ static uint64_t moe_buffer_factor(const remat_analyzer_t *an) {
     return ep < per ? ep : (per ? per : 1);
 }
 
+/* Config size key @p key, whose plain field (the index's dim_field) is at
+   byte @p field of the config, or 0: ask remat_config_size, which looks the
+   key up by name. */
+static remat_status_t size_of(const remat_config_t *cfg, const char *key, size_t field,
+                              uint64_t *out, remat_error_t *err) {
+    if (field) {
+        memcpy(out, (const char *)cfg + field, sizeof *out);
+        return REMAT_OK;
+    }
+    return remat_config_size(cfg, key, out, err);
+}
+
 /* Every dim's size on one device's micro-batch: from the config (divided
    by its `div` key, and the batch by the pipeline's micro-batches) or the
    graph's own value. */
 static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
     const remat_graph_t *g = an->g;
+    const size_t *field = remat_i_index_words(g, g->index->dim_field);
     remat_status_t st;
     for (size_t d = 0; d < g->ndims; d++) {
         const remat_dim_t *dim = &g->dims[d];
@@ -722,7 +735,7 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
             an->dim_size[d] = dim->value;
             continue;
         }
-        if ((st = remat_config_size(an->cfg, dim->from, &an->dim_size[d], err))) {
+        if ((st = size_of(an->cfg, dim->from, field[2 * d], &an->dim_size[d], err))) {
             return st;
         }
         if (dim->from[0] == 'm' && strcmp(dim->from, "moe_buffer_factor") == 0) {
@@ -736,7 +749,7 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
                                    dim->from);
         }
         uint64_t div = 1;
-        if (dim->div && (st = remat_config_size(an->cfg, dim->div, &div, err))) {
+        if (dim->div && (st = size_of(an->cfg, dim->div, field[2 * d + 1], &div, err))) {
             return st;
         }
         if (dim->from[0] == 'p' && strcmp(dim->from, "per_device_batch_size") == 0) {
