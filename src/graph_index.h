@@ -40,9 +40,18 @@ typedef struct remat_i_block_index {
     size_t op_name;  /* per op: the name id of its re-run FLOPs (layer kinds) */
     size_t inplace;  /* per op: whether its backward is elementwise */
     size_t shape;    /* per tensor: its shape id */
+    size_t tflags;   /* per tensor: its dtype and REMAT_I_T_* flags, in one word */
     size_t axes;     /* per tensor, REMAT_MAX_RANK each: its `axes` entries' logical ids */
     size_t fusable_flag; /* per tensor, a byte: whether it may stay unmaterialized */
 } remat_i_block_index_t;
+
+/* A tensor's flags word (tflags): its dtype in the low byte, then these,
+   so that binding reads a word a tensor, not the tensor's 240 bytes. */
+#define REMAT_I_T_DTYPE ((size_t)0xff)
+#define REMAT_I_T_PARAM ((size_t)1 << 8)
+#define REMAT_I_T_GRAD ((size_t)1 << 9)  /* needs_grad */
+#define REMAT_I_T_GROUP ((size_t)1 << 10) /* has a gather group */
+#define REMAT_I_T_OWN ((size_t)1 << 11)   /* owns its buffer (storage is itself) */
 
 /* Logical axis names (a dim's `axis` and `weight_axis`, a tensor's `axes`)
    are numbered by text from 0, in dim order, then block by block; a NULL
@@ -67,7 +76,7 @@ typedef struct remat_i_block_view {
     size_t nowners, nfusable;
     const size_t *pos, *free_fwd, *bwd_use, *fwd_head, *bwd_head, *fwd_next, *bwd_next;
     const size_t *owners, *fusable, *out_at, *outs, *tag_id, *op_name, *inplace;
-    const size_t *shape, *axes;
+    const size_t *shape, *tflags, *axes;
     const unsigned char *fusable_flag;
 } remat_i_block_view_t;
 

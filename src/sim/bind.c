@@ -355,50 +355,63 @@ static bool vocab_chunked(const remat_graph_t *g, const remat_block_t *b, const 
            out->pos[t->producer] >= g->head_npre && i != g->head_takes;
 }
 
+/* The head's tensor @p i's bytes @p by, a vocabulary chunk's when the
+   chunked loss runs it (vocab_chunked). */
+static remat_status_t chunk_bytes(const bind_ctx_t *x, const remat_block_t *b,
+                                  const bound_t *out, size_t i, uint64_t n, uint64_t *by,
+                                  remat_error_t *err) {
+    const remat_config_t *cfg = x->cfg;
+    if (!vocab_chunked(x->g, b, out, cfg, i)) {
+        return REMAT_OK;
+    }
+    if (n % cfg->num_vocab_tiling) {
+        return remat_error_set(err, REMAT_E_CONFIG, x->g->source, NULL,
+                               "num_vocab_tiling=%llu does not divide the %llu elements "
+                               "of '%s' (MaxText needs per_device_batch_size x "
+                               "max_target_length to divide)",
+                               (unsigned long long)cfg->num_vocab_tiling, (unsigned long long)n,
+                               b->tensors[i].name);
+    }
+    *by /= cfg->num_vocab_tiling;
+    return REMAT_OK;
+}
+
+/* Every tensor's rows, reading its index's flags word, not the tensor. */
 static remat_status_t bind_tensors(bind_ctx_t *x, const remat_block_t *b,
                                    const remat_i_block_view_t *v, bool head, bound_t *out,
                                    remat_error_t *err) {
-    const remat_graph_t *g = x->g;
-    const remat_config_t *cfg = x->cfg;
     const bound_t o = *out; /* its arrays, in locals: the stores below could alias them */
-    bool grouped = false;
+    size_t any = 0;
     for (size_t i = 0; i < b->ntensors; i++) {
-        const remat_tensor_t *t = &b->tensors[i];
-        grouped |= t->gather_group != NULL;
+        const size_t f = v->tflags[i], dtype = f & REMAT_I_T_DTYPE;
+        any |= f;
         const shape_t *s;
-        remat_status_t st = shape_of(x, t, v->shape[i], &v->axes[i * REMAT_MAX_RANK], &s, err);
+        remat_status_t st =
+            shape_of(x, &b->tensors[i], v->shape[i], &v->axes[i * REMAT_MAX_RANK], &s, err);
         if (st) {
             return st;
         }
         o.tdim[i] = s->tdim;
         o.ctdim[i] = s->ctdim;
         const uint64_t n = s->n;
-        if (n > x->numel_max[t->dtype]) {
-            return overflow(g, "the byte count", t->name, err);
+        if (n > x->numel_max[dtype]) {
+            return overflow(x->g, "the byte count", b->tensors[i].name, err);
         }
-        uint64_t by = n * x->dtype_bytes[t->dtype];
-        if (head && vocab_chunked(g, b, out, cfg, i)) {
-            if (n % cfg->num_vocab_tiling) {
-                return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
-                                       "num_vocab_tiling=%llu does not divide the %llu elements "
-                                       "of '%s' (MaxText needs per_device_batch_size x "
-                                       "max_target_length to divide)",
-                                       (unsigned long long)cfg->num_vocab_tiling,
-                                       (unsigned long long)n, t->name);
-            }
-            by /= cfg->num_vocab_tiling;
+        uint64_t by = n * x->dtype_bytes[dtype];
+        if (head && (st = chunk_bytes(x, b, out, i, n, &by, err))) {
+            return st;
         }
-        const bool param = t->param;
-        const uint64_t own = t->storage == i ? by : 0;
+        const bool param = f & REMAT_I_T_PARAM;
+        const uint64_t own = f & REMAT_I_T_OWN ? by : 0;
         o.numel[i] = n;
         o.tbytes[i] = by;
         o.gnumel[i] = param ? s->gn : 0;
         o.bytes[i] = own;
         o.kbytes[i] = own;
-        o.gbytes[i] = t->needs_grad && !param ? by : 0;
+        o.gbytes[i] = f & REMAT_I_T_GRAD && !param ? by : 0;
         assert(o.tbytes[i] <= BYTES_MAX && o.gbytes[i] <= BYTES_MAX);
     }
-    x->grouped = grouped;
+    x->grouped = any & REMAT_I_T_GROUP;
     return REMAT_OK;
 }
 
