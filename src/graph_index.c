@@ -24,7 +24,7 @@
 
 /* The words of a block's size_t arrays, and its bytes of flags. */
 static size_t block_words(const remat_block_t *b) {
-    return (9 + REMAT_MAX_TAGS + REMAT_MAX_RANK) * b->ntensors + 6 * b->nops + 1;
+    return (10 + REMAT_MAX_TAGS + REMAT_MAX_RANK) * b->ntensors + 6 * b->nops + 1;
 }
 
 void remat_i_bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_t *next) {
@@ -136,7 +136,7 @@ static void lifetimes(const remat_block_t *b, const size_t *pos, size_t *free_fw
 typedef struct block_arrays {
     size_t *pos, *free_fwd, *bwd_use, *fwd_head, *bwd_head, *fwd_next, *bwd_next;
     size_t *owners, *fusable, *out_at, *outs, *tag_id, *op_name, *inplace, *shape, *tflags;
-    size_t *axes;
+    size_t *storage, *axes;
     unsigned char *fusable_flag;
 } block_arrays_t;
 
@@ -152,7 +152,7 @@ static void carve_block(remat_i_block_index_t *bi, const remat_block_t *b, size_
     TAKE(pos, no) TAKE(free_fwd, nt) TAKE(bwd_use, nt) TAKE(fwd_head, no) TAKE(bwd_head, no)
     TAKE(fwd_next, nt) TAKE(bwd_next, nt) TAKE(owners, nt) TAKE(fusable, nt) TAKE(out_at, no + 1)
     TAKE(outs, nt) TAKE(tag_id, REMAT_MAX_TAGS * nt) TAKE(op_name, no) TAKE(inplace, no)
-    TAKE(shape, nt) TAKE(tflags, nt) TAKE(axes, REMAT_MAX_RANK * nt)
+    TAKE(shape, nt) TAKE(tflags, nt) TAKE(storage, nt) TAKE(axes, REMAT_MAX_RANK * nt)
 #undef TAKE
     assert(at - *words == block_words(b) * w);
     *words = at;
@@ -166,7 +166,7 @@ static block_arrays_t arrays_of(remat_graph_index_t *x, const remat_i_block_inde
     return (block_arrays_t){AT(pos),    AT(free_fwd), AT(bwd_use), AT(fwd_head), AT(bwd_head),
                             AT(fwd_next), AT(bwd_next), AT(owners), AT(fusable), AT(out_at),
                             AT(outs),   AT(tag_id),   AT(op_name), AT(inplace),
-                            AT(shape),  AT(tflags),   AT(axes),
+                            AT(shape),  AT(tflags),   AT(storage), AT(axes),
                             (unsigned char *)(base + bi->fusable_flag)};
 #undef AT
 }
@@ -219,6 +219,7 @@ static void index_tensors(const remat_graph_t *g, remat_graph_index_t *x, size_t
                        (t->needs_grad ? REMAT_I_T_GRAD : 0) |
                        (t->gather_group ? REMAT_I_T_GROUP : 0) |
                        (t->storage == i ? REMAT_I_T_OWN : 0);
+        a->storage[i] = t->storage;
         for (size_t j = 0; j < REMAT_MAX_TAGS; j++) {
             a->tag_id[i * REMAT_MAX_TAGS + j] =
                 k < g->nkinds && j < t->ntags ? name_id(g, x, refs, k, i, j) : REMAT_I_NAME_UNNAMED;
@@ -471,7 +472,7 @@ remat_i_block_view_t remat_i_block_view(const remat_graph_t *g, size_t k) {
                                   AT(bwd_use), AT(fwd_head), AT(bwd_head), AT(fwd_next),
                                   AT(bwd_next), AT(owners), AT(fusable), AT(out_at), AT(outs),
                                   AT(tag_id), AT(op_name), AT(inplace), AT(shape),
-                                  AT(tflags), AT(axes),
+                                  AT(tflags), AT(storage), AT(axes),
                                   (const unsigned char *)(base + bi->fusable_flag)};
 #undef AT
 }

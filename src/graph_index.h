@@ -41,6 +41,7 @@ typedef struct remat_i_block_index {
     size_t inplace;  /* per op: whether its backward is elementwise */
     size_t shape;    /* per tensor: its shape id */
     size_t tflags;   /* per tensor: its dtype and REMAT_I_T_* flags, in one word */
+    size_t storage;  /* per tensor: the tensor whose buffer it uses (its `storage`) */
     size_t axes;     /* per tensor, REMAT_MAX_RANK each: its `axes` entries' logical ids */
     size_t fusable_flag; /* per tensor, a byte: whether it may stay unmaterialized */
 } remat_i_block_index_t;
@@ -76,7 +77,7 @@ typedef struct remat_i_block_view {
     size_t nowners, nfusable;
     const size_t *pos, *free_fwd, *bwd_use, *fwd_head, *bwd_head, *fwd_next, *bwd_next;
     const size_t *owners, *fusable, *out_at, *outs, *tag_id, *op_name, *inplace;
-    const size_t *shape, *tflags, *axes;
+    const size_t *shape, *tflags, *storage, *axes;
     const unsigned char *fusable_flag;
 } remat_i_block_view_t;
 

@@ -683,6 +683,7 @@ static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_er
     bound_alloc(b, out);
     out->pos = v.pos;
     out->inplace = v.inplace;
+    out->storage = v.storage;
     out->fusable = v.fusable_flag;
     remat_status_t st = bind_tensors(x, b, &v, head, out, err);
     if (st) {

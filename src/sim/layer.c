@@ -135,8 +135,8 @@ static inline void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_ste
 /* The gradient of input @p ti takes over a buffer of its size that dies at
    this op (backward position @p p): first an output's gradient, else a
    residual this op is the last backward reader of. */
-static bool take_dying(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
-                       const remat_op_t *op, size_t p, size_t ti) {
+static bool take_dying(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
+                       size_t p, size_t ti) {
     const uint64_t want = bd->gbytes[ti];
     for (size_t i = 0; i < op->nout; i++) {
         size_t o = op->out[i];
@@ -146,7 +146,7 @@ static bool take_dying(meter_t *m, scratch_t *s, const remat_block_t *b, const b
         }
     }
     for (size_t i = 0; i < op->nsaves; i++) {
-        size_t buf = b->tensors[op->saves[i]].storage;
+        size_t buf = bd->storage[op->saves[i]];
         if (s->live[buf] && s->bwd_use[buf] == p && s->cur[buf] == want) {
             free_buf(m, s, buf);
             add_const(m, REMAT_CAT_ACT_GRADS, (int64_t)want);
@@ -163,9 +163,9 @@ static bool take_dying(meter_t *m, scratch_t *s, const remat_block_t *b, const b
    (at backward position @p p) are freed. The inputs are @p in (op's, or
    only those with a gradient), @p inplace whether the op's backward is
    elementwise. Inline here: a profile runs it for every op. */
-static inline void backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b,
-                                  const bound_t *bd, const remat_op_t *op, size_t p,
-                                  const size_t *in, size_t nin, bool inplace) {
+static inline void backward_begin(meter_t *m, scratch_t *s, const bound_t *bd,
+                                  const remat_op_t *op, size_t p, const size_t *in, size_t nin,
+                                  bool inplace) {
     for (size_t i = 0; i < nin; i++) {
         size_t ti = in[i];
         if (!bd->gbytes[ti] || s->glive[ti]) {
@@ -173,7 +173,7 @@ static inline void backward_begin(meter_t *m, scratch_t *s, const remat_block_t 
         }
         /* a fused tensor's gradient is fused too: computed inside the
            backward fusion that reads it, never materialized */
-        if (!s->virt[ti] && !(inplace && take_dying(m, s, b, bd, op, p, ti))) {
+        if (!s->virt[ti] && !(inplace && take_dying(m, s, bd, op, p, ti))) {
             add_const(m, REMAT_CAT_ACT_GRADS, (int64_t)bd->gbytes[ti]);
         }
         s->glive[ti] = 1;
@@ -201,7 +201,7 @@ static inline void backward_end(meter_t *m, scratch_t *s, const bound_t *bd,
 
 void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
                             const remat_op_t *op, size_t p) {
-    backward_begin(m, s, b, bd, op, p, op->in, op->nin, bd->inplace[op - b->ops]);
+    backward_begin(m, s, bd, op, p, op->in, op->nin, bd->inplace[op - b->ops]);
 }
 
 void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
@@ -362,8 +362,8 @@ static void fuse(const play_t *pl) {
         s->virt[t] = 1;
         const remat_op_t *op = &b->ops[b->tensors[t].producer];
         for (size_t i = 0; i < op->nin; i++) {
-            size_t u = b->tensors[op->in[i]].storage;
-            if (b->tensors[op->in[i]].param) {
+            size_t u = pl->bd->storage[op->in[i]];
+            if (pl->k->v.tflags[op->in[i]] & REMAT_I_T_PARAM) {
                 continue;
             }
             relist(s->fwd_head, s->fwd_next, u, &s->free_fwd[u],
@@ -421,7 +421,7 @@ static void classify(play_t *pl, tpl_t *t) {
     scratch_t *s = pl->s;
     reset(pl);
     for (size_t i = 0; i < b->ntensors; i++) {
-        size_t buf = b->tensors[i].storage;
+        size_t buf = pl->bd->storage[i];
         if (plan->fate[i] == REMAT_FATE_DEVICE) {
             s->cls[buf] = B_KEEP;
         } else if (plan->fate[i] == REMAT_FATE_OFFLOAD && s->cls[buf] != B_KEEP) {
@@ -439,7 +439,7 @@ static void classify(play_t *pl, tpl_t *t) {
         t->recompute_flops += pl->bd->fwd[j];
         t->rec_s += pl->bd->fwd_s[j];
         for (size_t i = 0; i < op->nin; i++) {
-            size_t buf = b->tensors[op->in[i]].storage;
+            size_t buf = pl->bd->storage[op->in[i]];
             if (s->rec_use[buf] == REMAT_NONE || p > s->rec_use[buf]) {
                 s->rec_use[buf] = p;
             }
@@ -481,7 +481,7 @@ static void play_forward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
     const remat_block_t *b = pl->b;
     const bound_t *bd = pl->bd;
     scratch_t *s = pl->s;
-    const size_t x = b->inputs[0], ys = b->tensors[b->outputs[0]].storage;
+    const size_t x = b->inputs[0], ys = bd->storage[b->outputs[0]];
     meter_t m = {.rec = rec};
     s->live[x] = 1;
     s->cat[x] = REMAT_CAT_SAVED;
@@ -575,7 +575,7 @@ static void play_recompute(const play_t *pl, meter_t *w) {
         for (size_t i = 0; i < op->nout; i++) {
             /* Outputs nothing needs are dead code in the re-run (XLA drops
                them): a dropout re-run for its mask makes no data output. */
-            size_t buf = b->tensors[op->out[i]].storage;
+            size_t buf = pl->bd->storage[op->out[i]];
             if (!s->live[buf] && plan->needed[op->out[i]] && !s->virt[buf]) {
                 alloc_buf(w, s, buf, pl->bd->bytes[buf], REMAT_CAT_RECOMPUTE);
             }
@@ -589,10 +589,10 @@ static void play_recompute(const play_t *pl, meter_t *w) {
             rerun_free(w, s, buf, p);
         }
         for (size_t i = 0; i < op->nin; i++) {
-            assert(s->rec_use[b->tensors[op->in[i]].storage] >= p);
+            assert(s->rec_use[pl->bd->storage[op->in[i]]] >= p);
         }
         for (size_t i = 0; i < op->nout; i++) {
-            rerun_free(w, s, b->tensors[op->out[i]].storage, p);
+            rerun_free(w, s, pl->bd->storage[op->out[i]], p);
         }
     }
 }
@@ -613,7 +613,7 @@ static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
             continue;
         }
         const size_t *gin = pl->k->gin, *at = pl->k->gin_at;
-        backward_begin(&w, s, b, pl->bd, op, p, gin + at[j], at[j + 1] - at[j],
+        backward_begin(&w, s, pl->bd, op, p, gin + at[j], at[j + 1] - at[j],
                        pl->k->v.inplace[j]);
         measure_op(&w, pl->bd, j, REMAT_STEP_BACKWARD, pl->k->xb[j]);
         backward_end(&w, s, pl->bd, op, p);

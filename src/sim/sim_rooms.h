@@ -66,6 +66,7 @@ typedef struct bound {
                            (a windowed flash op's whole blocks); 0 is 1 */
     const size_t *pos;  /* per op: position in the block's order (the graph's index) */
     const size_t *inplace; /* per op: its backward is elementwise (the graph's index) */
+    const size_t *storage; /* per tensor: its buffer's tensor (the graph's index) */
     void *slab;         /* the one allocation every array above but the index's lives in */
 } bound_t;
 
