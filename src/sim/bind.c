@@ -469,18 +469,19 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out, unsigned char 
    brought in whole, in its own dtype. */
 static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bound_t *out) {
     const remat_op_t *op = &b->ops[j];
+    const size_t *flags = out->tflags;
     size_t i = 0;
-    while (i < op->nin && !b->tensors[op->in[i]].param) {
+    while (i < op->nin && !(flags[op->in[i]] & REMAT_I_T_PARAM)) {
         i++;
     }
     remat_acc_t reads = {0, false}, copies = {0, false}, wgrad = {0, false};
     for (; i < op->nin; i++) { /* from its first param: most ops read none */
         size_t w = op->in[i];
-        if (!b->tensors[w].param) {
+        if (!(flags[w] & REMAT_I_T_PARAM)) {
             continue;
         }
         const uint64_t cbytes = out->cbytes[w];
-        uint64_t wbytes = x->dtype_bytes[b->tensors[w].dtype];
+        uint64_t wbytes = x->dtype_bytes[flags[w] & REMAT_I_T_DTYPE];
         bool gathered = out->gnumel[w] != out->numel[w];
         if (gathered) {
             remat_acc_add_product(&reads, out->gnumel[w], cbytes);
@@ -684,6 +685,7 @@ static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_er
     out->pos = v.pos;
     out->inplace = v.inplace;
     out->storage = v.storage;
+    out->tflags = v.tflags;
     out->fusable = v.fusable_flag;
     remat_status_t st = bind_tensors(x, b, &v, head, out, err);
     if (st) {

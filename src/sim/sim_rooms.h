@@ -67,6 +67,7 @@ typedef struct bound {
     const size_t *pos;  /* per op: position in the block's order (the graph's index) */
     const size_t *inplace; /* per op: its backward is elementwise (the graph's index) */
     const size_t *storage; /* per tensor: its buffer's tensor (the graph's index) */
+    const size_t *tflags;  /* per tensor: its dtype and REMAT_I_T_* flags (the index) */
     void *slab;         /* the one allocation every array above but the index's lives in */
 } bound_t;
 

@@ -86,8 +86,7 @@ static void moved_bytes(const remat_block_t *b, double grad_bytes, const bound_t
     const remat_op_t *op = &b->ops[j];
     *fmoved = *bmoved = (double)bd->op_gather[j];
     for (size_t i = 0; i < op->nin; i++) {
-        const remat_tensor_t *t = &b->tensors[op->in[i]];
-        if (t->param) {
+        if (bd->tflags[op->in[i]] & REMAT_I_T_PARAM) {
             *bmoved += (double)bd->gnumel[op->in[i]] * grad_bytes;
         } else {
             *fmoved += (double)bd->tbytes[op->in[i]];
