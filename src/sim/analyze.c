@@ -91,6 +91,11 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     an->hw = hw;
     an->reserve_fraction = cfg->reserve_fraction_set ? cfg->reserve_fraction
                                                      : hw->reserve_fraction;
+    if (!g->index) { /* a graph the library did not make (graph.h) */
+        return remat_error_set(err, REMAT_E_GRAPH, g->source, NULL,
+                               "the graph has no index: make graphs with remat_graph_load_string, "
+                               "remat_graph_load_file or remat_resolve");
+    }
     analyzer_arena(an, (size_t)cfg->base_num_decoder_layers);
     remat_status_t st;
     if ((st = remat_mesh_build(cfg, &an->mesh, err)) || (st = remat_i_bind(an, err))) {

@@ -144,11 +144,34 @@ static void test_divide_error_by_id(void **state) {
     free(text);
 }
 
+/* A graph without its index (one the library did not make) is an error,
+   not a crash. */
+static void test_graph_without_index(void **state) {
+    (void)state;
+    char *text = chain_graph();
+    const char *args[] = {"num_devices=1", NULL};
+    fx_run_t *f = fx_analyze_ok(text, args);
+    const struct remat_graph_index *index = f->graph->index;
+    f->graph->index = NULL;
+    remat_result_t r;
+    remat_result_init(&r);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, f->policy, &f->hw, &r, &err),
+                     REMAT_E_GRAPH);
+    assert_non_null(strstr(err.text, "the graph has no index"));
+    assert_int_equal(r.nlayers, 0);
+    f->graph->index = index;
+    fx_free(f);
+    free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_is_numbered),
         cmocka_unit_test(test_binding_by_id),
         cmocka_unit_test(test_divide_error_by_id),
+        cmocka_unit_test(test_graph_without_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
