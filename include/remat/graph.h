@@ -179,7 +179,8 @@ typedef struct remat_graph {
     /* Derived when the graph is made, like the tensors' derived fields:
        what the simulator reads of the blocks that no config changes (op
        positions, buffer lifetimes, fusable tensors, checkpoint-name ids).
-       Opaque; the graph owns it (inside the block of a one-block graph). */
+       Opaque; the graph owns it (inside the block of a one-block graph).
+       Analyzing a graph without it (not made by the library) is an error. */
     const struct remat_graph_index *index;
 } remat_graph_t;
 
