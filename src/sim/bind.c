@@ -352,7 +352,7 @@ static bool vocab_chunked(const remat_graph_t *g, const remat_block_t *b, const 
                           const remat_config_t *cfg, size_t i) {
     const remat_tensor_t *t = &b->tensors[i];
     return cfg->num_vocab_tiling > 1 && !t->param && t->rank > 0 && t->producer != REMAT_NONE &&
-           out->pos[t->producer] >= g->head_npre && i != g->head_takes;
+           out->ix.pos[t->producer] >= g->head_npre && i != g->head_takes;
 }
 
 /* The head's tensor @p i's bytes @p by, a vocabulary chunk's when the
@@ -469,7 +469,7 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out, unsigned char 
    brought in whole, in its own dtype. */
 static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bound_t *out) {
     const remat_op_t *op = &b->ops[j];
-    const size_t *flags = out->tflags;
+    const size_t *flags = out->ix.tflags;
     size_t i = 0;
     while (i < op->nin && !(flags[op->in[i]] & REMAT_I_T_PARAM)) {
         i++;
@@ -680,14 +680,9 @@ static remat_status_t bind_ops(const bind_ctx_t *x, const remat_block_t *b, boun
 static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_error_t *err) {
     const bool head = k == x->g->nkinds;
     const remat_block_t *b = head ? &x->g->head : &x->g->kinds[k].block;
-    const remat_i_block_view_t v = remat_i_block_view(x->g, k);
     bound_alloc(b, out);
-    out->pos = v.pos;
-    out->inplace = v.inplace;
-    out->storage = v.storage;
-    out->tflags = v.tflags;
-    out->fusable = v.fusable_flag;
-    remat_status_t st = bind_tensors(x, b, &v, head, out, err);
+    out->ix = remat_i_block_view(x->g, k);
+    remat_status_t st = bind_tensors(x, b, &out->ix, head, out, err);
     if (st) {
         return st;
     }

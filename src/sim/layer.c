@@ -146,7 +146,7 @@ static bool take_dying(meter_t *m, scratch_t *s, const bound_t *bd, const remat_
         }
     }
     for (size_t i = 0; i < op->nsaves; i++) {
-        size_t buf = bd->storage[op->saves[i]];
+        size_t buf = bd->ix.storage[op->saves[i]];
         if (s->live[buf] && s->bwd_use[buf] == p && s->cur[buf] == want) {
             free_buf(m, s, buf);
             add_const(m, REMAT_CAT_ACT_GRADS, (int64_t)want);
@@ -201,7 +201,7 @@ static inline void backward_end(meter_t *m, scratch_t *s, const bound_t *bd,
 
 void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
                             const remat_op_t *op, size_t p) {
-    backward_begin(m, s, bd, op, p, op->in, op->nin, bd->inplace[op - b->ops]);
+    backward_begin(m, s, bd, op, p, op->in, op->nin, bd->ix.inplace[op - b->ops]);
 }
 
 void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
@@ -288,7 +288,6 @@ void remat_i_layer_prepare(remat_analyzer_t *an, void *mem) {
     size_t *z = s->row_of + s->nname_ids;
     for (size_t k = 0; k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
-        s->prep[k].v = remat_i_block_view(g, k);
         prepare_ops(b, &an->kb[k], z, &s->prep[k]);
         z += prep_words(b);
     }
@@ -354,16 +353,16 @@ static void relist(size_t *head, size_t *next, size_t u, size_t *key, size_t to)
 static void fuse(const play_t *pl) {
     const remat_block_t *b = pl->b;
     scratch_t *s = pl->s;
-    for (size_t f = 0; f < pl->k->v.nfusable; f++) {
-        const size_t t = pl->k->v.fusable[f];
+    for (size_t f = 0; f < pl->bd->ix.nfusable; f++) {
+        const size_t t = pl->bd->ix.fusable[f];
         if (pl->plan->fate[t] == REMAT_FATE_DEVICE || pl->plan->fate[t] == REMAT_FATE_OFFLOAD) {
             continue;
         }
         s->virt[t] = 1;
         const remat_op_t *op = &b->ops[b->tensors[t].producer];
         for (size_t i = 0; i < op->nin; i++) {
-            size_t u = pl->bd->storage[op->in[i]];
-            if (pl->k->v.tflags[op->in[i]] & REMAT_I_T_PARAM) {
+            size_t u = pl->bd->ix.storage[op->in[i]];
+            if (pl->bd->ix.tflags[op->in[i]] & REMAT_I_T_PARAM) {
                 continue;
             }
             relist(s->fwd_head, s->fwd_next, u, &s->free_fwd[u],
@@ -383,12 +382,12 @@ static void reset(const play_t *pl) {
     scratch_t *s = pl->s;
     _Static_assert(REMAT_NONE == SIZE_MAX && B_TRANS == 0, "the resets below write bytes");
     const size_t np = pl->b->nops;
-    memcpy(s->free_fwd, pl->k->v.free_fwd, nt * sizeof *s->free_fwd);
-    memcpy(s->bwd_use, pl->k->v.bwd_use, nt * sizeof *s->bwd_use);
-    memcpy(s->fwd_head, pl->k->v.fwd_head, np * sizeof *s->fwd_head);
-    memcpy(s->bwd_head, pl->k->v.bwd_head, np * sizeof *s->bwd_head);
-    memcpy(s->fwd_next, pl->k->v.fwd_next, nt * sizeof *s->fwd_next);
-    memcpy(s->bwd_next, pl->k->v.bwd_next, nt * sizeof *s->bwd_next);
+    memcpy(s->free_fwd, pl->bd->ix.free_fwd, nt * sizeof *s->free_fwd);
+    memcpy(s->bwd_use, pl->bd->ix.bwd_use, nt * sizeof *s->bwd_use);
+    memcpy(s->fwd_head, pl->bd->ix.fwd_head, np * sizeof *s->fwd_head);
+    memcpy(s->bwd_head, pl->bd->ix.bwd_head, np * sizeof *s->bwd_head);
+    memcpy(s->fwd_next, pl->bd->ix.fwd_next, nt * sizeof *s->fwd_next);
+    memcpy(s->bwd_next, pl->bd->ix.bwd_next, nt * sizeof *s->bwd_next);
     memset(s->rec_use, 0xff, nt * sizeof *s->rec_use);
     memset(s->cls, 0, nt);
     memset(s->live, 0, nt);
@@ -403,8 +402,8 @@ static void rerun_list(const play_t *pl) {
     for (size_t p = 0; p < pl->b->nops; p++) {
         s->rec_head[p] = REMAT_NONE;
     }
-    for (size_t n = pl->k->v.nowners; n-- > 0;) {
-        const size_t i = pl->k->v.owners[n];
+    for (size_t n = pl->bd->ix.nowners; n-- > 0;) {
+        const size_t i = pl->bd->ix.owners[n];
         if (s->rec_use[i] != REMAT_NONE) {
             s->rec_next[i] = s->rec_head[s->rec_use[i]];
             s->rec_head[s->rec_use[i]] = i;
@@ -421,7 +420,7 @@ static void classify(play_t *pl, tpl_t *t) {
     scratch_t *s = pl->s;
     reset(pl);
     for (size_t i = 0; i < b->ntensors; i++) {
-        size_t buf = pl->bd->storage[i];
+        size_t buf = pl->bd->ix.storage[i];
         if (plan->fate[i] == REMAT_FATE_DEVICE) {
             s->cls[buf] = B_KEEP;
         } else if (plan->fate[i] == REMAT_FATE_OFFLOAD && s->cls[buf] != B_KEEP) {
@@ -434,12 +433,12 @@ static void classify(play_t *pl, tpl_t *t) {
             continue;
         }
         const remat_op_t *op = &b->ops[j];
-        const size_t p = pl->bd->pos[j];
+        const size_t p = pl->bd->ix.pos[j];
         pl->rerun = true;
         t->recompute_flops += pl->bd->fwd[j];
         t->rec_s += pl->bd->fwd_s[j];
         for (size_t i = 0; i < op->nin; i++) {
-            size_t buf = pl->bd->storage[op->in[i]];
+            size_t buf = pl->bd->ix.storage[op->in[i]];
             if (s->rec_use[buf] == REMAT_NONE || p > s->rec_use[buf]) {
                 s->rec_use[buf] = p;
             }
@@ -457,8 +456,8 @@ static void totals(play_t *pl, tpl_t *t) {
     const bound_t *bd = pl->bd;
     const scratch_t *s = pl->s;
     pl->noff = pl->nheld = 0;
-    for (size_t n = 0; n < pl->k->v.nowners; n++) {
-        const size_t i = pl->k->v.owners[n];
+    for (size_t n = 0; n < pl->bd->ix.nowners; n++) {
+        const size_t i = pl->bd->ix.owners[n];
         if (s->cls[i] == B_KEEP) {
             t->saved += bd->kbytes[i];
         } else if (s->cls[i] == B_OFF) {
@@ -481,15 +480,15 @@ static void play_forward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
     const remat_block_t *b = pl->b;
     const bound_t *bd = pl->bd;
     scratch_t *s = pl->s;
-    const size_t x = b->inputs[0], ys = bd->storage[b->outputs[0]];
+    const size_t x = b->inputs[0], ys = bd->ix.storage[b->outputs[0]];
     meter_t m = {.rec = rec};
     s->live[x] = 1;
     s->cat[x] = REMAT_CAT_SAVED;
     s->cur[x] = bd->kbytes[x];
     for (size_t p = 0; p < b->nops; p++) {
         const size_t j = b->order[p];
-        for (size_t n = pl->k->v.out_at[p]; n < pl->k->v.out_at[p + 1]; n++) {
-            const size_t o = pl->k->v.outs[n];
+        for (size_t n = pl->bd->ix.out_at[p]; n < pl->bd->ix.out_at[p + 1]; n++) {
+            const size_t o = pl->bd->ix.outs[n];
             if (!s->virt[o]) {
                 /* A residual kept as a smaller copy (fp8) is a working
                    activation until its last forward reader. */
@@ -575,7 +574,7 @@ static void play_recompute(const play_t *pl, meter_t *w) {
         for (size_t i = 0; i < op->nout; i++) {
             /* Outputs nothing needs are dead code in the re-run (XLA drops
                them): a dropout re-run for its mask makes no data output. */
-            size_t buf = pl->bd->storage[op->out[i]];
+            size_t buf = pl->bd->ix.storage[op->out[i]];
             if (!s->live[buf] && plan->needed[op->out[i]] && !s->virt[buf]) {
                 alloc_buf(w, s, buf, pl->bd->bytes[buf], REMAT_CAT_RECOMPUTE);
             }
@@ -589,10 +588,10 @@ static void play_recompute(const play_t *pl, meter_t *w) {
             rerun_free(w, s, buf, p);
         }
         for (size_t i = 0; i < op->nin; i++) {
-            assert(s->rec_use[pl->bd->storage[op->in[i]]] >= p);
+            assert(s->rec_use[pl->bd->ix.storage[op->in[i]]] >= p);
         }
         for (size_t i = 0; i < op->nout; i++) {
-            rerun_free(w, s, pl->bd->storage[op->out[i]], p);
+            rerun_free(w, s, pl->bd->ix.storage[op->out[i]], p);
         }
     }
 }
@@ -614,7 +613,7 @@ static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
         }
         const size_t *gin = pl->k->gin, *at = pl->k->gin_at;
         backward_begin(&w, s, pl->bd, op, p, gin + at[j], at[j + 1] - at[j],
-                       pl->k->v.inplace[j]);
+                       pl->bd->ix.inplace[j]);
         measure_op(&w, pl->bd, j, REMAT_STEP_BACKWARD, pl->k->xb[j]);
         backward_end(&w, s, pl->bd, op, p);
     }
@@ -667,14 +666,14 @@ static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, const remat_g
 
 /* The id of the checkpoint name a buffer's bytes are reported under: the
    first tag of a member with the buffer's fate, the owner first. */
-static size_t buffer_name(const remat_block_t *b, const kind_prep_t *k,
+static size_t buffer_name(const remat_block_t *b, const remat_i_block_view_t *ix,
                           const remat_plan_t *plan, const remat_policy_t *policy, size_t layer,
                           size_t buf, remat_fate_t fate) {
     /* The buffer's own name (gpt3's qkv_proj), the one that placed it there
        when it has several (llama's context and attention_out). One name is
        the answer whatever placed it: no lookup. */
     const remat_tensor_t *t = &b->tensors[buf];
-    const size_t *ids = &k->v.tag_id[buf * REMAT_MAX_TAGS];
+    const size_t *ids = &ix->tag_id[buf * REMAT_MAX_TAGS];
     if (t->ntags == 1) {
         return ids[0];
     }
@@ -690,7 +689,7 @@ static size_t buffer_name(const remat_block_t *b, const kind_prep_t *k,
     }
     for (size_t i = 0; i < b->ntensors; i++) {
         if (b->tensors[i].storage == buf && plan->fate[i] == fate && b->tensors[i].ntags) {
-            return k->v.tag_id[i * REMAT_MAX_TAGS];
+            return ix->tag_id[i * REMAT_MAX_TAGS];
         }
     }
     return buf == b->inputs[0] ? REMAT_I_NAME_INPUT : REMAT_I_NAME_UNNAMED;
@@ -706,7 +705,6 @@ static remat_status_t saved_rows(remat_analyzer_t *an, const remat_policy_t *pol
     const remat_block_t *b = &an->g->kinds[pr->kind].block;
     const bound_t *lb = &an->kb[pr->kind];
     scratch_t *s = &an->s;
-    const kind_prep_t *k = &s->prep[pr->kind];
     pr->tensors = remat_i_xmalloc((b->ntensors ? b->ntensors : 1) * sizeof *pr->tensors);
     for (size_t i = 0; i < b->ntensors; i++) {
         remat_tensor_row_t *row = &pr->tensors[i];
@@ -722,7 +720,7 @@ static remat_status_t saved_rows(remat_analyzer_t *an, const remat_policy_t *pol
         const size_t i = s->held[n];
         remat_fate_t f = s->cls[i] == B_KEEP ? REMAT_FATE_DEVICE : REMAT_FATE_OFFLOAD;
         remat_name_row_t *nr =
-            name_row(r, s, an->g, buffer_name(b, k, &pr->plan, policy, pr->first, i, f));
+            name_row(r, s, an->g, buffer_name(b, &lb->ix, &pr->plan, policy, pr->first, i, f));
         uint64_t *acc = f == REMAT_FATE_DEVICE ? &nr->saved_bytes : &nr->offloaded_bytes;
         remat_status_t st =
             sum_checked(acc, lb->kbytes[i], pr->nlayers, "saved bytes", err);
@@ -735,12 +733,12 @@ static remat_status_t saved_rows(remat_analyzer_t *an, const remat_policy_t *pol
 
 /* Profile @p pr's re-run FLOPs, in its tensor rows and by name. An op's go
    to its first output that is needed (a dropout re-run for its mask: the
-   mask), and under the name of its first tagged output (kind_prep's
+   mask), and under the name of its first tagged output (the index's
    op_name). */
 static remat_status_t recompute_rows(remat_analyzer_t *an, remat_profile_t *pr,
                                      remat_result_t *r, remat_error_t *err) {
     const remat_block_t *b = &an->g->kinds[pr->kind].block;
-    const size_t *op_name = an->s.prep[pr->kind].v.op_name;
+    const size_t *op_name = an->kb[pr->kind].ix.op_name;
     const uint64_t *fwd = an->kb[pr->kind].fwd;
     for (size_t j = 0; j < b->nops; j++) {
         if (!pr->plan.recompute_op[j]) {

@@ -57,18 +57,16 @@ typedef struct bound {
     uint64_t *gather_next, *gather_prev; /* per op: the gather prefetched during it, forward
                                             (the next gathering op's) and backward (the previous) */
     uint64_t *tbytes;   /* per tensor: its size, views included */
-    const unsigned char *fusable; /* per tensor: XLA can compute it inside each op that
-                                     reads it (forward or backward) instead of materializing
-                                     it (the graph's index; all 0 for the head) */
     unsigned char *mark; /* per tensor: binding's scratch */
     double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
     double *xscale;     /* per op: executed over model FLOPs beyond the kernel's own rule
                            (a windowed flash op's whole blocks); 0 is 1 */
-    const size_t *pos;  /* per op: position in the block's order (the graph's index) */
-    const size_t *inplace; /* per op: its backward is elementwise (the graph's index) */
-    const size_t *storage; /* per tensor: its buffer's tensor (the graph's index) */
-    const size_t *tflags;  /* per tensor: its dtype and REMAT_I_T_* flags (the index) */
-    void *slab;         /* the one allocation every array above but the index's lives in */
+    /* The block's index (graph_index.h): what no config changes, among it
+       each op's position, each tensor's buffer, flags and whether XLA can
+       compute it inside the ops that read it instead of materializing it
+       (fusable_flag: none in the head), and each op's backward kind. */
+    remat_i_block_view_t ix;
+    void *slab;         /* the one allocation every array above but ix lives in */
 } bound_t;
 
 /* ---- layer.c: one layer's plan played op by op -------------------------- */
@@ -126,12 +124,10 @@ typedef struct scratch {
     size_t nname_ids;
 } scratch_t;
 
-/* What a layer kind's profile reads that no plan changes (layer.c): what
-   no config changes either, the graph's index (lifetimes before fusion,
-   their free lists, owners, fusable tensors, outputs by position, name
-   ids, backward kinds), and what the bound block adds. */
+/* What a layer kind's profile reads that no plan changes and the graph's
+   index (the bound block's ix) does not hold: what the bound block adds
+   (layer.c). */
 typedef struct kind_prep {
-    remat_i_block_view_t v;
     int64_t *xf, *xb; /* per op: the bytes live only while it runs (its collective
                          buffers), forward or re-run and backward */
     /* per op j: gin[gin_at[j] .. gin_at[j + 1]) are its inputs that have a

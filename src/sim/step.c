@@ -181,10 +181,9 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
 /* Head buffers: residuals stay to their last backward reader, the rest are
    freed after their last forward reader. The feed to layer 0 belongs to the
    layers once made; the last layer's output arrives from them. */
-static void head_prepare(const remat_graph_t *g, scratch_t *s) {
+static void head_prepare(const remat_graph_t *g, const bound_t *hb, scratch_t *s) {
     const remat_block_t *b = &g->head;
-    const remat_i_block_view_t v = remat_i_block_view(g, g->nkinds);
-    remat_i_buffer_lifetimes(b, &v, s);
+    remat_i_buffer_lifetimes(b, &hb->ix, s);
     for (size_t i = 0; i < b->ntensors; i++) {
         if (b->tensors[i].residual) {
             s->cls[b->tensors[i].storage] = B_KEEP;
@@ -586,7 +585,7 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
         stp->m.live += base_cats[c];
     }
     if (pre || post) {
-        head_prepare(g, s); /* a stage between runs no head op */
+        head_prepare(g, &an->hb, s); /* a stage between runs no head op */
     }
     stage_begin(an, s, pre, stp);
     stage_layers(an, first, last, false, stp);

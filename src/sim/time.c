@@ -86,7 +86,7 @@ static void moved_bytes(const remat_block_t *b, double grad_bytes, const bound_t
     const remat_op_t *op = &b->ops[j];
     *fmoved = *bmoved = (double)bd->op_gather[j];
     for (size_t i = 0; i < op->nin; i++) {
-        if (bd->tflags[op->in[i]] & REMAT_I_T_PARAM) {
+        if (bd->ix.tflags[op->in[i]] & REMAT_I_T_PARAM) {
             *bmoved += (double)bd->gnumel[op->in[i]] * grad_bytes;
         } else {
             *fmoved += (double)bd->tbytes[op->in[i]];
@@ -107,7 +107,7 @@ static void moved_bytes(const remat_block_t *b, double grad_bytes, const bound_t
    FLOPs take time, so that no op runs faster than its FLOPs at peak. */
 static bool fused_away(const remat_op_t *op, const bound_t *bd) {
     for (size_t i = 0; i < op->nout; i++) {
-        if (!bd->fusable[op->out[i]]) {
+        if (!bd->ix.fusable_flag[op->out[i]]) {
             return false;
         }
     }
@@ -140,7 +140,7 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
         if (!fused_away(op, bd)) {
             moved_bytes(b, grad_bytes, bd, j, &fmoved, &bmoved);
         }
-        if (bd->pos[j] >= chunked_from && cfg->num_vocab_tiling > 1) {
+        if (bd->ix.pos[j] >= chunked_from && cfg->num_vocab_tiling > 1) {
             fmoved *= (double)cfg->num_vocab_tiling;
             bmoved *= (double)cfg->num_vocab_tiling;
         }
