@@ -22,9 +22,12 @@
 #include "remat/mesh.h"
 #include "util.h"
 
-/* The words of a block's size_t arrays, and its bytes of flags. */
+/* The words of a block's arrays (REMAT_I_BLOCK_ARRAYS). */
 static size_t block_words(const remat_block_t *b) {
-    return (10 + REMAT_MAX_TAGS + REMAT_MAX_RANK) * b->ntensors + 6 * b->nops + 1;
+    const size_t nt = b->ntensors, no = b->nops;
+#define WORDS(f, n) +(n)
+    return 0 REMAT_I_BLOCK_ARRAYS(WORDS);
+#undef WORDS
 }
 
 void remat_i_bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_t *next) {
@@ -134,27 +137,24 @@ static void lifetimes(const remat_block_t *b, const size_t *pos, size_t *free_fw
 
 /* Writable views of one block's arrays while the index is built. */
 typedef struct block_arrays {
-    size_t *pos, *free_fwd, *bwd_use, *fwd_head, *bwd_head, *fwd_next, *bwd_next;
-    size_t *owners, *fusable, *out_at, *outs, *tag_id, *op_name, *inplace, *shape, *tflags;
-    size_t *storage, *axes;
+#define POINTER(f, n) size_t *f;
+    REMAT_I_BLOCK_ARRAYS(POINTER)
+#undef POINTER
     unsigned char *fusable_flag;
 } block_arrays_t;
 
-/* Lays block @p b's arrays out from byte offsets *@p words (its size_t
+/* Lays block @p b's arrays out from byte offsets *@p words (its word
    arrays) and *@p bytes (its flags), advancing both. */
 static void carve_block(remat_i_block_index_t *bi, const remat_block_t *b, size_t *words,
                         size_t *bytes) {
-    const size_t nt = b->ntensors, no = b->nops, w = sizeof(size_t);
+    const size_t nt = b->ntensors, no = b->nops;
     size_t at = *words;
-#define TAKE(field, n)                                                                         \
-    bi->field = at;                                                                            \
-    at += (n) * w;
-    TAKE(pos, no) TAKE(free_fwd, nt) TAKE(bwd_use, nt) TAKE(fwd_head, no) TAKE(bwd_head, no)
-    TAKE(fwd_next, nt) TAKE(bwd_next, nt) TAKE(owners, nt) TAKE(fusable, nt) TAKE(out_at, no + 1)
-    TAKE(outs, nt) TAKE(tag_id, REMAT_MAX_TAGS * nt) TAKE(op_name, no) TAKE(inplace, no)
-    TAKE(shape, nt) TAKE(tflags, nt) TAKE(storage, nt) TAKE(axes, REMAT_MAX_RANK * nt)
+#define TAKE(f, n)                                                                             \
+    bi->f = at;                                                                                \
+    at += (n) * sizeof(size_t);
+    REMAT_I_BLOCK_ARRAYS(TAKE)
 #undef TAKE
-    assert(at - *words == block_words(b) * w);
+    assert(at - *words == block_words(b) * sizeof(size_t));
     *words = at;
     bi->fusable_flag = *bytes;
     *bytes += nt;
@@ -162,13 +162,12 @@ static void carve_block(remat_i_block_index_t *bi, const remat_block_t *b, size_
 
 static block_arrays_t arrays_of(remat_graph_index_t *x, const remat_i_block_index_t *bi) {
     char *base = (char *)x;
-#define AT(field) (size_t *)(void *)(base + bi->field)
-    return (block_arrays_t){AT(pos),    AT(free_fwd), AT(bwd_use), AT(fwd_head), AT(bwd_head),
-                            AT(fwd_next), AT(bwd_next), AT(owners), AT(fusable), AT(out_at),
-                            AT(outs),   AT(tag_id),   AT(op_name), AT(inplace),
-                            AT(shape),  AT(tflags),   AT(storage), AT(axes),
-                            (unsigned char *)(base + bi->fusable_flag)};
+    block_arrays_t a;
+#define AT(f, n) a.f = (size_t *)(void *)(base + bi->f);
+    REMAT_I_BLOCK_ARRAYS(AT)
 #undef AT
+    a.fusable_flag = (unsigned char *)(base + bi->fusable_flag);
+    return a;
 }
 
 /* Name id @p id's text in index @p x of graph @p g. */
@@ -467,14 +466,12 @@ remat_i_block_view_t remat_i_block_view(const remat_graph_t *g, size_t k) {
     const remat_i_block_index_t *bi = &x->block[k];
     assert(k < g->nkinds || (k == g->nkinds && g->has_head));
     const char *base = (const char *)x;
-#define AT(field) (const size_t *)(const void *)(base + bi->field)
-    return (remat_i_block_view_t){bi->nowners, bi->nfusable, AT(pos), AT(free_fwd),
-                                  AT(bwd_use), AT(fwd_head), AT(bwd_head), AT(fwd_next),
-                                  AT(bwd_next), AT(owners), AT(fusable), AT(out_at), AT(outs),
-                                  AT(tag_id), AT(op_name), AT(inplace), AT(shape),
-                                  AT(tflags), AT(storage), AT(axes),
-                                  (const unsigned char *)(base + bi->fusable_flag)};
+    remat_i_block_view_t v = {.nowners = bi->nowners, .nfusable = bi->nfusable};
+#define AT(f, n) v.f = (const size_t *)(const void *)(base + bi->f);
+    REMAT_I_BLOCK_ARRAYS(AT)
 #undef AT
+    v.fusable_flag = (const unsigned char *)(base + bi->fusable_flag);
+    return v;
 }
 
 const char *remat_i_index_name(const remat_graph_t *g, size_t id) {

@@ -25,25 +25,38 @@
 #define REMAT_I_NAME_INPUT 0   /* "decoder_layer_input": the layer input's buffer */
 #define REMAT_I_NAME_UNNAMED 1 /* "(unnamed)": a buffer no tag names */
 
+/* One block's word arrays, each with its length in the block's tensors
+   (nt) and ops (no), in the order they are laid out:
+     pos       per op: its position in the block's order
+     free_fwd  per buffer: the forward position after which it is freed
+     bwd_use   per buffer: the smallest backward position reading it
+     fwd_head, bwd_head  per position: the lists of the two above
+     fwd_next, bwd_next  per buffer: the lists' links
+     owners    the tensors that own their buffer, ascending (nowners)
+     fusable   the fusable tensors in fusion's order, last op first (nfusable)
+     out_at, outs  outs[out_at[p] .. out_at[p + 1]): position p's owning outputs
+     tag_id    per tensor, REMAT_MAX_TAGS each: its tags' name ids (layer kinds)
+     op_name   per op: the name id of its re-run FLOPs (layer kinds)
+     inplace   per op: whether its backward is elementwise
+     shape     per tensor: its shape id
+     tflags    per tensor: its dtype and REMAT_I_T_* flags, in one word
+     storage   per tensor: the tensor whose buffer it uses (its `storage`)
+     axes      per tensor, REMAT_MAX_RANK each: its `axes` entries' logical ids
+   and one byte array, fusable_flag: per tensor, whether it may stay
+   unmaterialized. */
+#define REMAT_I_BLOCK_ARRAYS(X)                                                                \
+    X(pos, no) X(free_fwd, nt) X(bwd_use, nt) X(fwd_head, no) X(bwd_head, no)                  \
+    X(fwd_next, nt) X(bwd_next, nt) X(owners, nt) X(fusable, nt) X(out_at, no + 1)             \
+    X(outs, nt) X(tag_id, REMAT_MAX_TAGS * nt) X(op_name, no) X(inplace, no) X(shape, nt)     \
+    X(tflags, nt) X(storage, nt) X(axes, REMAT_MAX_RANK * nt)
+
 /* One block's arrays, as byte offsets from the index's start. */
 typedef struct remat_i_block_index {
     size_t nowners, nfusable;
-    size_t pos;      /* per op: its position in the block's order */
-    size_t free_fwd; /* per buffer: the forward position after which it is freed */
-    size_t bwd_use;  /* per buffer: the smallest backward position reading it */
-    size_t fwd_head, bwd_head; /* per position: the lists of the two above */
-    size_t fwd_next, bwd_next; /* per buffer: the lists' links */
-    size_t owners;   /* the tensors that own their buffer, ascending */
-    size_t fusable;  /* the fusable tensors in fusion's order: last op first */
-    size_t out_at, outs; /* outs[out_at[p] .. out_at[p + 1]): position p's owning outputs */
-    size_t tag_id;   /* per tensor, REMAT_MAX_TAGS each: its tags' name ids (layer kinds) */
-    size_t op_name;  /* per op: the name id of its re-run FLOPs (layer kinds) */
-    size_t inplace;  /* per op: whether its backward is elementwise */
-    size_t shape;    /* per tensor: its shape id */
-    size_t tflags;   /* per tensor: its dtype and REMAT_I_T_* flags, in one word */
-    size_t storage;  /* per tensor: the tensor whose buffer it uses (its `storage`) */
-    size_t axes;     /* per tensor, REMAT_MAX_RANK each: its `axes` entries' logical ids */
-    size_t fusable_flag; /* per tensor, a byte: whether it may stay unmaterialized */
+#define REMAT_I_OFFSET(f, n) size_t f;
+    REMAT_I_BLOCK_ARRAYS(REMAT_I_OFFSET)
+#undef REMAT_I_OFFSET
+    size_t fusable_flag;
 } remat_i_block_index_t;
 
 /* A tensor's flags word (tflags): its dtype in the low byte, then these,
@@ -75,9 +88,9 @@ typedef struct remat_graph_index {
 /* A block's arrays as pointers (remat_i_block_view). */
 typedef struct remat_i_block_view {
     size_t nowners, nfusable;
-    const size_t *pos, *free_fwd, *bwd_use, *fwd_head, *bwd_head, *fwd_next, *bwd_next;
-    const size_t *owners, *fusable, *out_at, *outs, *tag_id, *op_name, *inplace;
-    const size_t *shape, *tflags, *storage, *axes;
+#define REMAT_I_POINTER(f, n) const size_t *f;
+    REMAT_I_BLOCK_ARRAYS(REMAT_I_POINTER)
+#undef REMAT_I_POINTER
     const unsigned char *fusable_flag;
 } remat_i_block_view_t;
 
