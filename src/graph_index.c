@@ -204,7 +204,7 @@ static size_t name_id(const remat_graph_t *g, remat_graph_index_t *x, size_t *re
    it) and each position's owning outputs. */
 static void index_tensors(const remat_graph_t *g, remat_graph_index_t *x, size_t k,
                           const block_arrays_t *a, size_t *refs) {
-    const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
+    const remat_block_t *b = remat_i_block_at(g, k);
     remat_i_block_index_t *bi = &x->block[k];
     const size_t nt = b->ntensors, no = b->nops;
     bi->nowners = bi->nfusable = 0;
@@ -248,7 +248,7 @@ static void index_tensors(const remat_graph_t *g, remat_graph_index_t *x, size_t
 /* Block @p k (a layer kind, or the head at nkinds) indexed. */
 static void index_block(const remat_graph_t *g, remat_graph_index_t *x, size_t k, size_t *refs) {
     const bool head = k == g->nkinds;
-    const remat_block_t *b = head ? &g->head : &g->kinds[k].block;
+    const remat_block_t *b = remat_i_block_at(g, k);
     const block_arrays_t a = arrays_of(x, &x->block[k]);
     for (size_t p = 0; p < b->nops; p++) {
         a.pos[b->order[p]] = p;
@@ -360,7 +360,7 @@ static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, number
         dim_field[2 * d + 1] = remat_i_config_size_field(g->dims[d].div);
     }
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
-        const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
+        const remat_block_t *b = remat_i_block_at(g, k);
         const block_arrays_t a = arrays_of(x, &x->block[k]);
         for (size_t i = 0; i < b->ntensors; i++) {
             const remat_tensor_t *t = &b->tensors[i];
@@ -390,7 +390,7 @@ static layout_t index_layout(const remat_graph_t *g) {
     layout_t l = {0};
     l.nlogical = 2 * g->ndims;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
-        const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
+        const remat_block_t *b = remat_i_block_at(g, k);
         words += block_words(b);
         l.ntensors += b->ntensors;
         for (size_t i = 0; i < b->ntensors; i++) {
@@ -444,7 +444,7 @@ remat_status_t remat_i_graph_index(const remat_graph_t *g, remat_graph_index_t *
     x->logical_hash = l.logical_hash;
     size_t words = sizeof *x, bytes = l.flags;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
-        const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
+        const remat_block_t *b = remat_i_block_at(g, k);
         carve_block(&x->block[k], b, &words, &bytes);
     }
     assert(words == l.dim_axis && bytes == l.size);

@@ -115,6 +115,12 @@ static inline size_t remat_i_min_pos(size_t a, size_t b) {
    of them) and @p next, each list ascending. */
 void remat_i_bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_t *next);
 
+/* Block @p k of graph @p g: layer kind @p k, or the head when @p k is
+   nkinds (the numbering the index's blocks and the analyzer use). */
+static inline const remat_block_t *remat_i_block_at(const remat_graph_t *g, size_t k) {
+    return k < g->nkinds ? &g->kinds[k].block : &g->head;
+}
+
 /* Block @p k's arrays: layer kind @p k, or the head when @p k is nkinds. */
 remat_i_block_view_t remat_i_block_view(const remat_graph_t *g, size_t k);
 

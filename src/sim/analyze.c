@@ -58,7 +58,7 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     size_t nt = g->has_head ? g->head.ntensors : 0, no = g->has_head ? g->head.nops : 0;
     size_t at[REMAT_MAX_KINDS + 1], size = 0;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
-        const remat_block_t *b = k < g->nkinds ? &g->kinds[k].block : &g->head;
+        const remat_block_t *b = remat_i_block_at(g, k);
         at[k] = size;
         size += ARENA_UP(remat_i_bound_bytes(b));
         nt = b->ntensors > nt ? b->ntensors : nt;

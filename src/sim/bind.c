@@ -679,7 +679,7 @@ static remat_status_t bind_ops(const bind_ctx_t *x, const remat_block_t *b, boun
 /* Block @p k (a layer kind, or the head at nkinds) bound into @p out. */
 static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_error_t *err) {
     const bool head = k == x->g->nkinds;
-    const remat_block_t *b = head ? &x->g->head : &x->g->kinds[k].block;
+    const remat_block_t *b = remat_i_block_at(x->g, k);
     bound_alloc(b, out);
     out->ix = remat_i_block_view(x->g, k);
     remat_status_t st = bind_tensors(x, b, &out->ix, head, out, err);
