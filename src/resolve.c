@@ -132,7 +132,7 @@ static void layout_array(layout_t *l, size_t count, size_t size) {
         l->ok = false;
         return;
     }
-    l->arrays = (l->arrays + n * size + GRAPH_ALIGN - 1) / GRAPH_ALIGN * GRAPH_ALIGN;
+    l->arrays = remat_i_round_up(l->arrays + n * size, GRAPH_ALIGN);
 }
 
 static void layout_str(layout_t *l, remat_i_str_t s) {
@@ -207,7 +207,7 @@ typedef struct carver {
 
 /* Bytes of @p count elements of @p size (at least one) in the arrays. */
 static size_t array_share(size_t count, size_t size) {
-    return ((count ? count : 1) * size + GRAPH_ALIGN - 1) / GRAPH_ALIGN * GRAPH_ALIGN;
+    return remat_i_round_up((count ? count : 1) * size, GRAPH_ALIGN);
 }
 
 /* The next array, as layout_array counted it: @p count elements of @p size
@@ -324,8 +324,10 @@ static remat_status_t with_index(const remat_graph_t *d, remat_graph_t **out,
     if (st) {
         return st;
     }
-    const size_t at = (d->one_block + GRAPH_ALIGN - 1) / GRAPH_ALIGN * GRAPH_ALIGN;
-    char *block = remat_i_try_calloc(1, at + index->size, err); /* zeroed: see below */
+    const size_t at = remat_i_round_up(d->one_block, GRAPH_ALIGN);
+    /* zeroed: the padding before the index is then defined bytes, which
+       every copy of the block copies */
+    char *block = remat_i_try_calloc(1, at + index->size, err);
     if (!block) {
         free(index);
         return REMAT_E_NOMEM;

@@ -61,6 +61,13 @@ uint64_t remat_i_alloc_count(void);
    error or a different document when jansson allocates through remat. */
 uint64_t remat_i_alloc_failures(void);
 
+/* @p n rounded up to a multiple of @p a (not 0): where an array of an
+   allocation carved into several starts. The sizes are a graph's or a
+   layer count's, far below SIZE_MAX: no overflow. */
+static inline size_t remat_i_round_up(size_t n, size_t a) {
+    return (n + a - 1) / a * a;
+}
+
 /* a * b and a + b into *out; false (and *out untouched) on overflow. The
    builtin tests the multiply's overflow flag: the portable test divides,
    tens of cycles on the hot paths (every bound dim, FLOP count and sum). */

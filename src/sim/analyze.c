@@ -46,12 +46,13 @@ void remat_result_release(remat_result_t *r) {
 }
 
 /* The analyzer's arrays, in one allocation: each kind's bound slab, the
-   head's, binding's shapes and names, the scratch (for the largest block), the kinds' preparation,
-   kind_of, then the runs, each part from a 16-byte boundary. Their sizes
-   follow from the graph and the layer count alone, so the arena is made
-   before binding. The counts are a graph's and a config's layer count (at
-   most REMAT_MAX_LAYERS): no overflow. */
-#define ARENA_UP(x) (((x) + 15) / 16 * 16)
+   head's, binding's shapes and names, the scratch (for the largest
+   block), the kinds' preparation, kind_of, then the runs, each part from
+   a 16-byte boundary. Their sizes follow from the graph and the layer
+   count alone, so the arena is made before binding. The counts are a
+   graph's and a config's layer count (at most REMAT_MAX_LAYERS): no
+   overflow. */
+#define ARENA_UP(x) remat_i_round_up((x), 16)
 
 static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     const remat_graph_t *g = an->g;
@@ -75,7 +76,7 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     }
     an->bind_mem = arena + binding;
     remat_i_scratch_init(&an->s, nt, no, arena + scratch);
-    an->s.prep = (void *)(arena + prep); /* remat_i_layer_prepare fills it */
+    an->s.prep = (void *)(arena + prep); /* remat_i_layer_prepare fills it, once bound */
     an->kind_of = (unsigned char *)(arena + kinds);
     an->runs = (layer_run_t *)(void *)(arena + runs); /* at most a run a layer */
 }
@@ -111,7 +112,7 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     if ((st = remat_i_static_parts(an, err))) {
         return st;
     }
-    remat_i_layer_prepare(an, an->s.prep); /* once here, for every run of the analyzer */
+    remat_i_layer_prepare(an); /* once here, for every run of the analyzer */
     return REMAT_OK;
 }
 

@@ -54,7 +54,7 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
 
 /* Array starts stay aligned for any element type. */
 #define SLAB_ALIGN ((size_t)16)
-#define SLAB_UP(x) (((x) + SLAB_ALIGN - 1) / SLAB_ALIGN * SLAB_ALIGN)
+#define SLAB_UP(x) remat_i_round_up((x), SLAB_ALIGN)
 
 /* The bytes of block @p b's bound arrays: every array, then those binding
    writes only where not zero (from *@p zeroed on). The sizes cannot

@@ -278,12 +278,13 @@ size_t remat_i_prep_bytes(const remat_graph_t *g) {
     return g->nkinds * sizeof(kind_prep_t) + words * sizeof(size_t);
 }
 
-/* What no config changes is the graph's index: a prep points into it. */
-void remat_i_layer_prepare(remat_analyzer_t *an, void *mem) {
+/* Into s->prep, where the analyzer's arena put remat_i_prep_bytes of
+   room. What no config changes is the graph's index (the bound block's
+   ix), not here. */
+void remat_i_layer_prepare(remat_analyzer_t *an) {
     const remat_graph_t *g = an->g;
     scratch_t *s = &an->s;
     s->nname_ids = g->index->nnames;
-    s->prep = mem;
     s->row_of = (size_t *)(void *)(s->prep + g->nkinds);
     size_t *z = s->row_of + s->nname_ids;
     for (size_t k = 0; k < g->nkinds; k++) {

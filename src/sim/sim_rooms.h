@@ -382,8 +382,8 @@ size_t remat_i_scratch_bytes(size_t ntensors, size_t nops);
 void remat_i_scratch_init(scratch_t *s, size_t ntensors, size_t nops, void *mem);
 size_t remat_i_prep_bytes(const remat_graph_t *g);
 /* Fills the scratch's per-analyzer part (prep, the name rows' index) in
-   @p mem once the layer kinds are bound and timed. */
-void remat_i_layer_prepare(remat_analyzer_t *an, void *mem);
+   the room at s.prep once the layer kinds are bound and timed. */
+void remat_i_layer_prepare(remat_analyzer_t *an);
 /* The head's use of the scratch (a layer's profile fills it from its
    kind_prep): its buffers' lifetimes, classes transient; then, once the
    caller has set bwd_use, the backward free list backward_end reads. */
