@@ -258,6 +258,13 @@ static inline const layer_run_t *run_of(const remat_analyzer_t *an, size_t l) {
     return &an->runs[lo];
 }
 
+/* The last layer of the run of identical layers (one profile, so equal
+   rows) that holds layer @p l, within [l, last]. */
+static inline size_t run_end(const remat_analyzer_t *an, size_t l, size_t last) {
+    const size_t e = run_of(an, l)->last;
+    return e < last ? e : last;
+}
+
 /* *acc += a x times, an overflow error past BYTES_MAX. */
 static inline remat_status_t sum_checked(uint64_t *acc, uint64_t a, uint64_t times,
                                                  const char *what, remat_error_t *err) {

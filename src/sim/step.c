@@ -615,7 +615,7 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     row->in_flight = stages - k < r->microbatches ? stages - k : (size_t)r->microbatches;
     uint64_t stage_saved = 0; /* below 2^62: part of the simulated live bytes */
     for (size_t l = row->first_layer, e; l <= row->last_layer; l = e + 1) {
-        e = run_of(an, l)->last < row->last_layer ? run_of(an, l)->last : row->last_layer;
+        e = run_end(an, l, row->last_layer);
         stage_saved += r->layers[l].saved_device_bytes * (e - l + 1); /* a run's equal rows */
     }
     if ((st = sum_checked(&row->inflight_bytes, stage_saved, row->in_flight - 1,

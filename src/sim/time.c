@@ -256,13 +256,6 @@ static bool head_reruns(const remat_analyzer_t *an, size_t p) {
     return an->cfg->num_vocab_tiling > 1 && p >= an->g->head_npre;
 }
 
-/* The last layer of the run of identical layers (one profile, so equal
-   rows) that starts at layer @p l, within [l, last]. */
-static size_t run_end(const remat_analyzer_t *an, size_t l, size_t last) {
-    const size_t e = run_of(an, l)->last;
-    return e < last ? e : last;
-}
-
 /* *acc += a x steps x n, checked: what n layers' checked sums of a x steps
    add, failing exactly when theirs would (the sums only grow, so they pass
    the limit if and only if the total does). */
