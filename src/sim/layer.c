@@ -284,9 +284,8 @@ size_t remat_i_prep_bytes(const remat_graph_t *g) {
 void remat_i_layer_prepare(remat_analyzer_t *an) {
     const remat_graph_t *g = an->g;
     scratch_t *s = &an->s;
-    s->nname_ids = g->index->nnames;
     s->row_of = (size_t *)(void *)(s->prep + g->nkinds);
-    size_t *z = s->row_of + s->nname_ids;
+    size_t *z = s->row_of + g->index->nnames;
     for (size_t k = 0; k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
         prepare_ops(b, &an->kb[k], z, &s->prep[k]);
@@ -772,7 +771,7 @@ remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t
         remat_i_trace_profiles(tr, r->nprofiles);
     }
     assert(r->nnames == 0 && "a run's name rows start empty (result_begin)");
-    for (size_t i = 0; !lite && i < an->s.nname_ids; i++) {
+    for (size_t i = 0; !lite && i < an->g->index->nnames; i++) {
         an->s.row_of[i] = REMAT_NONE;
     }
     for (size_t p = 0; p < r->nprofiles; p++) {

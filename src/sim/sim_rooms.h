@@ -121,7 +121,6 @@ typedef struct scratch {
     struct kind_prep *prep;  /* per layer kind */
     size_t *row_of;          /* per name id (graph_index.h), per run: its row in the
                                 result, or REMAT_NONE */
-    size_t nname_ids;
 } scratch_t;
 
 /* What a layer kind's profile reads that no plan changes and the graph's
