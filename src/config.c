@@ -1136,7 +1136,8 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
 
 size_t remat_i_config_size_field(const char *key) {
     for (size_t i = 0; key && i < sizeof size_keys / sizeof size_keys[0]; i++) {
-        if (strcmp(size_keys[i].name, key) == 0) {
+        /* the first bytes inline: most keys differ there */
+        if (size_keys[i].name[0] == key[0] && strcmp(size_keys[i].name, key) == 0) {
             return size_keys[i].offset; /* 0 for a derived key */
         }
     }
@@ -1171,16 +1172,10 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
         *out = (uint64_t)micro;
         return REMAT_OK;
     }
-    for (size_t i = 0; i < sizeof size_keys / sizeof size_keys[0]; i++) {
-        /* the first bytes inline: most keys differ there (once per dim of
-           every analysis) */
-        if (size_keys[i].name[0] == key[0] && strcmp(size_keys[i].name, key) == 0) {
-            if (!size_keys[i].offset) {
-                break; /* derived */
-            }
-            *out = *(const uint64_t *)(const void *)((const char *)c + size_keys[i].offset);
-            return REMAT_OK;
-        }
+    const size_t field = remat_i_config_size_field(key);
+    if (field) {
+        *out = *(const uint64_t *)(const void *)((const char *)c + field);
+        return REMAT_OK;
     }
     if (derived_size(c, key, out)) {
         return REMAT_OK;
