@@ -116,10 +116,11 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
     return REMAT_OK;
 }
 
-/* A fresh analyzer's state: all zero but the mesh, which binding builds
-   whole (the struct's last member; most of its bytes). */
+/* A fresh analyzer's state: all zero but the bound blocks and the mesh,
+   which binding writes whole before reading (the struct's last members;
+   most of its bytes). */
 static void analyzer_zero(remat_analyzer_t *an) {
-    memset(an, 0, offsetof(remat_analyzer_t, mesh));
+    memset(an, 0, offsetof(remat_analyzer_t, kb));
 }
 
 static void analyzer_release(remat_analyzer_t *an) {

@@ -61,12 +61,12 @@ typedef struct bound {
     double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
     double *xscale;     /* per op: executed over model FLOPs beyond the kernel's own rule
                            (a windowed flash op's whole blocks); 0 is 1 */
+    void *slab;         /* the one allocation every array above lives in */
     /* The block's index (graph_index.h): what no config changes, among it
        each op's position, each tensor's buffer, flags and whether XLA can
        compute it inside the ops that read it instead of materializing it
        (fusable_flag: none in the head), and each op's backward kind. */
     remat_i_block_view_t ix;
-    void *slab;         /* the one allocation every array above but ix lives in */
 } bound_t;
 
 /* ---- layer.c: one layer's plan played op by op -------------------------- */
@@ -205,14 +205,12 @@ struct remat_analyzer {
     uint64_t dim_size[SIM_MAX_DIMS]; /* bound per-device size of each graph dim */
     uint64_t microbatches;
     size_t nlayers, nstages;
-    /* The layer kinds (graph->kinds), each bound, and the kind of every
-       layer (remat_kind_t's rule): kb[kind_of[l]] is layer l's block. */
-    bound_t kb[REMAT_MAX_KINDS];
+    /* The kind of every layer (remat_kind_t's rule): kb[kind_of[l]],
+       below, is layer l's block. */
     static_part_t kpart[REMAT_MAX_KINDS]; /* one layer's params, per kind */
     collectives_t col[REMAT_MAX_KINDS];   /* one layer's collectives, per kind */
     size_t klayers[REMAT_MAX_KINDS];      /* layers of each kind */
     unsigned char *kind_of;  /* per layer (kinds are fewer than REMAT_MAX_KINDS) */
-    bound_t hb;              /* the head, bound */
     static_part_t pre, post;
     uint64_t param_count;    /* the whole model */
     uint64_t active_param_count; /* what one token runs through (remat_result_t's) */
@@ -234,8 +232,13 @@ struct remat_analyzer {
     tpl_t *tpls;             /* per profile */
     size_t tpls_cap;
     remat_trace_t *trace;    /* the run's trace (remat_run_opts_t), or NULL */
-    /* Last, and not zeroed with the rest (analyzer_zero): remat_mesh_build
-       writes what it reads, and it is most of the analyzer's bytes. */
+    /* Last, and not zeroed with the rest (analyzer_zero): binding writes
+       each block it binds whole (bound_alloc) and reads no other, and
+       remat_mesh_build writes what it reads; they are most of the
+       analyzer's bytes. The layer kinds (graph->kinds) and the head,
+       bound: */
+    bound_t kb[REMAT_MAX_KINDS];
+    bound_t hb;
     remat_mesh_t mesh;
 };
 
