@@ -296,13 +296,13 @@ static size_t pow2_at_least(size_t n) {
     return p;
 }
 
-/* The logical id of @p name (REMAT_NONE for NULL), numbered when new; its
-   hash into @p hashes. */
-static size_t logical_id(remat_graph_index_t *x, numbering_t *nb, size_t *hashes,
-                         const char *name) {
+/* The logical id of @p name (REMAT_NONE for NULL), numbered when new: its
+   hash, and its rules under the default mesh rules, recorded. */
+static size_t logical_id(remat_graph_index_t *x, numbering_t *nb, const char *name) {
     if (!name) {
         return REMAT_NONE;
     }
+    size_t *hashes = (size_t *)(void *)((char *)x + x->logical_hash);
     const uint32_t h = remat_mesh_name_hash(name);
     size_t i = h & (nb->nlslots - 1);
     for (; nb->lslot[i]; i = (i + 1) & (nb->nlslots - 1)) {
@@ -311,10 +311,17 @@ static size_t logical_id(remat_graph_index_t *x, numbering_t *nb, size_t *hashes
             return id;
         }
     }
-    nb->lslot[i] = x->nlogical + 1;
-    nb->ltext[x->nlogical] = name;
-    hashes[x->nlogical] = h;
-    return x->nlogical++;
+    const size_t id = x->nlogical++;
+    nb->lslot[i] = id + 1;
+    nb->ltext[id] = name;
+    hashes[id] = h;
+    size_t *rules = (size_t *)(void *)((char *)x + x->logical_rules) + id * REMAT_I_RULE_STRIDE;
+    uint64_t words[REMAT_RULE_WORDS];
+    rules[REMAT_RULE_WORDS] = remat_mesh_default_name_rules(name, h, words);
+    for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
+        rules[w] = (size_t)words[w];
+    }
+    return id;
 }
 
 /* The dims six bits each, then the rank (which tells where they start)
@@ -352,10 +359,9 @@ static size_t shape_id(remat_graph_index_t *x, numbering_t *nb, const remat_tens
 static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, numbering_t *nb) {
     size_t *dim_axis = (size_t *)(void *)((char *)x + x->dim_axis);
     size_t *dim_field = (size_t *)(void *)((char *)x + x->dim_field);
-    size_t *hashes = (size_t *)(void *)((char *)x + x->logical_hash);
     for (size_t d = 0; d < g->ndims; d++) {
-        dim_axis[2 * d] = logical_id(x, nb, hashes, g->dims[d].axis);
-        dim_axis[2 * d + 1] = logical_id(x, nb, hashes, g->dims[d].weight_axis);
+        dim_axis[2 * d] = logical_id(x, nb, g->dims[d].axis);
+        dim_axis[2 * d + 1] = logical_id(x, nb, g->dims[d].weight_axis);
         dim_field[2 * d] = remat_i_config_size_field(g->dims[d].from);
         dim_field[2 * d + 1] = remat_i_config_size_field(g->dims[d].div);
     }
@@ -366,7 +372,7 @@ static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, number
             const remat_tensor_t *t = &b->tensors[i];
             size_t *axes = &a.axes[i * REMAT_MAX_RANK];
             for (size_t j = 0; j < REMAT_MAX_RANK; j++) {
-                axes[j] = t->has_axes && j < t->rank ? logical_id(x, nb, hashes, t->axes[j])
+                axes[j] = t->has_axes && j < t->rank ? logical_id(x, nb, t->axes[j])
                                                      : REMAT_NONE;
             }
             a.shape[i] = shape_id(x, nb, t, axes);
@@ -377,11 +383,11 @@ static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, number
 /* ---- the whole index ------------------------------------------------------ */
 
 /* Byte offsets of the index's parts: the header, each block's words, the
-   dims' logical ids and config fields, the logical names' hashes, the name references (two
-   words an id), the flag bytes (the index ends there), then the scratch.
+   dims' logical ids and config fields, the logical names' hashes and
+   default rules, the name references (two words an id), the flag bytes (the index ends there), then the scratch.
    The counts are a graph's, bounded by its input's size: no overflow. */
 typedef struct layout {
-    size_t dim_axis, dim_field, logical_hash, names, flags, size, scratch, total;
+    size_t dim_axis, dim_field, logical_hash, logical_rules, names, flags, size, scratch, total;
     size_t nlogical, ntensors; /* the most logical ids and shape ids */
 } layout_t;
 
@@ -402,7 +408,8 @@ static layout_t index_layout(const remat_graph_t *g) {
     l.dim_axis = sizeof(remat_graph_index_t) + words * w;
     l.dim_field = l.dim_axis + 2 * g->ndims * w;
     l.logical_hash = l.dim_field + 2 * g->ndims * w;
-    l.names = l.logical_hash + l.nlogical * w;
+    l.logical_rules = l.logical_hash + l.nlogical * w;
+    l.names = l.logical_rules + l.nlogical * REMAT_I_RULE_STRIDE * w;
     l.flags = l.names + 2 * tags * w;
     l.size = l.flags + l.ntensors;
     l.scratch = (l.size + w - 1) / w * w;
@@ -442,6 +449,7 @@ remat_status_t remat_i_graph_index(const remat_graph_t *g, remat_graph_index_t *
     x->dim_axis = l.dim_axis;
     x->dim_field = l.dim_field;
     x->logical_hash = l.logical_hash;
+    x->logical_rules = l.logical_rules;
     size_t words = sizeof *x, bytes = l.flags;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
         const remat_block_t *b = remat_i_block_at(g, k);

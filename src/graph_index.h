@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "remat/graph.h"
+#include "remat/mesh.h"
 
 /* Checkpoint-name ids: these two first, then the layer kinds' distinct
    tags in kind, tensor and tag order. */
@@ -82,8 +83,15 @@ typedef struct remat_graph_index {
     size_t dim_field; /* per dim, two words: its `from` and `div` keys' fields
                          (remat_i_config_size_field; 0: ask remat_config_size) */
     size_t logical_hash; /* per logical id: remat_mesh_name_hash of its text */
+    size_t logical_rules; /* per logical id, REMAT_I_RULE_STRIDE words: its rules under
+                             the default mesh rules, REMAT_RULE_WORDS words as
+                             remat_mesh_default_name_rules gives them, then the
+                             first one's axes (for a mesh whose `default_rules` is set) */
     remat_i_block_index_t block[REMAT_MAX_KINDS + 1]; /* the kinds, then the head */
 } remat_graph_index_t;
+
+/* The words per logical id of the index's logical_rules. */
+#define REMAT_I_RULE_STRIDE (REMAT_RULE_WORDS + 1)
 
 /* A block's arrays as pointers (remat_i_block_view). */
 typedef struct remat_i_block_view {

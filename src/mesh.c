@@ -290,6 +290,7 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
     /* the rules are written as they are added: only the fields before
        them need clearing (a mesh is built once per analysis) */
     memset(m, 0, offsetof(remat_mesh_t, rules));
+    m->default_rules = !cfg->override_logical_axis_rules && !cfg->logical_axis_rules[0];
     m->devices = cfg->num_devices;
     if (cfg->ici[REMAT_AXIS_SEQUENCE] != 1 || cfg->dcn[REMAT_AXIS_SEQUENCE] != 1) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, "ici_sequence_parallelism",
@@ -414,6 +415,26 @@ unsigned remat_mesh_name_rules(const remat_mesh_t *m, const char *logical, uint3
         if (m->rules[i].hash == hash && strcmp(logical, m->rules[i].logical) == 0) {
             out[i / 64] |= (uint64_t)1 << (i % 64);
             first = any ? first : m->rules[i].axes;
+            any = true;
+        }
+    }
+    return first;
+}
+
+/* The defaults are the first rules of such a mesh, in the table's order,
+   so a rule's bit is its index in the table here too. Graphs call this
+   once per logical name when they are made: a scan is enough. */
+unsigned remat_mesh_default_name_rules(const char *logical, uint32_t hash,
+                                       uint64_t out[REMAT_RULE_WORDS]) {
+    _Static_assert(sizeof default_rules / sizeof default_rules[0] <= REMAT_MAX_RULES,
+                   "a bit per default rule");
+    memset(out, 0, REMAT_RULE_WORDS * sizeof *out);
+    unsigned first = 0;
+    bool any = false;
+    for (size_t i = 0; logical && i < sizeof default_rules / sizeof default_rules[0]; i++) {
+        if (default_rules[i].hash == hash && strcmp(logical, default_rules[i].logical) == 0) {
+            out[i / 64] |= (uint64_t)1 << (i % 64);
+            first = any ? first : default_rules[i].axes;
             any = true;
         }
     }

@@ -55,6 +55,11 @@ typedef struct remat_mesh {
        scanning all of them. Built by remat_mesh_build. */
     uint8_t bucket_head[REMAT_RULE_BUCKETS];
     uint8_t bucket_next[REMAT_MAX_RULES];
+    /* Whether the rules are MaxText's defaults alone (no
+       override_logical_axis_rules, no logical_axis_rules): then a name's
+       rules are those remat_mesh_default_name_rules gives, which a graph
+       can look up once instead of once per mesh. */
+    bool default_rules;
 } remat_mesh_t;
 
 /* A mesh's shape: its devices and each axis's shards, what a result
@@ -101,6 +106,12 @@ void remat_mesh_tensor_axes(const remat_mesh_t *mesh, const char *const *logical
     Returns the mesh axes of the first of them (0 when none). */
 unsigned remat_mesh_name_rules(const remat_mesh_t *mesh, const char *logical, uint32_t hash,
                                uint64_t out[REMAT_RULE_WORDS]);
+
+/** remat_mesh_name_rules of a mesh whose rules are the defaults alone
+    (`default_rules`), without a mesh: the same bit set and first rule's
+    axes, for any such mesh. */
+unsigned remat_mesh_default_name_rules(const char *logical, uint32_t hash,
+                                       uint64_t out[REMAT_RULE_WORDS]);
 
 /** remat_mesh_tensor_axes from each dim's rules (@p rules[d], the
     REMAT_RULE_WORDS words remat_mesh_name_rules gives for its name): a

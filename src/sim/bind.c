@@ -161,6 +161,8 @@ typedef struct bind_ctx {
     const uint64_t *dimsize;
     const size_t *dim_axis;                  /* the index's: per dim, two logical ids */
     const size_t *logical_hash;              /* the index's: per logical id */
+    const size_t *default_rules;             /* the index's logical_rules, when the
+                                                mesh's rules are the defaults; or NULL */
     bool fp8;                                /* is_fp8(cfg) */
     unsigned dtype_bytes[REMAT_DTYPE_COUNT]; /* remat_config_dtype_bytes of each dtype */
     uint64_t numel_max[REMAT_DTYPE_COUNT];   /* the most elements within BYTES_MAX bytes */
@@ -204,7 +206,20 @@ static const name_info_t *logical(bind_ctx_t *x, size_t id, const char *name) {
     }
     const uint32_t h = (uint32_t)x->logical_hash[id];
     assert(h == remat_mesh_name_hash(name) && remat_mesh_name_hash("exp") == EXP_HASH);
-    out->axes = remat_mesh_name_rules(x->mesh, name, h, out->rules);
+    if (x->default_rules) { /* what remat_mesh_name_rules would find, found at load */
+        const size_t *r = &x->default_rules[id * REMAT_I_RULE_STRIDE];
+        for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
+            out->rules[w] = r[w];
+        }
+        out->axes = (unsigned)r[REMAT_RULE_WORDS];
+#ifndef NDEBUG
+        uint64_t mesh_rules[REMAT_RULE_WORDS];
+        assert(remat_mesh_name_rules(x->mesh, name, h, mesh_rules) == out->axes &&
+               memcmp(mesh_rules, out->rules, sizeof mesh_rules) == 0);
+#endif
+    } else {
+        out->axes = remat_mesh_name_rules(x->mesh, name, h, out->rules);
+    }
     out->exp = h == EXP_HASH && strcmp(name, "exp") == 0;
     out->shards = shards_of(x, out->axes);
     out->kept = kept_of(x, out->axes, out->exp);
@@ -1008,6 +1023,9 @@ static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
     }
     x->dim_axis = remat_i_index_words(an->g, an->g->index->dim_axis);
     x->logical_hash = remat_i_index_words(an->g, an->g->index->logical_hash);
+    x->default_rules = an->mesh.default_rules
+                           ? remat_i_index_words(an->g, an->g->index->logical_rules)
+                           : NULL;
     x->known[0] = x->known[1] = 0;
     memset(&x->none, 0, sizeof x->none);
     x->none.shards = x->none.kept = 1;
