@@ -280,8 +280,11 @@ static inline remat_status_t sum_checked(uint64_t *acc, uint64_t a, uint64_t tim
     return REMAT_OK;
 }
 
+/* Most configs quantize nothing (an empty string): one byte tells, and
+   the rooms ask a few times an analysis. */
 static inline bool is_fp8(const remat_config_t *cfg) {
-    return strcmp(cfg->quantization, "fp8") == 0 || strcmp(cfg->quantization, "nanoo_fp8") == 0;
+    const char *q = cfg->quantization;
+    return q[0] && (strcmp(q, "fp8") == 0 || strcmp(q, "nanoo_fp8") == 0);
 }
 
 /* A weight einsum: an einsum with a param operand. */
