@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "json_util.h"
+#include "policy_internal.h"
 
 #include "remat/builtin.h"
 #include "util.h"
@@ -492,7 +493,9 @@ void remat_plan_init(remat_plan_t *plan) {
 }
 
 /* A plan's arrays live in one allocation that starts with the stack (the
-   widest element): plan_alloc carves it, release frees it whole. */
+   widest element): plan_alloc carves it, release frees it whole. A copy
+   made in its caller's memory (remat_i_plan_copy_in) has no stack and
+   frees nothing. */
 void remat_plan_release(remat_plan_t *plan) {
     free(plan->stack);
     remat_plan_init(plan);
@@ -504,36 +507,67 @@ bool remat_plan_equal(const remat_plan_t *a, const remat_plan_t *b) {
            memcmp(a->asked, b->asked, a->ntensors * sizeof *a->asked) == 0;
 }
 
-static void plan_alloc(remat_plan_t *plan, size_t nt, size_t no) {
-    if (plan->ntensors == nt && plan->nops == no && plan->asked) {
-        return;
-    }
-    remat_plan_release(plan);
+/* The bytes of a plan's arrays, the stack included or not; the counts
+   are a graph's (no overflow). */
+static size_t plan_bytes(size_t nt, size_t no, bool stack) {
+    _Static_assert(sizeof(remat_place_t) == sizeof(remat_fate_t), "enum arrays align alike");
+    return (stack ? (nt + no) * sizeof(size_t) : 0) + 2 * nt * sizeof(remat_place_t) +
+           (nt + (nt + no) + no) * sizeof(bool);
+}
+
+/* The arrays carved from @p slab (plan_bytes of them), the stack first
+   when there is one: stack, asked and fate have the widest elements, so
+   every array starts aligned. */
+static void plan_carve(remat_plan_t *plan, char *slab, size_t nt, size_t no, bool stack) {
     plan->ntensors = nt;
     plan->nops = no;
-    /* stack, asked and fate first: their elements are the widest, so every
-       array starts aligned; the counts are a graph's (no overflow). Not
-       zeroed: planning and copying write every array but the stack. */
-    _Static_assert(sizeof(remat_place_t) == sizeof(remat_fate_t), "enum arrays align alike");
-    const size_t size = (nt + no) * sizeof *plan->stack + 2 * nt * sizeof *plan->asked +
-                        (nt + (nt + no) + no) * sizeof(bool);
-    char *slab = remat_i_xmalloc(size);
-    plan->stack = (size_t *)(void *)slab;
-    plan->asked = (remat_place_t *)(void *)(plan->stack + nt + no);
+    plan->stack = stack ? (size_t *)(void *)slab : NULL;
+    plan->asked = (remat_place_t *)(void *)(slab + (stack ? (nt + no) * sizeof(size_t) : 0));
     plan->fate = (remat_fate_t *)(void *)(plan->asked + nt);
     plan->unused = (bool *)(void *)(plan->fate + nt);
     plan->needed = plan->unused + nt;
     plan->recompute_op = plan->needed + nt + no;
 }
 
-void remat_plan_copy(remat_plan_t *dst, const remat_plan_t *src) {
-    plan_alloc(dst, src->ntensors, src->nops);
+static void plan_alloc(remat_plan_t *plan, size_t nt, size_t no) {
+    if (plan->ntensors == nt && plan->nops == no && plan->asked) {
+        return;
+    }
+    remat_plan_release(plan);
+    /* Not zeroed: planning and copying write every array but the stack. */
+    plan_carve(plan, remat_i_xmalloc(plan_bytes(nt, no, true)), nt, no, true);
+}
+
+/* Every array but the stack, which only planning reads. */
+static void plan_fill(remat_plan_t *dst, const remat_plan_t *src) {
     const size_t nt = src->ntensors, no = src->nops;
     memcpy(dst->asked, src->asked, nt * sizeof *dst->asked);
     memcpy(dst->fate, src->fate, nt * sizeof *dst->fate);
     memcpy(dst->unused, src->unused, nt * sizeof *dst->unused);
     memcpy(dst->needed, src->needed, (nt + no) * sizeof *dst->needed);
     memcpy(dst->recompute_op, src->recompute_op, no * sizeof *dst->recompute_op);
+}
+
+void remat_plan_copy(remat_plan_t *dst, const remat_plan_t *src) {
+    plan_alloc(dst, src->ntensors, src->nops);
+    plan_fill(dst, src);
+}
+
+size_t remat_i_plan_bytes(size_t nt, size_t no) {
+    return plan_bytes(nt, no, true);
+}
+
+void remat_i_plan_in(remat_plan_t *plan, void *mem, size_t nt, size_t no) {
+    plan_carve(plan, mem, nt, no, true);
+}
+
+size_t remat_i_plan_copy_bytes(const remat_plan_t *src) {
+    return plan_bytes(src->ntensors, src->nops, false);
+}
+
+void remat_i_plan_copy_in(remat_plan_t *dst, const remat_plan_t *src, void *mem) {
+    plan_carve(dst, mem, src->ntensors, src->nops, false);
+    plan_fill(dst, src);
 }
 
 /* The placement the policy asks for non-param tensor @p i of the layer, and

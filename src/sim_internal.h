@@ -73,8 +73,8 @@ remat_status_t remat_analyzer_new(const remat_graph_t *g, const remat_config_t *
                                   remat_error_t *err);
 
 /**
- * Analyzes @p policy (borrowed like the graph) into @p r, which is released
- * first and left released on error. @p opts may be NULL (a full analysis).
+ * Analyzes @p policy (borrowed like the graph) into @p r, which is emptied
+ * first (its memory kept for the new tables) and left released on error. @p opts may be NULL (a full analysis).
  * A run reuses the analyzer's scratch: one analyzer serves one thread.
  */
 remat_status_t remat_analyzer_run(remat_analyzer_t *an, const remat_policy_t *policy,

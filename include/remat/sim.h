@@ -171,6 +171,11 @@ typedef struct remat_result {
     const remat_hw_t *hw;
     bool none_as_full; /* remat_policy none under scan_layers behaves as full */
     uint64_t dim_size[REMAT_MAX_DIMS]; /* bound per-device size of each graph dim */
+    /* private: the blocks the tables above are carved from, which the
+       result owns. remat_result_release frees them; an analysis into a
+       result that holds some empties it and reuses them, so analyzing
+       many configurations into one result allocates little. */
+    struct remat_result_mem *mem;
 } remat_result_t;
 
 /** The block the layers of profile @p p run (their kind's). */
@@ -178,7 +183,9 @@ static inline const remat_block_t *remat_profile_block(const remat_result_t *r, 
     return &r->graph->kinds[r->profiles[p].kind].block;
 }
 
+/** An empty result (all zero), which owns nothing yet. */
 void remat_result_init(remat_result_t *r);
+/** Frees what @p r owns (its tables) and empties it. */
 void remat_result_release(remat_result_t *r);
 
 /**
@@ -201,7 +208,9 @@ remat_verdict_t remat_result_verdict(const remat_result_t *r);
 
 /**
  * Analyzes one step. The graph, config, policy and hardware are borrowed and
- * must outlive @p out. Errors: REMAT_E_CONFIG (dims that do not bind),
+ * must outlive @p out. @p out (initialized) is emptied first: what it held
+ * is gone, though its memory is reused for the new tables; the caller
+ * releases it. On error it is left released. Errors: REMAT_E_CONFIG (dims that do not bind),
  * REMAT_E_OVERFLOW (a byte or FLOP count over 64 bits), REMAT_E_POLICY.
  * Complexity: O(layers + tensors + ops) per distinct layer plan.
  */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy_internal.h"
 #include "sim_rooms.h"
 #include "util.h"
 
@@ -29,25 +30,10 @@ const char *remat_cat_name(remat_cat_t c) {
     return c < REMAT_CAT_COUNT ? cat_names[c] : "?";
 }
 
-void remat_result_init(remat_result_t *r) {
-    memset(r, 0, sizeof *r);
-}
-
-void remat_result_release(remat_result_t *r) {
-    free(r->layers);
-    for (size_t i = 0; i < r->nprofiles; i++) {
-        remat_plan_release(&r->profiles[i].plan);
-        free(r->profiles[i].tensors);
-    }
-    free(r->profiles);
-    free(r->names);
-    free(r->stages);
-    remat_result_init(r);
-}
-
 /* The analyzer's arrays, in one allocation: each kind's bound slab, the
    head's, binding's shapes and names, the scratch (for the largest
-   block), the kinds' preparation, kind_of, then the runs, each part from
+   block), the kinds' preparation, kind_of, the runs, then each kind's
+   planning scratch (remat_i_plan_in), each part from
    a 16-byte boundary. Their sizes follow from the graph and the layer
    count alone, so the arena is made before binding. The counts are a
    graph's and a config's layer count (at most REMAT_MAX_LAYERS): no
@@ -57,19 +43,24 @@ void remat_result_release(remat_result_t *r) {
 static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     const remat_graph_t *g = an->g;
     size_t nt = g->has_head ? g->head.ntensors : 0, no = g->has_head ? g->head.nops : 0;
-    size_t at[REMAT_MAX_KINDS + 1], size = 0;
+    size_t at[REMAT_MAX_KINDS + 1], plan_at[REMAT_MAX_KINDS], size = 0, plans = 0;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
         const remat_block_t *b = remat_i_block_at(g, k);
         at[k] = size;
         size += ARENA_UP(remat_i_bound_bytes(b));
         nt = b->ntensors > nt ? b->ntensors : nt;
         no = b->nops > no ? b->nops : no;
+        if (k < g->nkinds) {
+            plan_at[k] = plans;
+            plans += ARENA_UP(remat_i_plan_bytes(b->ntensors, b->nops));
+        }
     }
     const size_t binding = size, scratch = binding + ARENA_UP(remat_i_bind_bytes(g));
     const size_t prep = scratch + ARENA_UP(remat_i_scratch_bytes(nt, no));
     const size_t kinds = prep + ARENA_UP(remat_i_prep_bytes(g));
     const size_t runs = kinds + ARENA_UP(nlayers ? nlayers : 1);
-    char *arena = remat_i_xmalloc(runs + (nlayers ? nlayers : 1) * sizeof *an->runs);
+    const size_t plan = runs + ARENA_UP((nlayers ? nlayers : 1) * sizeof *an->runs);
+    char *arena = remat_i_xmalloc(plan + plans);
     an->arena = arena;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
         (k < g->nkinds ? &an->kb[k] : &an->hb)->slab = arena + at[k];
@@ -79,6 +70,10 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     an->s.prep = (void *)(arena + prep); /* remat_i_layer_prepare fills it, once bound */
     an->kind_of = (unsigned char *)(arena + kinds);
     an->runs = (layer_run_t *)(void *)(arena + runs); /* at most a run a layer */
+    for (size_t k = 0; k < g->nkinds; k++) {
+        const remat_block_t *b = &g->kinds[k].block;
+        remat_i_plan_in(&an->kplan[k], arena + plan + plan_at[k], b->ntensors, b->nops);
+    }
 }
 
 /* Binds into @p an, which the caller zeroed (analyzer_zero); on error it
@@ -152,7 +147,7 @@ remat_status_t remat_analyzer_new(const remat_graph_t *g, const remat_config_t *
 /* A released result that names its inputs and holds what binding found. */
 static void result_begin(const remat_analyzer_t *an, const remat_policy_t *policy,
                          remat_result_t *r) {
-    remat_result_release(r);
+    remat_i_result_reuse(r);
     r->graph = an->g;
     r->policy = policy;
     r->config = an->cfg;
@@ -200,11 +195,12 @@ remat_status_t remat_analyzer_run(remat_analyzer_t *an, const remat_policy_t *po
 remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
                              const remat_policy_t *policy, const remat_hw_t *hw,
                              remat_result_t *r, remat_error_t *err) {
-    remat_result_release(r);
+    remat_i_result_reuse(r);
     /* The policy's names first: an unknown name is reported ahead of any
        error in the config. */
     remat_status_t st = remat_policy_check(policy, g, err);
     if (st) {
+        remat_result_release(r);
         return st;
     }
     remat_analyzer_t an;
@@ -212,6 +208,8 @@ remat_status_t remat_analyze(const remat_graph_t *g, const remat_config_t *cfg,
     if ((st = analyzer_init(&an, g, cfg, hw, err)) == REMAT_OK) {
         const remat_run_opts_t checked = {.policy_checked = true};
         st = remat_analyzer_run(&an, policy, &checked, r, err);
+    } else {
+        remat_result_release(r); /* a failed analysis leaves it released */
     }
     analyzer_release(&an);
     return st;

@@ -643,7 +643,7 @@ static void profile_layer(play_t *pl, tpl_t *t, rel_events_t *fwd, rel_events_t 
 /* The row of name id @p id (remat_i_layer_prepare), appended when new. The
    rows grow to 16, then double (at every power of two from 16 on): the
    capacity is implied by the count, so the public result needs no field
-   for it. */
+   for it. They live in the result's memory (result.c). */
 static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, const remat_graph_t *g,
                                   size_t id) {
     if (s->row_of[id] != REMAT_NONE) {
@@ -651,7 +651,8 @@ static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, const remat_g
     }
     const size_t count = r->nnames;
     if (count == 0 || (count >= 16 && (count & (count - 1)) == 0)) {
-        r->names = remat_i_xrealloc(r->names, (count ? 2 * count : 16) * sizeof *r->names);
+        r->names = remat_i_result_grow(r, r->names, count * sizeof *r->names,
+                                       (count ? 2 * count : 16) * sizeof *r->names);
     }
     s->row_of[id] = count;
     remat_name_row_t *row = &r->names[r->nnames++];
@@ -705,7 +706,7 @@ static remat_status_t saved_rows(remat_analyzer_t *an, const remat_policy_t *pol
     const remat_block_t *b = &an->g->kinds[pr->kind].block;
     const bound_t *lb = &an->kb[pr->kind];
     scratch_t *s = &an->s;
-    pr->tensors = remat_i_xmalloc((b->ntensors ? b->ntensors : 1) * sizeof *pr->tensors);
+    pr->tensors = remat_i_result_alloc(r, b->ntensors * sizeof *pr->tensors);
     for (size_t i = 0; i < b->ntensors; i++) {
         remat_tensor_row_t *row = &pr->tensors[i];
         row->tensor = i;

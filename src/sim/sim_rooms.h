@@ -240,6 +240,9 @@ struct remat_analyzer {
     bound_t kb[REMAT_MAX_KINDS];
     bound_t hb;
     remat_mesh_t mesh;
+    /* Each kind's planning scratch, in the arena (analyzer_arena), and
+       written before read. */
+    remat_plan_t kplan[REMAT_MAX_KINDS];
 };
 
 /* ---- helpers every room uses (inline: some run once per op or layer) --- */
@@ -408,6 +411,13 @@ void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const rem
                           size_t p);
 remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t *policy,
                                       bool lite, remat_result_t *r, remat_error_t *err);
+
+/* result.c: a result's tables, carved from blocks it owns (never freed
+   one by one; remat_result_release frees the blocks). */
+void remat_i_result_reuse(remat_result_t *r);   /* emptied, its blocks kept */
+void *remat_i_result_alloc(remat_result_t *r, size_t bytes); /* 16-aligned, not zeroed */
+void *remat_i_result_grow(remat_result_t *r, void *old, size_t old_bytes, size_t bytes);
+void remat_i_result_plan(remat_result_t *r, remat_plan_t *dst, const remat_plan_t *src);
 
 /* step.c */
 remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t *policy,

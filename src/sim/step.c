@@ -213,24 +213,35 @@ static remat_status_t check_ranges(const remat_policy_t *policy, size_t L, remat
     return REMAT_OK;
 }
 
+/* A new profile at the end of @p r's, zeroed. The profiles grow to 4,
+   then double at every power of two from 4 on: the capacity follows from
+   the count. */
+static remat_profile_t *new_profile(remat_result_t *r) {
+    const size_t n = r->nprofiles, size = sizeof *r->profiles;
+    if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
+        r->profiles = remat_i_result_grow(r, r->profiles, n * size, (n ? 2 * n : 4) * size);
+    }
+    remat_profile_t *pr = &r->profiles[r->nprofiles++];
+    memset(pr, 0, sizeof *pr);
+    return pr;
+}
+
 /* The profile of @p plan of layer kind @p kind: an equal one already in
-   @p r, else a new one starting at layer @p l that takes the plan over (left
-   empty). */
-static size_t profile_of_plan(remat_result_t *r, size_t kind, remat_plan_t *plan, size_t l) {
+   @p r, else a new one starting at layer @p l with a copy of the plan in
+   the result's memory. */
+static size_t profile_of_plan(remat_result_t *r, size_t kind, const remat_plan_t *plan,
+                              size_t l) {
     size_t p = 0;
     while (p < r->nprofiles && (r->profiles[p].kind != kind ||
                                 !remat_plan_equal(&r->profiles[p].plan, plan))) {
         p++;
     }
     if (p == r->nprofiles) {
-        r->profiles = remat_i_xrealloc(r->profiles, (p + 1) * sizeof *r->profiles);
-        memset(&r->profiles[p], 0, sizeof r->profiles[p]);
         assert(kind < REMAT_MAX_KINDS && plan->ntensors > 0);
-        r->profiles[p].kind = kind;
-        r->profiles[p].plan = *plan;
-        r->profiles[p].first = l;
-        r->nprofiles++;
-        remat_plan_init(plan);
+        remat_profile_t *pr = new_profile(r);
+        pr->kind = kind;
+        remat_i_result_plan(r, &pr->plan, plan);
+        pr->first = l;
     }
     return p;
 }
@@ -267,8 +278,6 @@ static remat_status_t plan_ranges(remat_analyzer_t *an, const remat_policy_t *po
     enum { NKEYS = (REMAT_MAX_RANGES + 1) * REMAT_MAX_KINDS };
     uint64_t keys[NKEYS];
     size_t key_kind[NKEYS], key_profile[NKEYS], nkeys = 0;
-    remat_plan_t plan;
-    remat_plan_init(&plan);
     remat_status_t st = REMAT_OK;
     for (size_t l = 0, end; l < an->nlayers; l = end) {
         const uint64_t key = range_key(policy, l);
@@ -287,20 +296,20 @@ static remat_status_t plan_ranges(remat_analyzer_t *an, const remat_policy_t *po
         }
         if (k == nkeys) {
             assert(nkeys < NKEYS);
-            if ((st = remat_plan_layer(an->g, kind, policy, l, an->cfg->scan_layers, &plan,
+            remat_plan_t *plan = &an->kplan[kind]; /* its scratch, in the arena */
+            if ((st = remat_plan_layer(an->g, kind, policy, l, an->cfg->scan_layers, plan,
                                        err))) {
                 break;
             }
             keys[nkeys] = key;
             key_kind[nkeys] = kind;
-            key_profile[nkeys++] = profile_of_plan(r, kind, &plan, l);
+            key_profile[nkeys++] = profile_of_plan(r, kind, plan, l);
         }
         const size_t p = key_profile[k];
         add_run(an, l, end, p);
         r->profiles[p].last = end - 1;
         r->profiles[p].nlayers += end - l;
     }
-    remat_plan_release(&plan);
     return st;
 }
 
@@ -312,12 +321,11 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
     an->nruns = 0;
     if (given && policy->nranges == 0 && an->g->nkinds == 1) {
         /* A uniform policy the caller already planned (the solver). */
-        r->profiles = remat_i_xcalloc(1, sizeof *r->profiles);
-        remat_plan_copy(&r->profiles[0].plan, given);
-        r->profiles[0].first = 0;
-        r->profiles[0].last = L - 1;
-        r->profiles[0].nlayers = L;
-        r->nprofiles = 1;
+        remat_profile_t *pr = new_profile(r);
+        remat_i_result_plan(r, &pr->plan, given);
+        pr->first = 0;
+        pr->last = L - 1;
+        pr->nlayers = L;
         add_run(an, 0, L, 0);
     } else if ((st = check_ranges(policy, L, err)) || (st = plan_ranges(an, policy, r, err))) {
         return st;
@@ -644,7 +652,8 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
 remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err) {
     const size_t stages = an->nstages;
     r->nstages = stages;
-    r->stages = remat_i_xcalloc(stages, sizeof *r->stages);
+    r->stages = remat_i_result_alloc(r, stages * sizeof *r->stages);
+    memset(r->stages, 0, stages * sizeof *r->stages);
     uint64_t worst = 0;
     for (size_t k = 0; k < stages; k++) {
         stage_static_t ss;

@@ -219,7 +219,7 @@ void remat_i_layer_rows(const remat_analyzer_t *an, remat_result_t *r) {
     const size_t L = an->nlayers;
     r->nlayers = L;
     /* not zeroed: every row is layer_row's (which zeroes it) or a copy */
-    r->layers = remat_i_xmalloc(L * sizeof *r->layers);
+    r->layers = remat_i_result_alloc(r, L * sizeof *r->layers);
     r->host_link_bw = cfg->host_link_bw > 0 ? cfg->host_link_bw : an->hw->host_link_bw;
     r->host_link_assumed = cfg->host_link_bw <= 0 && remat_hw_is_assumed(an->hw, "host_link_bw");
     const uint64_t fsdp_shards = remat_mesh_product(&an->mesh, (1u << REMAT_AXIS_FSDP) |
