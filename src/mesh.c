@@ -6,7 +6,9 @@
  *
  * Invariants: a rule's hash is remat_mesh_name_hash of its logical name
  * (the default table carries them precomputed; debug builds check them);
- * the bucket chains hold every rule once, each chain in rule order.
+ * the bucket chains hold every rule once, each chain in rule order; a mesh
+ * whose rules are the defaults alone (`default_rules`) holds no copy of
+ * them: its rule i is the table's rule i (rules_of).
  */
 #include "remat/mesh.h"
 
@@ -347,16 +349,19 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
     /* override_logical_axis_rules: the config's rules are all there are
        (MaxText replaces base.yml's list); a logical axis they do not name
        is not sharded */
-    _Static_assert(sizeof default_rules <= sizeof m->rules, "the defaults fit a mesh");
-    if (!cfg->override_logical_axis_rules) {
-        memcpy(m->rules, default_rules, sizeof default_rules);
-        m->nrules = sizeof default_rules / sizeof default_rules[0];
-    }
 #ifndef NDEBUG
     for (size_t i = 0; i < sizeof default_rules / sizeof default_rules[0]; i++) {
         assert(default_rules[i].hash == remat_mesh_name_hash(default_rules[i].logical));
     }
 #endif
+    if (m->default_rules) {
+        return REMAT_OK; /* the table is the rules (rules_of): nothing to copy or chain */
+    }
+    _Static_assert(sizeof default_rules <= sizeof m->rules, "the defaults fit a mesh");
+    if (!cfg->override_logical_axis_rules) {
+        memcpy(m->rules, default_rules, sizeof default_rules);
+        m->nrules = sizeof default_rules / sizeof default_rules[0];
+    }
     if (cfg->logical_axis_rules[0] && (st = parse_rules(m, cfg->logical_axis_rules, err))) {
         return st;
     }
@@ -408,6 +413,9 @@ unsigned remat_mesh_name_rules(const remat_mesh_t *m, const char *logical, uint3
         return 0;
     }
     assert(hash == remat_mesh_name_hash(logical));
+    if (m->default_rules) {
+        return remat_mesh_default_name_rules(logical, hash, out);
+    }
     unsigned first = 0;
     bool any = false;
     for (uint8_t i = m->bucket_head[hash % REMAT_RULE_BUCKETS]; i != REMAT_RULE_NONE;
@@ -441,6 +449,12 @@ unsigned remat_mesh_default_name_rules(const char *logical, uint32_t hash,
     return first;
 }
 
+/* The rules a bit set over a mesh's rules indexes: the default table
+   itself for a mesh of the defaults alone, which copies none. */
+static const remat_axis_rule_t *rules_of(const remat_mesh_t *m) {
+    return m->default_rules ? default_rules : m->rules;
+}
+
 /* The common tensor: no two dims share a name, and each dim's first rule
    uses no mesh axis another's does. Then flax gives every dim its first
    rule: when that rule's turn comes the dim is free (its other rules come
@@ -458,7 +472,7 @@ static bool first_rules(const remat_mesh_t *m, const uint64_t *const *rules, siz
             seen[w] |= rules[d][w];
             first = rules[d][w] ? w * 64 + lowest_bit(rules[d][w]) : first;
         }
-        const unsigned axes = first < REMAT_RULE_WORDS * 64 ? m->rules[first].axes : 0;
+        const unsigned axes = first < REMAT_RULE_WORDS * 64 ? rules_of(m)[first].axes : 0;
         if (shared || (axes & used)) {
             return false;
         }
@@ -495,7 +509,7 @@ void remat_mesh_tensor_axes_ruled(const remat_mesh_t *m, const uint64_t *const *
     for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
         for (uint64_t r = seen[w]; r; r &= r - 1) {
             const size_t i = w * 64 + lowest_bit(r), d = dim_of[i];
-            const unsigned axes = m->rules[i].axes;
+            const unsigned axes = rules_of(m)[i].axes;
             if (!(assigned >> d & 1) && (axes & used) == 0) {
                 assigned |= (uint32_t)1 << d;
                 out[d] = axes;

@@ -48,6 +48,10 @@ typedef struct remat_axis_rule {
 typedef struct remat_mesh {
     uint64_t devices;
     uint64_t shards[REMAT_AXIS_COUNT]; /* ici x dcn per axis */
+    /* The rules, when the config has its own (logical_axis_rules, or
+       override_logical_axis_rules); with MaxText's defaults alone
+       (default_rules below) none are copied here (nrules is 0) and the
+       functions below read the built-in table. */
     size_t nrules;
     remat_axis_rule_t rules[REMAT_MAX_RULES];
     /* The rules chained by hash bucket, each chain in rule order
@@ -58,7 +62,8 @@ typedef struct remat_mesh {
     /* Whether the rules are MaxText's defaults alone (no
        override_logical_axis_rules, no logical_axis_rules): then a name's
        rules are those remat_mesh_default_name_rules gives, which a graph
-       can look up once instead of once per mesh. */
+       can look up once instead of once per mesh, and the fields above hold
+       none of them. */
     bool default_rules;
 } remat_mesh_t;
 
