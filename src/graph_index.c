@@ -335,8 +335,30 @@ static uint64_t shape_key(const remat_tensor_t *t) {
     return k << 6 | t->rank | (uint64_t)t->param << 4 | (uint64_t)t->has_axes << 5;
 }
 
+/* Whether a tensor of @p t's shape (its `axes` ids @p axes) takes each
+   dim's first rule under the default mesh rules (remat_mesh_first_rules):
+   its dims' logical ids, then their rules as the index recorded them. */
+static bool default_first(const remat_graph_index_t *x, const remat_tensor_t *t,
+                          const size_t *axes) {
+    static const remat_mesh_t defaults = {.default_rules = true};
+    const size_t *dim_axis = (const size_t *)(const void *)((const char *)x + x->dim_axis);
+    const size_t *rules = (const size_t *)(const void *)((const char *)x + x->logical_rules);
+    static const uint64_t none[REMAT_RULE_WORDS];
+    uint64_t words[REMAT_MAX_RANK][REMAT_RULE_WORDS];
+    const uint64_t *row[REMAT_MAX_RANK];
+    unsigned out[REMAT_MAX_RANK];
+    for (size_t j = 0; j < t->rank; j++) {
+        const size_t id = t->has_axes ? axes[j] : dim_axis[2 * t->dim[j] + t->param];
+        for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
+            words[j][w] = id == REMAT_NONE ? 0 : rules[id * REMAT_I_RULE_STRIDE + w];
+        }
+        row[j] = id == REMAT_NONE ? none : words[j];
+    }
+    return remat_mesh_first_rules(&defaults, row, t->rank, out);
+}
+
 /* The shape id of tensor @p t, whose `axes` ids are @p axes, numbered when
-   new. */
+   new (and whether it takes its first rules under the defaults). */
 static size_t shape_id(remat_graph_index_t *x, numbering_t *nb, const remat_tensor_t *t,
                        const size_t *axes) {
     const uint64_t key = shape_key(t);
@@ -351,6 +373,8 @@ static size_t shape_id(remat_graph_index_t *x, numbering_t *nb, const remat_tens
     nb->sslot[i] = x->nshapes + 1;
     nb->skey[x->nshapes] = key;
     nb->saxes[x->nshapes] = t->has_axes ? axes : NULL;
+    size_t *first = (size_t *)(void *)((char *)x + x->shape_first);
+    first[x->nshapes] = default_first(x, t, axes);
     return x->nshapes++;
 }
 
@@ -384,10 +408,11 @@ static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, number
 
 /* Byte offsets of the index's parts: the header, each block's words, the
    dims' logical ids and config fields, the logical names' hashes and
-   default rules, the name references (two words an id), the flag bytes (the index ends there), then the scratch.
+   default rules, the shapes' first-rule flags, the name references (two words an id), the flag bytes (the index ends there), then the scratch.
    The counts are a graph's, bounded by its input's size: no overflow. */
 typedef struct layout {
-    size_t dim_axis, dim_field, logical_hash, logical_rules, names, flags, size, scratch, total;
+    size_t dim_axis, dim_field, logical_hash, logical_rules, shape_first, names, flags, size;
+    size_t scratch, total;
     size_t nlogical, ntensors; /* the most logical ids and shape ids */
 } layout_t;
 
@@ -409,7 +434,8 @@ static layout_t index_layout(const remat_graph_t *g) {
     l.dim_field = l.dim_axis + 2 * g->ndims * w;
     l.logical_hash = l.dim_field + 2 * g->ndims * w;
     l.logical_rules = l.logical_hash + l.nlogical * w;
-    l.names = l.logical_rules + l.nlogical * REMAT_I_RULE_STRIDE * w;
+    l.shape_first = l.logical_rules + l.nlogical * REMAT_I_RULE_STRIDE * w;
+    l.names = l.shape_first + l.ntensors * w;
     l.flags = l.names + 2 * tags * w;
     l.size = l.flags + l.ntensors;
     l.scratch = (l.size + w - 1) / w * w;
@@ -450,6 +476,7 @@ remat_status_t remat_i_graph_index(const remat_graph_t *g, remat_graph_index_t *
     x->dim_field = l.dim_field;
     x->logical_hash = l.logical_hash;
     x->logical_rules = l.logical_rules;
+    x->shape_first = l.shape_first;
     size_t words = sizeof *x, bytes = l.flags;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
         const remat_block_t *b = remat_i_block_at(g, k);

@@ -87,6 +87,8 @@ typedef struct remat_graph_index {
                              the default mesh rules, REMAT_RULE_WORDS words as
                              remat_mesh_default_name_rules gives them, then the
                              first one's axes (for a mesh whose `default_rules` is set) */
+    size_t shape_first;   /* per shape id: whether its tensors take each dim's first
+                             rule under the default mesh rules (remat_mesh_first_rules) */
     remat_i_block_index_t block[REMAT_MAX_KINDS + 1]; /* the kinds, then the head */
 } remat_graph_index_t;
 

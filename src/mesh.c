@@ -460,8 +460,8 @@ static const remat_axis_rule_t *rules_of(const remat_mesh_t *m) {
    rule: when that rule's turn comes the dim is free (its other rules come
    later) and its axes are (the others hold their own first rules'). False,
    with @p out partly written, for any other tensor. */
-static bool first_rules(const remat_mesh_t *m, const uint64_t *const *rules, size_t rank,
-                        unsigned *out) {
+bool remat_mesh_first_rules(const remat_mesh_t *m, const uint64_t *const *rules, size_t rank,
+                            unsigned *out) {
     uint64_t seen[REMAT_RULE_WORDS] = {0};
     unsigned used = 0;
     for (size_t d = 0; d < rank; d++) {
@@ -489,7 +489,7 @@ static bool first_rules(const remat_mesh_t *m, const uint64_t *const *rules, siz
 void remat_mesh_tensor_axes_ruled(const remat_mesh_t *m, const uint64_t *const *rules,
                                   size_t rank, unsigned *out) {
     rank = rank < REMAT_MAX_RANK_MESH ? rank : REMAT_MAX_RANK_MESH;
-    if (first_rules(m, rules, rank, out)) {
+    if (remat_mesh_first_rules(m, rules, rank, out)) {
         return;
     }
     uint64_t seen[REMAT_RULE_WORDS] = {0};

@@ -118,6 +118,13 @@ unsigned remat_mesh_name_rules(const remat_mesh_t *mesh, const char *logical, ui
 unsigned remat_mesh_default_name_rules(const char *logical, uint32_t hash,
                                        uint64_t out[REMAT_RULE_WORDS]);
 
+/** Whether flax gives each dim of a tensor whose dims have the rules
+    @p rules (as for remat_mesh_tensor_axes_ruled) its name's first rule:
+    no two dims share a rule, and no two first rules share a mesh axis.
+    When true, @p out gets each dim's axes (those of its first rule). */
+bool remat_mesh_first_rules(const remat_mesh_t *mesh, const uint64_t *const *rules, size_t rank,
+                            unsigned *out);
+
 /** remat_mesh_tensor_axes from each dim's rules (@p rules[d], the
     REMAT_RULE_WORDS words remat_mesh_name_rules gives for its name): a
     caller resolving many tensors finds each name's rules once. */

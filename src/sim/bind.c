@@ -163,6 +163,7 @@ typedef struct bind_ctx {
     const size_t *logical_hash;              /* the index's: per logical id */
     const size_t *default_rules;             /* the index's logical_rules, when the
                                                 mesh's rules are the defaults; or NULL */
+    const size_t *shape_first;               /* the index's shape_first, likewise */
     bool fp8;                                /* is_fp8(cfg) */
     unsigned dtype_bytes[REMAT_DTYPE_COUNT]; /* remat_config_dtype_bytes of each dtype */
     uint64_t numel_max[REMAT_DTYPE_COUNT];   /* the most elements within BYTES_MAX bytes */
@@ -300,22 +301,22 @@ static remat_status_t no_divide(const bind_ctx_t *x, const remat_tensor_t *t, si
 /* Tensor @p t's shape bound into @p s: each dim per device, sharded, and
    as an op computes on it (a param as gathered for use), and the counts.
    A dim that takes its graph dim's first rule reads the sizes dim_info
-   divided once; any other divides here. */
-static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, const size_t *ids,
-                                 shape_t *s, remat_error_t *err) {
+   divided once; any other divides here. Whether the dims take their first
+   rules is the index's to say under the default rules (shape_first, for
+   shape @p id), else first_rules'. */
+static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, size_t id,
+                                 const size_t *ids, shape_t *s, remat_error_t *err) {
     const name_info_t *info[REMAT_MAX_RANK];
     const dim_info_t *di[REMAT_MAX_RANK];
-    unsigned axes[REMAT_MAX_RANK];
-    uint64_t shards[REMAT_MAX_RANK], kept[REMAT_MAX_RANK];
     for (size_t j = 0; j < t->rank; j++) {
         di[j] = t->has_axes ? NULL : dim_info(x, t->dim[j], t->param);
         info[j] = t->has_axes ? logical(x, ids[j], t->axes[j]) : di[j]->name;
-        axes[j] = info[j]->axes;
-        shards[j] = info[j]->shards;
-        kept[j] = info[j]->kept;
     }
-    const bool first = first_rules(info, t->rank);
-    if (!first) {
+    const bool first = x->shape_first ? x->shape_first[id] != 0 : first_rules(info, t->rank);
+    assert(first == first_rules(info, t->rank));
+    unsigned axes[REMAT_MAX_RANK];
+    uint64_t shards[REMAT_MAX_RANK], kept[REMAT_MAX_RANK];
+    if (!first) { /* every dim's, as flax resolves them */
         resolve_rules(x, info, t->rank, axes, shards, kept);
     }
     memset(s->tdim, 0, sizeof s->tdim);
@@ -323,18 +324,19 @@ static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, const s
     s->n = s->gn = 1;
     for (size_t j = 0; j < t->rank; j++) {
         const uint64_t size = x->dimsize[t->dim[j]];
+        const uint64_t sh = first ? info[j]->shards : shards[j];
         if (first && di[j]) {
             if (!di[j]->divides) {
-                return no_divide(x, t, j, axes[j], shards[j], err);
+                return no_divide(x, t, j, info[j]->axes, sh, err);
             }
             s->tdim[j] = di[j]->sharded;
             s->ctdim[j] = t->param ? di[j]->gathered : s->tdim[j];
         } else {
-            if (shards[j] != 1 && size % shards[j]) {
-                return no_divide(x, t, j, axes[j], shards[j], err);
+            if (sh != 1 && size % sh) {
+                return no_divide(x, t, j, first ? info[j]->axes : axes[j], sh, err);
             }
-            s->tdim[j] = div_by(size, shards[j]);
-            s->ctdim[j] = t->param ? div_by(size, kept[j]) : s->tdim[j];
+            s->tdim[j] = div_by(size, sh);
+            s->ctdim[j] = t->param ? div_by(size, first ? info[j]->kept : kept[j]) : s->tdim[j];
         }
         if (!remat_i_mul(s->n, s->tdim[j], &s->n) || !remat_i_mul(s->gn, s->ctdim[j], &s->gn)) {
             return overflow(x->g, "the element count", t->name, err);
@@ -349,7 +351,7 @@ static remat_status_t shape_of(bind_ctx_t *x, const remat_tensor_t *t, size_t id
                                const size_t *ids, const shape_t **out, remat_error_t *err) {
     shape_t *s = &x->shapes[id];
     if (!x->sdone[id]) {
-        remat_status_t st = bind_shape(x, t, ids, s, err);
+        remat_status_t st = bind_shape(x, t, id, ids, s, err);
         if (st) {
             return st;
         }
@@ -1026,6 +1028,9 @@ static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
     x->default_rules = an->mesh.default_rules
                            ? remat_i_index_words(an->g, an->g->index->logical_rules)
                            : NULL;
+    x->shape_first = an->mesh.default_rules
+                         ? remat_i_index_words(an->g, an->g->index->shape_first)
+                         : NULL;
     x->known[0] = x->known[1] = 0;
     memset(&x->none, 0, sizeof x->none);
     x->none.shards = x->none.kept = 1;
