@@ -228,10 +228,25 @@ static const name_info_t *logical(bind_ctx_t *x, size_t id, const char *name) {
     return out;
 }
 
-/* @p a / @p d; most dims are not sharded, and a division costs tens of
-   cycles. */
+/* @p a / @p d (not 0), and whether @p d divides @p a. A 64-bit division
+   costs tens of cycles, and a dim's shards are a product of mesh axes,
+   nearly always a power of two (one, when the dim is not sharded): that
+   is a shift and a mask. */
+static inline bool pow2(uint64_t d) {
+    return (d & (d - 1)) == 0;
+}
 static inline uint64_t div_by(uint64_t a, uint64_t d) {
-    return d == 1 ? a : a / d;
+    assert(d > 0);
+#if defined(__GNUC__) || defined(__clang__)
+    if (pow2(d)) {
+        return a >> __builtin_ctzll(d);
+    }
+#endif
+    return a / d;
+}
+static inline bool divides(uint64_t a, uint64_t d) {
+    assert(d > 0);
+    return pow2(d) ? (a & (d - 1)) == 0 : a % d == 0;
 }
 
 /* Dim @p d under its activation (@p w 0) or weight (1) axis. */
@@ -242,7 +257,7 @@ static const dim_info_t *dim_info(bind_ctx_t *x, size_t d, size_t w) {
         const uint64_t size = x->dimsize[d];
         di->name = logical(x, x->dim_axis[2 * d + w], w ? dim->weight_axis : dim->axis);
         const uint64_t shards = di->name->shards, kept = di->name->kept;
-        di->divides = shards == 1 || size % shards == 0;
+        di->divides = divides(size, shards);
         di->sharded = di->divides ? div_by(size, shards) : 0;
         di->gathered = di->divides ? div_by(size, kept) : 0; /* kept divides shards */
         x->known[w] |= (uint64_t)1 << d;
@@ -332,7 +347,7 @@ static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, size_t 
             s->tdim[j] = di[j]->sharded;
             s->ctdim[j] = t->param ? di[j]->gathered : s->tdim[j];
         } else {
-            if (sh != 1 && size % sh) {
+            if (!divides(size, sh)) {
                 return no_divide(x, t, j, first ? info[j]->axes : axes[j], sh, err);
             }
             s->tdim[j] = div_by(size, sh);
