@@ -24,10 +24,45 @@
 
 /* The words of a block's arrays (REMAT_I_BLOCK_ARRAYS). */
 static size_t block_words(const remat_block_t *b) {
-    const size_t nt = b->ntensors, no = b->nops;
+    const size_t nt = b->ntensors, no = b->nops, ne = remat_i_ein_words(b);
 #define WORDS(f, n) +(n)
     return 0 REMAT_I_BLOCK_ARRAYS(WORDS);
 #undef WORDS
+}
+
+/* Einsum op @p op's words (REMAT_I_EIN_NEW and remat_i_ein_word) into
+   @p out, or only counted when @p out is NULL. A letter names one dim of
+   an operand (remat_i_op_check), so its appearances from its first on are
+   its group. Letters are 'A' to 'z' (remat_i_einsum_parse): a bit each. */
+static size_t einsum_words(const remat_op_t *op, size_t *out) {
+    size_t n = 0;
+    uint64_t done = 0;
+    for (size_t k = 0; k <= op->nin; k++) {
+        for (const char *c = op->subs[k]; *c; c++) {
+            const unsigned l = (unsigned)((unsigned char)*c - 'A');
+            assert(l < 64);
+            if (done >> l & 1 || strchr(op->ragged, *c)) {
+                continue; /* met, or a ragged index: it does not multiply */
+            }
+            done |= (uint64_t)1 << l;
+            for (size_t k2 = k; k2 <= op->nin; k2++) {
+                const char *at = strchr(op->subs[k2], *c);
+                if (at && out) {
+                    out[n] = remat_i_ein_word(k2, (size_t)(at - op->subs[k2]), k2 == k);
+                }
+                n += at != NULL;
+            }
+        }
+    }
+    return n;
+}
+
+size_t remat_i_ein_words(const remat_block_t *b) {
+    size_t n = 0;
+    for (size_t j = 0; j < b->nops; j++) {
+        n += b->ops[j].kind == REMAT_OP_EINSUM ? einsum_words(&b->ops[j], NULL) : 0;
+    }
+    return n;
 }
 
 void remat_i_bucket(const size_t *key, size_t n, size_t npos, size_t *head, size_t *next) {
@@ -147,7 +182,7 @@ typedef struct block_arrays {
    arrays) and *@p bytes (its flags), advancing both. */
 static void carve_block(remat_i_block_index_t *bi, const remat_block_t *b, size_t *words,
                         size_t *bytes) {
-    const size_t nt = b->ntensors, no = b->nops;
+    const size_t nt = b->ntensors, no = b->nops, ne = remat_i_ein_words(b);
     size_t at = *words;
 #define TAKE(f, n)                                                                             \
     bi->f = at;                                                                                \
@@ -245,6 +280,23 @@ static void index_tensors(const remat_graph_t *g, remat_graph_index_t *x, size_t
     a->out_at[no] = nouts;
 }
 
+/* Each op's inputs that need a gradient, and each einsum's subscripts
+   as its FLOP count reads them. */
+static void index_ops(const remat_block_t *b, const block_arrays_t *a) {
+    size_t n = 0;
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        a->ngrad[j] = 0;
+        for (size_t i = 0; i < op->nin; i++) {
+            a->ngrad[j] += b->tensors[op->in[i]].needs_grad;
+        }
+        a->ein_at[j] = n;
+        n += op->kind == REMAT_OP_EINSUM ? einsum_words(op, a->ein + n) : 0;
+    }
+    a->ein_at[b->nops] = n;
+    assert(n == remat_i_ein_words(b));
+}
+
 /* Block @p k (a layer kind, or the head at nkinds) indexed. */
 static void index_block(const remat_graph_t *g, remat_graph_index_t *x, size_t k, size_t *refs) {
     const bool head = k == g->nkinds;
@@ -273,6 +325,7 @@ static void index_block(const remat_graph_t *g, remat_graph_index_t *x, size_t k
         }
         a.inplace[j] = has_flag(op->kind, BWD_ELEMENTWISE);
     }
+    index_ops(b, &a);
 }
 
 /* ---- logical names and shapes -------------------------------------------- */

@@ -16,6 +16,7 @@
 #ifndef REMAT_GRAPH_INDEX_H
 #define REMAT_GRAPH_INDEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "remat/graph.h"
@@ -43,13 +44,38 @@
      tflags    per tensor: its dtype and REMAT_I_T_* flags, in one word
      storage   per tensor: the tensor whose buffer it uses (its `storage`)
      axes      per tensor, REMAT_MAX_RANK each: its `axes` entries' logical ids
+     ngrad     per op: how many of its inputs need a gradient
+     ein_at, ein  ein[ein_at[j] .. ein_at[j + 1]): einsum op j's subscripts as
+               the FLOP count reads them (remat_i_ein_*), none for other ops;
+               ne, the block's total, is remat_i_ein_words
    and one byte array, fusable_flag: per tensor, whether it may stay
    unmaterialized. */
 #define REMAT_I_BLOCK_ARRAYS(X)                                                                \
     X(pos, no) X(free_fwd, nt) X(bwd_use, nt) X(fwd_head, no) X(bwd_head, no)                  \
     X(fwd_next, nt) X(bwd_next, nt) X(owners, nt) X(fusable, nt) X(out_at, no + 1)             \
     X(outs, nt) X(tag_id, REMAT_MAX_TAGS * nt) X(op_name, no) X(inplace, no) X(shape, nt)     \
-    X(tflags, nt) X(storage, nt) X(axes, REMAT_MAX_RANK * nt)
+    X(tflags, nt) X(storage, nt) X(axes, REMAT_MAX_RANK * nt) X(ngrad, no)                     \
+    X(ein_at, no + 1) X(ein, ne)
+
+/* An einsum's subscripts for its FLOP count (ops.c): every appearance of
+   each of its letters but the ragged ones, grouped by letter in the order
+   the letters first appear (the inputs', then the output's), a word each:
+   the operand (an input's position, or nin for the output) and the dim
+   that carries it, and whether it starts its letter's group. The count is
+   2 x, letter by letter in that order, the largest size of its group. */
+#define REMAT_I_EIN_NEW ((size_t)1)
+static inline size_t remat_i_ein_word(size_t operand, size_t dim, bool first) {
+    return operand << 16 | dim << 8 | (first ? REMAT_I_EIN_NEW : 0);
+}
+static inline size_t remat_i_ein_operand(size_t w) {
+    return w >> 16;
+}
+static inline size_t remat_i_ein_dim(size_t w) {
+    return (w >> 8) & 0xff;
+}
+
+/* The words of block @p b's `ein` (every subscript letter of its einsums). */
+size_t remat_i_ein_words(const remat_block_t *b);
 
 /* One block's arrays, as byte offsets from the index's start. */
 typedef struct remat_i_block_index {

@@ -28,11 +28,13 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op);
 /* Whether the kind's outputs alias its first input (no copy, no bytes). */
 bool remat_i_opkind_is_view(remat_opkind_t k);
 
-/* Forward and backward FLOPs of an op from bound element counts (per tensor)
-   and dim sizes (per graph dim). False on 64-bit overflow. */
-bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
-                      const uint64_t *const *tdim, const uint64_t *dimsize,
-                      uint64_t *fwd, uint64_t *bwd);
+/* Forward and backward FLOPs of op @p j of block @p b (@p v its index
+   view, graph_index.h) from bound element counts (per tensor) and dim
+   sizes (per graph dim). False on 64-bit overflow. */
+struct remat_i_block_view;
+bool remat_i_op_flops(const remat_block_t *b, const struct remat_i_block_view *v, size_t j,
+                      const uint64_t *numel, const uint64_t *const *tdim,
+                      const uint64_t *dimsize, uint64_t *fwd, uint64_t *bwd);
 
 /* Whether two dims have the same size (same config key or constant): a
    tensor may carry either where an op needs equal sizes. */

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "graph_index.h"
 #include "graph_internal.h"
 #include "util.h"
 
@@ -653,44 +654,28 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
    of the iteration space); backward is one such contraction per operand
    that needs a gradient. An index's per-device size is the largest any
    operand has: a sharded operand is all-gathered before the contraction
-   (FSDP weights, sequence-parallel activations). Subscripts are
-   letters (remat_i_einsum_parse), so a bit per letter from 'A' to 'z'
-   tells which are seen and ragged; the sizes multiply in order of first
-   appearance. */
-#define LETTER(c) ((unsigned)((unsigned char)(c) - 'A'))
-_Static_assert('z' - 'A' < 64, "a letter's bit fits in 64");
-
-static bool einsum_flops(const remat_op_t *op, const uint64_t *const *tdim,
-                         size_t ngrad, uint64_t *f, uint64_t *w) {
-    uint64_t size[64];
-    unsigned char order[2 * REMAT_MAX_RANK * REMAT_MAX_IO];
-    uint64_t seen = 0, ragged = 0;
-    size_t nseen = 0;
-    for (size_t i = 0; i <= op->nin; i++) {
-        const uint64_t *row = tdim[i < op->nin ? op->in[i] : op->out[0]];
-        const char *sub = op->subs[i];
-        for (size_t j = 0; sub[j]; j++) {
-            const unsigned l = LETTER(sub[j]);
-            assert(l < 64);
-            if (!(seen >> l & 1)) {
-                seen |= (uint64_t)1 << l;
-                size[l] = row[j];
-                order[nseen++] = (unsigned char)l;
-            } else if (row[j] > size[l]) {
-                size[l] = row[j];
+   (FSDP weights, sequence-parallel activations). The sizes multiply in
+   order of first appearance; a ragged index (a grouped matmul's experts)
+   does not multiply. The graph's index lists each letter's appearances
+   (@p ein, @p n words: graph_index.h, REMAT_I_EIN_NEW), so no subscript is
+   parsed here. */
+static bool einsum_flops(const remat_op_t *op, const size_t *ein, size_t n,
+                         const uint64_t *const *tdim, size_t ngrad, uint64_t *f, uint64_t *w) {
+    uint64_t p = 2, size = 0;
+    for (size_t e = 0; e < n; e++) {
+        const size_t k = remat_i_ein_operand(ein[e]);
+        const uint64_t v = tdim[k < op->nin ? op->in[k] : op->out[0]][remat_i_ein_dim(ein[e])];
+        if (ein[e] & REMAT_I_EIN_NEW) {
+            if (e > 0 && !remat_i_mul(p, size, &p)) {
+                return false;
             }
+            size = v;
+        } else if (v > size) {
+            size = v;
         }
     }
-    for (const char *r = op->ragged; *r; r++) {
-        assert(LETTER(*r) < 64 && "ragged indices are the spec's letters (check_einsum)");
-        ragged |= (uint64_t)1 << LETTER(*r);
-    }
-    uint64_t p = 2;
-    for (size_t k = 0; k < nseen; k++) {
-        /* a ragged index (a grouped matmul's experts) does not multiply */
-        if (!(ragged >> order[k] & 1) && !remat_i_mul(p, size[order[k]], &p)) {
-            return false;
-        }
+    if (n > 0 && !remat_i_mul(p, size, &p)) {
+        return false;
     }
     *f = p;
     return remat_i_mul(p, ngrad, w);
@@ -820,17 +805,16 @@ static bool per_element_flops(const remat_block_t *b, const remat_op_t *op, cons
     return ok;
 }
 
-bool remat_i_op_flops(const remat_block_t *b, const remat_op_t *op, const uint64_t *numel,
-                      const uint64_t *const *tdim, const uint64_t *dimsize,
-                      uint64_t *fwd, uint64_t *bwd) {
+bool remat_i_op_flops(const remat_block_t *b, const remat_i_block_view_t *v, size_t j,
+                      const uint64_t *numel, const uint64_t *const *tdim,
+                      const uint64_t *dimsize, uint64_t *fwd, uint64_t *bwd) {
+    const remat_op_t *op = &b->ops[j];
     uint64_t f = 0, w = 0;
-    size_t ngrad = 0;
-    for (size_t i = 0; i < op->nin; i++) {
-        ngrad += b->tensors[op->in[i]].needs_grad;
-    }
+    const size_t ngrad = v->ngrad[j];
     bool ok;
     if (op->kind == REMAT_OP_EINSUM) {
-        ok = einsum_flops(op, tdim, ngrad, &f, &w);
+        ok = einsum_flops(op, &v->ein[v->ein_at[j]], v->ein_at[j + 1] - v->ein_at[j], tdim,
+                          ngrad, &f, &w);
     } else if (op->kind == REMAT_OP_FLASH_ATTENTION) {
         ok = attention_flops(b, op, tdim, dimsize, ngrad, &f, &w);
     } else {

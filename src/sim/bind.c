@@ -699,7 +699,7 @@ static remat_status_t bind_ops(const bind_ctx_t *x, const remat_block_t *b, boun
             }
             out->kv_extra[j] = kv.value;
         }
-        if (!remat_i_op_flops(b, op, out->numel, out->ctdim, x->dimsize, &out->fwd[j],
+        if (!remat_i_op_flops(b, &out->ix, j, out->numel, out->ctdim, x->dimsize, &out->fwd[j],
                               &out->bwd[j]) ||
             out->fwd[j] > BYTES_MAX || out->bwd[j] > BYTES_MAX) {
             return overflow(g, "the FLOP count", op->name, err);

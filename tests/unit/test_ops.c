@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "graph_index.h"
 #include "graph_internal.h"
 
 #define T(name, shape, dtype) "\"" name "\":{\"shape\":" shape ",\"dtype\":\"" dtype "\"}"
@@ -106,9 +107,11 @@ static void flops_of(const remat_block_t *b, const char *name, uint64_t *fwd, ui
             numel[i] *= tdim[i][j];
         }
     }
+    /* the block's index view: the layer kind's, or the head's */
+    const remat_i_block_view_t v = remat_i_block_view(g, b == &g->kinds[0].block ? 0 : g->nkinds);
     for (size_t j = 0; j < b->nops; j++) {
         if (strcmp(b->ops[j].name, name) == 0) {
-            assert_true(remat_i_op_flops(b, &b->ops[j], numel, rows, dimsize, fwd, bwd));
+            assert_true(remat_i_op_flops(b, &v, j, numel, rows, dimsize, fwd, bwd));
             return;
         }
     }
