@@ -205,32 +205,30 @@ static block_arrays_t arrays_of(remat_graph_index_t *x, const remat_i_block_inde
     return a;
 }
 
-/* Name id @p id's text in index @p x of graph @p g. */
-static const char *index_name(const remat_graph_t *g, const remat_graph_index_t *x, size_t id) {
+/* Name id @p id's text in index @p x: REMAT_NAME_LEN bytes, the text and
+   NULs after it. */
+static const char *index_name(const remat_graph_index_t *x, size_t id) {
     assert(id < x->nnames);
-    if (id == REMAT_I_NAME_INPUT) {
-        return "decoder_layer_input";
-    }
-    if (id == REMAT_I_NAME_UNNAMED) {
-        return "(unnamed)";
-    }
-    const size_t *ref = (const size_t *)(const void *)((const char *)x + x->names) + 2 * (id - 2);
-    return g->kinds[ref[0] / REMAT_MAX_TAGS].block.tensors[ref[1]].tags[ref[0] % REMAT_MAX_TAGS];
+    return (const char *)x + x->names + id * REMAT_NAME_LEN;
 }
 
-/* The id of checkpoint name @p name (tag @p tag of tensor @p i of kind
-   @p k), added when new. */
-static size_t name_id(const remat_graph_t *g, remat_graph_index_t *x, size_t *refs, size_t k,
-                      size_t i, size_t tag) {
-    const char *name = g->kinds[k].block.tensors[i].tags[tag];
+/* Name id @p id's text set to @p name (under REMAT_NAME_LEN: graph_load
+   checks); the slot is zeroed (the index's allocation is). */
+static void set_name(remat_graph_index_t *x, size_t id, const char *name) {
+    const size_t n = strlen(name);
+    assert(n < REMAT_NAME_LEN);
+    memcpy((char *)x + x->names + id * REMAT_NAME_LEN, name, n < REMAT_NAME_LEN ? n : 0);
+}
+
+/* The id of checkpoint name @p name, added when new. */
+static size_t name_id(remat_graph_index_t *x, const char *name) {
     for (size_t id = 0; id < x->nnames; id++) {
-        const char *s = index_name(g, x, id);
+        const char *s = index_name(x, id);
         if (s[0] == name[0] && strcmp(s, name) == 0) {
             return id;
         }
     }
-    refs[2 * (x->nnames - 2)] = k * REMAT_MAX_TAGS + tag;
-    refs[2 * (x->nnames - 2) + 1] = i;
+    set_name(x, x->nnames, name);
     return x->nnames++;
 }
 
@@ -238,7 +236,7 @@ static size_t name_id(const remat_graph_t *g, remat_graph_index_t *x, size_t *re
    them (ops last to first, outputs in order: a chain of fused ops needs
    it) and each position's owning outputs. */
 static void index_tensors(const remat_graph_t *g, remat_graph_index_t *x, size_t k,
-                          const block_arrays_t *a, size_t *refs) {
+                          const block_arrays_t *a) {
     const remat_block_t *b = remat_i_block_at(g, k);
     remat_i_block_index_t *bi = &x->block[k];
     const size_t nt = b->ntensors, no = b->nops;
@@ -256,7 +254,7 @@ static void index_tensors(const remat_graph_t *g, remat_graph_index_t *x, size_t
         a->storage[i] = t->storage;
         for (size_t j = 0; j < REMAT_MAX_TAGS; j++) {
             a->tag_id[i * REMAT_MAX_TAGS + j] =
-                k < g->nkinds && j < t->ntags ? name_id(g, x, refs, k, i, j) : REMAT_I_NAME_UNNAMED;
+                k < g->nkinds && j < t->ntags ? name_id(x, t->tags[j]) : REMAT_I_NAME_UNNAMED;
         }
     }
     for (size_t p = no; p-- > 0;) {
@@ -280,15 +278,17 @@ static void index_tensors(const remat_graph_t *g, remat_graph_index_t *x, size_t
     a->out_at[no] = nouts;
 }
 
-/* Each op's inputs that need a gradient, and each einsum's subscripts
-   as its FLOP count reads them. */
+/* Each op's inputs that need a gradient and its first param input, and
+   each einsum's subscripts as its FLOP count reads them. */
 static void index_ops(const remat_block_t *b, const block_arrays_t *a) {
     size_t n = 0;
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
         a->ngrad[j] = 0;
-        for (size_t i = 0; i < op->nin; i++) {
+        a->first_param[j] = op->nin;
+        for (size_t i = op->nin; i-- > 0;) {
             a->ngrad[j] += b->tensors[op->in[i]].needs_grad;
+            a->first_param[j] = b->tensors[op->in[i]].param ? i : a->first_param[j];
         }
         a->ein_at[j] = n;
         n += op->kind == REMAT_OP_EINSUM ? einsum_words(op, a->ein + n) : 0;
@@ -298,7 +298,7 @@ static void index_ops(const remat_block_t *b, const block_arrays_t *a) {
 }
 
 /* Block @p k (a layer kind, or the head at nkinds) indexed. */
-static void index_block(const remat_graph_t *g, remat_graph_index_t *x, size_t k, size_t *refs) {
+static void index_block(const remat_graph_t *g, remat_graph_index_t *x, size_t k) {
     const bool head = k == g->nkinds;
     const remat_block_t *b = remat_i_block_at(g, k);
     const block_arrays_t a = arrays_of(x, &x->block[k]);
@@ -313,7 +313,7 @@ static void index_block(const remat_graph_t *g, remat_graph_index_t *x, size_t k
     lifetimes(b, a.pos, a.free_fwd, a.bwd_use);
     remat_i_bucket(a.free_fwd, b->ntensors, b->nops, a.fwd_head, a.fwd_next);
     remat_i_bucket(a.bwd_use, b->ntensors, b->nops, a.bwd_head, a.bwd_next);
-    index_tensors(g, x, k, &a, refs);
+    index_tensors(g, x, k, &a);
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
         a.op_name[j] = REMAT_I_NAME_UNNAMED;
@@ -461,7 +461,9 @@ static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, number
 
 /* Byte offsets of the index's parts: the header, each block's words, the
    dims' logical ids and config fields, the logical names' hashes and
-   default rules, the shapes' first-rule flags, the name references (two words an id), the flag bytes (the index ends there), then the scratch.
+   default rules, the shapes' first-rule flags, the names' texts
+   (REMAT_NAME_LEN bytes an id), the flag bytes (the index ends there),
+   then the scratch.
    The counts are a graph's, bounded by its input's size: no overflow. */
 typedef struct layout {
     size_t dim_axis, dim_field, logical_hash, logical_rules, shape_first, names, flags, size;
@@ -489,7 +491,7 @@ static layout_t index_layout(const remat_graph_t *g) {
     l.logical_rules = l.logical_hash + l.nlogical * w;
     l.shape_first = l.logical_rules + l.nlogical * REMAT_I_RULE_STRIDE * w;
     l.names = l.shape_first + l.ntensors * w;
-    l.flags = l.names + 2 * tags * w;
+    l.flags = l.names + (2 + tags) * REMAT_NAME_LEN;
     l.size = l.flags + l.ntensors;
     l.scratch = (l.size + w - 1) / w * w;
     l.total = l.scratch + (pow2_at_least(2 * l.nlogical) + pow2_at_least(2 * l.ntensors) +
@@ -536,9 +538,10 @@ remat_status_t remat_i_graph_index(const remat_graph_t *g, remat_graph_index_t *
         carve_block(&x->block[k], b, &words, &bytes);
     }
     assert(words == l.dim_axis && bytes == l.size);
-    size_t *refs = (size_t *)(void *)((char *)x + l.names);
+    set_name(x, REMAT_I_NAME_INPUT, "decoder_layer_input");
+    set_name(x, REMAT_I_NAME_UNNAMED, "(unnamed)");
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
-        index_block(g, x, k, refs);
+        index_block(g, x, k);
     }
     numbering_t nb = numbering_at(x, &l);
     number_shapes(g, x, &nb);
@@ -563,5 +566,5 @@ remat_i_block_view_t remat_i_block_view(const remat_graph_t *g, size_t k) {
 }
 
 const char *remat_i_index_name(const remat_graph_t *g, size_t id) {
-    return index_name(g, g->index, id);
+    return index_name(g->index, id);
 }

@@ -45,6 +45,7 @@
      storage   per tensor: the tensor whose buffer it uses (its `storage`)
      axes      per tensor, REMAT_MAX_RANK each: its `axes` entries' logical ids
      ngrad     per op: how many of its inputs need a gradient
+     first_param  per op: the position of its first param input (nin: none)
      ein_at, ein  ein[ein_at[j] .. ein_at[j + 1]): einsum op j's subscripts as
                the FLOP count reads them (remat_i_ein_*), none for other ops;
                ne, the block's total, is remat_i_ein_words
@@ -54,7 +55,7 @@
     X(pos, no) X(free_fwd, nt) X(bwd_use, nt) X(fwd_head, no) X(bwd_head, no)                  \
     X(fwd_next, nt) X(bwd_next, nt) X(owners, nt) X(fusable, nt) X(out_at, no + 1)             \
     X(outs, nt) X(tag_id, REMAT_MAX_TAGS * nt) X(op_name, no) X(inplace, no) X(shape, nt)     \
-    X(tflags, nt) X(storage, nt) X(axes, REMAT_MAX_RANK * nt) X(ngrad, no)                     \
+    X(tflags, nt) X(storage, nt) X(axes, REMAT_MAX_RANK * nt) X(ngrad, no) X(first_param, no)  \
     X(ein_at, no + 1) X(ein, ne)
 
 /* An einsum's subscripts for its FLOP count (ops.c): every appearance of
@@ -102,7 +103,7 @@ typedef struct remat_i_block_index {
 typedef struct remat_graph_index {
     size_t size;      /* bytes, this header included */
     size_t nnames;    /* name ids */
-    size_t names;     /* per id past the two fixed ones, two words: kind x tag, tensor */
+    size_t names;     /* per id, REMAT_NAME_LEN bytes: its text, NULs after it */
     size_t nlogical;  /* logical name ids */
     size_t nshapes;   /* shape ids */
     size_t dim_axis;  /* per dim, two words: its `axis` and `weight_axis` logical ids */
@@ -160,7 +161,8 @@ static inline const remat_block_t *remat_i_block_at(const remat_graph_t *g, size
 /* Block @p k's arrays: layer kind @p k, or the head when @p k is nkinds. */
 remat_i_block_view_t remat_i_block_view(const remat_graph_t *g, size_t k);
 
-/* The text of name id @p id (below the index's nnames). */
+/* The text of name id @p id (below the index's nnames), in REMAT_NAME_LEN
+   bytes: NULs follow it to the end. */
 const char *remat_i_index_name(const remat_graph_t *g, size_t id);
 
 #endif

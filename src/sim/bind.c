@@ -502,12 +502,9 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out, unsigned char 
 static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bound_t *out) {
     const remat_op_t *op = &b->ops[j];
     const size_t *flags = out->ix.tflags;
-    size_t i = 0;
-    while (i < op->nin && !(flags[op->in[i]] & REMAT_I_T_PARAM)) {
-        i++;
-    }
     remat_acc_t reads = {0, false}, copies = {0, false}, wgrad = {0, false};
-    for (; i < op->nin; i++) { /* from its first param: most ops read none */
+    /* from its first param (the index's): most ops read none */
+    for (size_t i = out->ix.first_param[j]; i < op->nin; i++) {
         size_t w = op->in[i];
         if (!(flags[w] & REMAT_I_T_PARAM)) {
             continue;

@@ -656,12 +656,10 @@ static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, const remat_g
     }
     s->row_of[id] = count;
     remat_name_row_t *row = &r->names[r->nnames++];
-    memset(row, 0, sizeof *row);
-    /* graph and policy names are under REMAT_NAME_LEN (graph_load, policy) */
-    const char *name = remat_i_index_name(g, id);
-    const size_t n = strlen(name);
-    assert(n < sizeof row->name);
-    memcpy(row->name, name, n < sizeof row->name ? n : sizeof row->name - 1);
+    /* the index keeps each name in REMAT_NAME_LEN bytes, NULs after it */
+    _Static_assert(sizeof row->name == REMAT_NAME_LEN, "a row's name is an index name's slot");
+    memcpy(row->name, remat_i_index_name(g, id), sizeof row->name);
+    row->recompute_flops = row->saved_bytes = row->offloaded_bytes = 0;
     return row;
 }
 
