@@ -288,6 +288,34 @@ static remat_status_t dcn_fill_value(const remat_config_t *cfg, int fill, uint64
     return REMAT_OK;
 }
 
+/* The mesh's rules: none copied for the defaults alone (the table is the
+   rules: rules_of), else the defaults unless overridden, the config's
+   own applied, and the chains built. With override_logical_axis_rules
+   the config's rules are all there are (MaxText replaces base.yml's
+   list); a logical axis they do not name is not sharded. */
+static remat_status_t build_rules(const remat_config_t *cfg, remat_mesh_t *m,
+                                  remat_error_t *err) {
+#ifndef NDEBUG
+    for (size_t i = 0; i < sizeof default_rules / sizeof default_rules[0]; i++) {
+        assert(default_rules[i].hash == remat_mesh_name_hash(default_rules[i].logical));
+    }
+#endif
+    if (m->default_rules) {
+        return REMAT_OK;
+    }
+    _Static_assert(sizeof default_rules <= sizeof m->rules, "the defaults fit a mesh");
+    if (!cfg->override_logical_axis_rules) {
+        memcpy(m->rules, default_rules, sizeof default_rules);
+        m->nrules = sizeof default_rules / sizeof default_rules[0];
+    }
+    remat_status_t st;
+    if (cfg->logical_axis_rules[0] && (st = parse_rules(m, cfg->logical_axis_rules, err))) {
+        return st;
+    }
+    index_rules(m);
+    return REMAT_OK;
+}
+
 remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, remat_error_t *err) {
     /* the rules are written as they are added: only the fields before
        them need clearing (a mesh is built once per analysis) */
@@ -346,27 +374,7 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
     if (overflow || product != m->devices) {
         return mesh_mismatch(m, product, overflow, err);
     }
-    /* override_logical_axis_rules: the config's rules are all there are
-       (MaxText replaces base.yml's list); a logical axis they do not name
-       is not sharded */
-#ifndef NDEBUG
-    for (size_t i = 0; i < sizeof default_rules / sizeof default_rules[0]; i++) {
-        assert(default_rules[i].hash == remat_mesh_name_hash(default_rules[i].logical));
-    }
-#endif
-    if (m->default_rules) {
-        return REMAT_OK; /* the table is the rules (rules_of): nothing to copy or chain */
-    }
-    _Static_assert(sizeof default_rules <= sizeof m->rules, "the defaults fit a mesh");
-    if (!cfg->override_logical_axis_rules) {
-        memcpy(m->rules, default_rules, sizeof default_rules);
-        m->nrules = sizeof default_rules / sizeof default_rules[0];
-    }
-    if (cfg->logical_axis_rules[0] && (st = parse_rules(m, cfg->logical_axis_rules, err))) {
-        return st;
-    }
-    index_rules(m);
-    return REMAT_OK;
+    return build_rules(cfg, m, err);
 }
 
 uint64_t remat_mesh_microbatches(const remat_mesh_t *m, const remat_config_t *cfg) {
