@@ -19,8 +19,8 @@
 
 #include <jansson.h>
 
+#include "config_internal.h"
 #include "config_maxtext.h"
-#include "graph_internal.h"
 #include "json_util.h"
 #include "yaml_config.h"
 
@@ -1025,6 +1025,15 @@ static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
 }
 
 /* The checks that involve several keys, once every layer is applied. */
+remat_status_t remat_i_config_check_layers(const remat_config_t *c, remat_error_t *err) {
+    if (c->base_num_decoder_layers > REMAT_MAX_LAYERS) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "base_num_decoder_layers=%llu is above the supported %d",
+                               (unsigned long long)c->base_num_decoder_layers, REMAT_MAX_LAYERS);
+    }
+    return REMAT_OK;
+}
+
 static remat_status_t check_built(remat_config_t *c, remat_error_t *err) {
     remat_status_t st = remat_i_config_check_maxtext(c, err);
     if (st == REMAT_OK && !c->mu_dtype_set) {
@@ -1033,10 +1042,8 @@ static remat_status_t check_built(remat_config_t *c, remat_error_t *err) {
     if (st == REMAT_OK) {
         st = resolve_devices(c, err);
     }
-    if (st == REMAT_OK && c->base_num_decoder_layers > REMAT_MAX_LAYERS) {
-        st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                             "base_num_decoder_layers=%llu is above the supported %d",
-                             (unsigned long long)c->base_num_decoder_layers, REMAT_MAX_LAYERS);
+    if (st == REMAT_OK) {
+        st = remat_i_config_check_layers(c, err);
     }
     /* MaxText's attention (attentions.py) rejects a GQA split that leaves
        query heads without a key/value head. */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_internal.h"
 #include "graph_index.h"
 #include "graph_internal.h"
 #include "remat/mesh.h"

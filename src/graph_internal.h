@@ -40,11 +40,6 @@ bool remat_i_op_flops(const remat_block_t *b, const struct remat_i_block_view *v
    tensor may carry either where an op needs equal sizes. */
 bool remat_i_dims_equivalent(const remat_graph_t *g, size_t a, size_t b);
 
-/* config.c: the byte offset in remat_config_t of size key @p key when the
-   key is a plain uint64_t field; 0 for a derived key, per_device_batch_size
-   (remat_config_size computes those) or no size key at all. */
-size_t remat_i_config_size_field(const char *key);
-
 /* Derives producers, order, storage, last uses, gradients, residuals. */
 remat_status_t remat_i_graph_analyze(remat_graph_t *g, const char *source, remat_error_t *err);
 

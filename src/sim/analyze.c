@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_internal.h"
 #include "policy_internal.h"
 #include "sim_rooms.h"
 #include "util.h"
@@ -92,8 +93,13 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
                                "the graph has no index: make graphs with remat_graph_load_string, "
                                "remat_graph_load_file or remat_resolve");
     }
+    /* the arena is sized by the layer count: a config struct filled by
+       hand, not by remat_config_build, may pass the limit */
+    remat_status_t st = remat_i_config_check_layers(cfg, err);
+    if (st) {
+        return st;
+    }
     analyzer_arena(an, (size_t)cfg->base_num_decoder_layers);
-    remat_status_t st;
     if ((st = remat_mesh_build(cfg, &an->mesh, err)) || (st = remat_i_bind(an, err))) {
         return st;
     }

@@ -5,7 +5,8 @@
  * it reports must be what an analysis into a fresh result reports, field
  * by field and row by row, whatever the earlier analysis was (more or
  * fewer profiles, layers and names, a grown chain of blocks). A failed
- * analysis leaves the result released.
+ * analysis leaves the result released; a hand-filled config past the layer
+ * limit is an error, not an allocation sized by it.
  */
 #include "fixtures.h"
 
@@ -168,6 +169,15 @@ static void test_failure_releases(void **state) {
     assert_int_equal(remat_analyze(a.graph, &odd, a.preset, &a.hw, &r, &err), REMAT_E_CONFIG);
     assert_null(r.mem);
     assert_int_equal(r.nprofiles, 0);
+    /* A config struct filled by hand past the layer limit, which
+       remat_config_build would have refused: an error, not an allocation
+       sized by it. */
+    remat_config_t deep = a.cfg;
+    deep.base_num_decoder_layers = 1000000000000ull;
+    remat_error_init(&err);
+    assert_int_equal(remat_analyze(a.graph, &deep, a.preset, &a.hw, &r, &err), REMAT_E_CONFIG);
+    assert_non_null(strstr(err.text, "base_num_decoder_layers=1000000000000 is above"));
+    assert_null(r.mem);
     remat_result_release(&r);
     remat_policy_free(bad);
     inputs_free(&a);
