@@ -37,9 +37,10 @@ remat_verdict_t remat_result_verdict(const remat_result_t *r) {
 static remat_status_t host_ram(const remat_analyzer_t *an, remat_result_t *r,
                                remat_error_t *err) {
     const remat_stage_row_t *w = &r->stages[r->worst_stage];
-    uint64_t per_device = 0, off_stage = 0;
-    for (size_t l = w->first_layer; l <= w->last_layer; l++) {
-        off_stage += r->layers[l].offloaded_bytes;
+    uint64_t per_device = 0, off_stage = 0; /* below 2^62: the envelope's */
+    for (size_t l = w->first_layer, e; l <= w->last_layer; l = e + 1) {
+        e = run_end(an, l, w->last_layer);
+        off_stage += r->layers[l].offloaded_bytes * (e - l + 1); /* a run's equal rows */
     }
     remat_status_t st;
     if ((st = sum_checked(&per_device, off_stage, w->in_flight, "host bytes", err)) ||
