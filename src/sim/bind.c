@@ -499,6 +499,20 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out, unsigned char 
    in the compute dtype until its reduce-scatter. Only a param sharded over
    the gathered axes is gathered into a new buffer; one held in host RAM is
    brought in whole, in its own dtype. */
+/* The copy op_gather makes of param @p w for its op, added to @p copies:
+   its gathered copy when it is sharded over the gathered axes, and the
+   whole param brought in from host RAM when params live there. */
+static void add_param_copy(const bind_ctx_t *x, size_t w, const bound_t *out,
+                           remat_acc_t *copies) {
+    if (out->gnumel[w] != out->numel[w]) {
+        remat_acc_add_product(copies, out->gnumel[w], out->cbytes[w]);
+    }
+    if (x->cfg->parameter_memory_host_offload) {
+        remat_acc_add_product(copies, out->numel[w],
+                              x->dtype_bytes[out->ix.tflags[w] & REMAT_I_T_DTYPE]);
+    }
+}
+
 static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bound_t *out) {
     const remat_op_t *op = &b->ops[j];
     const size_t *flags = out->ix.tflags;
@@ -509,19 +523,13 @@ static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bou
         if (!(flags[w] & REMAT_I_T_PARAM)) {
             continue;
         }
-        const uint64_t cbytes = out->cbytes[w];
-        uint64_t wbytes = x->dtype_bytes[flags[w] & REMAT_I_T_DTYPE];
-        bool gathered = out->gnumel[w] != out->numel[w];
-        if (gathered) {
-            remat_acc_add_product(&reads, out->gnumel[w], cbytes);
-            remat_acc_add_product(&copies, out->gnumel[w], cbytes);
+        if (out->gnumel[w] != out->numel[w]) { /* gathered, in its compute dtype */
+            remat_acc_add_product(&reads, out->gnumel[w], out->cbytes[w]);
             remat_acc_add_product(&wgrad, out->gnumel[w], x->compute_bytes);
         } else {
-            remat_acc_add_product(&reads, out->numel[w], wbytes);
+            remat_acc_add_product(&reads, out->numel[w], x->dtype_bytes[flags[w] & REMAT_I_T_DTYPE]);
         }
-        if (x->cfg->parameter_memory_host_offload) {
-            remat_acc_add_product(&copies, out->numel[w], wbytes);
-        }
+        add_param_copy(x, w, out, &copies);
     }
     out->op_gather[j] = reads.value;
     out->op_gather_mem[j] = copies.value;
@@ -529,14 +537,11 @@ static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bou
     return !(reads.overflow || copies.overflow || wgrad.overflow);
 }
 
-/* The bytes op @p j's gather makes for param @p w (op_gather's copies). */
-static uint64_t param_copy(const bind_ctx_t *x, const remat_block_t *b, size_t w,
-                           const bound_t *out) {
-    uint64_t c = out->gnumel[w] != out->numel[w] ? out->gnumel[w] * out->cbytes[w] : 0;
-    if (x->cfg->parameter_memory_host_offload) {
-        c += out->numel[w] * x->dtype_bytes[b->tensors[w].dtype];
-    }
-    return c; /* at most the envelope's bytes: no overflow */
+/* The bytes op_gather's copy of param @p w takes (add_param_copy). */
+static uint64_t param_copy(const bind_ctx_t *x, size_t w, const bound_t *out) {
+    remat_acc_t c = {0, false};
+    add_param_copy(x, w, out, &c);
+    return c.value; /* at most the envelope's bytes: no overflow */
 }
 
 /* Whether op @p j reads a param of gather group @p group. */
@@ -562,7 +567,7 @@ static void gather_group(const bind_ctx_t *x, const remat_block_t *b, size_t fir
     uint64_t all = 0;
     for (size_t i = 0; i < b->ntensors; i++) {
         const char *gg = b->tensors[i].gather_group;
-        all += gg && strcmp(gg, group) == 0 ? param_copy(x, b, i, out) : 0;
+        all += gg && strcmp(gg, group) == 0 ? param_copy(x, i, out) : 0;
     }
     size_t lo = REMAT_NONE, hi = 0;
     for (size_t p = 0; p < b->nops; p++) {
@@ -577,7 +582,7 @@ static void gather_group(const bind_ctx_t *x, const remat_block_t *b, size_t fir
         for (size_t i = 0; i < op->nin; i++) {
             const char *gg = b->tensors[op->in[i]].gather_group;
             if (gg && strcmp(gg, group) == 0) {
-                out->op_gather_mem[j] -= param_copy(x, b, op->in[i], out);
+                out->op_gather_mem[j] -= param_copy(x, op->in[i], out);
             }
         }
         out->op_gather_mem[j] += all;
