@@ -150,7 +150,8 @@ remat_status_t remat_analyzer_new(const remat_graph_t *g, const remat_config_t *
     return st;
 }
 
-/* A released result that names its inputs and holds what binding found. */
+/* An emptied result (its memory kept for the tables) that names its inputs
+   and holds what binding found. */
 static void result_begin(const remat_analyzer_t *an, const remat_policy_t *policy,
                          remat_result_t *r) {
     remat_i_result_reuse(r);
