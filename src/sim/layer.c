@@ -213,15 +213,15 @@ void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const rem
    index @p v. Classes start transient. */
 void remat_i_buffer_lifetimes(const remat_block_t *b, const remat_i_block_view_t *v,
                               scratch_t *s) {
-    for (size_t i = 0; i < b->ntensors; i++) {
-        s->cls[i] = B_TRANS;
-        s->rec_use[i] = REMAT_NONE;
-        s->live[i] = 0;
-        s->glive[i] = 0;
-        s->virt[i] = 0;
-    }
-    memcpy(s->free_fwd, v->free_fwd, b->ntensors * sizeof *s->free_fwd);
-    memcpy(s->bwd_use, v->bwd_use, b->ntensors * sizeof *s->bwd_use);
+    const size_t nt = b->ntensors;
+    _Static_assert(REMAT_NONE == SIZE_MAX && B_TRANS == 0, "the resets below write bytes");
+    memcpy(s->free_fwd, v->free_fwd, nt * sizeof *s->free_fwd);
+    memcpy(s->bwd_use, v->bwd_use, nt * sizeof *s->bwd_use);
+    memset(s->rec_use, 0xff, nt * sizeof *s->rec_use);
+    memset(s->cls, 0, nt);
+    memset(s->live, 0, nt);
+    memset(s->glive, 0, nt);
+    memset(s->virt, 0, nt);
 }
 
 /* Per op of block @p b: the sums a profile takes (in op order, as it
@@ -374,25 +374,18 @@ static void fuse(const play_t *pl) {
     }
 }
 
-/* Resets the scratch for the run: the lifetimes before fusion and their
-   forward and backward free lists copied from the kind's, every other
-   per-tensor array cleared (as remat_i_buffer_lifetimes leaves them). */
+/* Resets the scratch for the run: the lifetimes before fusion
+   (remat_i_buffer_lifetimes, which clears every other per-tensor array)
+   and their forward and backward free lists, copied from the kind's. */
 static void reset(const play_t *pl) {
-    const size_t nt = pl->b->ntensors;
+    const size_t nt = pl->b->ntensors, np = pl->b->nops;
+    const remat_i_block_view_t *ix = &pl->bd->ix;
     scratch_t *s = pl->s;
-    _Static_assert(REMAT_NONE == SIZE_MAX && B_TRANS == 0, "the resets below write bytes");
-    const size_t np = pl->b->nops;
-    memcpy(s->free_fwd, pl->bd->ix.free_fwd, nt * sizeof *s->free_fwd);
-    memcpy(s->bwd_use, pl->bd->ix.bwd_use, nt * sizeof *s->bwd_use);
-    memcpy(s->fwd_head, pl->bd->ix.fwd_head, np * sizeof *s->fwd_head);
-    memcpy(s->bwd_head, pl->bd->ix.bwd_head, np * sizeof *s->bwd_head);
-    memcpy(s->fwd_next, pl->bd->ix.fwd_next, nt * sizeof *s->fwd_next);
-    memcpy(s->bwd_next, pl->bd->ix.bwd_next, nt * sizeof *s->bwd_next);
-    memset(s->rec_use, 0xff, nt * sizeof *s->rec_use);
-    memset(s->cls, 0, nt);
-    memset(s->live, 0, nt);
-    memset(s->glive, 0, nt);
-    memset(s->virt, 0, nt);
+    remat_i_buffer_lifetimes(pl->b, ix, s);
+    memcpy(s->fwd_head, ix->fwd_head, np * sizeof *s->fwd_head);
+    memcpy(s->bwd_head, ix->bwd_head, np * sizeof *s->bwd_head);
+    memcpy(s->fwd_next, ix->fwd_next, nt * sizeof *s->fwd_next);
+    memcpy(s->bwd_next, ix->bwd_next, nt * sizeof *s->bwd_next);
 }
 
 /* The re-run's free list (bucket's), in one pass over the owners
