@@ -349,15 +349,9 @@ static double stage_layers(const remat_analyzer_t *an, const remat_result_t *r, 
         const double layer = row->forward_seconds + row->backward_seconds;
         const double model = (double)(row->forward_flops + row->backward_flops);
         const double rec = (double)row->recompute_flops;
-        if (k != r->worst_stage) {
-            for (size_t i = l; i <= e; i++) {
-                t += layer;
-                f->model += model;
-                f->rec += rec;
-            }
-            continue;
+        if (k == r->worst_stage) { /* other stages add zeros: x + 0 is x */
+            worst_terms(row, steps, per);
         }
-        worst_terms(row, steps, per);
         for (size_t i = l; i <= e; i++) {
             t += layer;
             f->model += model;
