@@ -633,20 +633,15 @@ static void profile_layer(play_t *pl, tpl_t *t, rel_events_t *fwd, rel_events_t 
 
 /* ---- the tables: per tensor and per checkpoint name --------------------- */
 
-/* The row of name id @p id (remat_i_layer_prepare), appended when new. The
-   rows grow to 16, then double (at every power of two from 16 on): the
-   capacity is implied by the count, so the public result needs no field
-   for it. They live in the result's memory (result.c). */
+/* The row of name id @p id (remat_i_layer_prepare), appended when new, in
+   the result's memory (remat_i_result_room: room for 16, then doubling). */
 static remat_name_row_t *name_row(remat_result_t *r, scratch_t *s, const remat_graph_t *g,
                                   size_t id) {
     if (s->row_of[id] != REMAT_NONE) {
         return &r->names[s->row_of[id]];
     }
     const size_t count = r->nnames;
-    if (count == 0 || (count >= 16 && (count & (count - 1)) == 0)) {
-        r->names = remat_i_result_grow(r, r->names, count * sizeof *r->names,
-                                       (count ? 2 * count : 16) * sizeof *r->names);
-    }
+    r->names = remat_i_result_room(r, r->names, count, sizeof *r->names, 16);
     s->row_of[id] = count;
     remat_name_row_t *row = &r->names[r->nnames++];
     /* the index keeps each name in REMAT_NAME_LEN bytes, NULs after it */

@@ -416,7 +416,11 @@ remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t
    one by one; remat_result_release frees the blocks). */
 void remat_i_result_reuse(remat_result_t *r);   /* emptied, its blocks kept */
 void *remat_i_result_alloc(remat_result_t *r, size_t bytes); /* 16-aligned, not zeroed */
-void *remat_i_result_grow(remat_result_t *r, void *old, size_t old_bytes, size_t bytes);
+/* Room for element @p n of an array of @p size-byte elements, @p array,
+   that holds @p first (a power of two), then doubles at every power of two
+   from there: the capacity follows from the count, so the public result
+   needs no field for it. Returns the array, moved when it grew. */
+void *remat_i_result_room(remat_result_t *r, void *array, size_t n, size_t size, size_t first);
 void remat_i_result_plan(remat_result_t *r, remat_plan_t *dst, const remat_plan_t *src);
 
 /* step.c */

@@ -213,14 +213,10 @@ static remat_status_t check_ranges(const remat_policy_t *policy, size_t L, remat
     return REMAT_OK;
 }
 
-/* A new profile at the end of @p r's, zeroed. The profiles grow to 4,
-   then double at every power of two from 4 on: the capacity follows from
-   the count. */
+/* A new profile at the end of @p r's, zeroed (room for 4, then
+   doubling). */
 static remat_profile_t *new_profile(remat_result_t *r) {
-    const size_t n = r->nprofiles, size = sizeof *r->profiles;
-    if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
-        r->profiles = remat_i_result_grow(r, r->profiles, n * size, (n ? 2 * n : 4) * size);
-    }
+    r->profiles = remat_i_result_room(r, r->profiles, r->nprofiles, sizeof *r->profiles, 4);
     remat_profile_t *pr = &r->profiles[r->nprofiles++];
     memset(pr, 0, sizeof *pr);
     return pr;
