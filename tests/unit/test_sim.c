@@ -508,6 +508,20 @@ static void test_analyzer_lite_plan(void **state) {
     remat_plan_init(&plan);
     assert_int_equal(remat_plan_layer(f->graph, 0, f->policy, 0, f->cfg.scan_layers, &plan, &err),
                      REMAT_OK);
+    /* remat_plan_copy, the library's copy of a plan (the analysis copies
+       into its result's memory instead): every array equal, twice, the
+       second time into the copy's own arrays */
+    remat_plan_t copy;
+    remat_plan_init(&copy);
+    for (int twice = 0; twice < 2; twice++) {
+        remat_plan_copy(&copy, &plan);
+        assert_true(remat_plan_equal(&copy, &plan));
+        const size_t nt = plan.ntensors, no = plan.nops;
+        assert_memory_equal(copy.unused, plan.unused, nt * sizeof *plan.unused);
+        assert_memory_equal(copy.needed, plan.needed, (nt + no) * sizeof *plan.needed);
+        assert_memory_equal(copy.recompute_op, plan.recompute_op, no * sizeof *plan.recompute_op);
+    }
+    remat_plan_release(&copy);
     const remat_run_opts_t opts = {.plan = &plan, .lite = true};
     remat_result_t r;
     remat_result_init(&r);
