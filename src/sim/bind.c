@@ -265,21 +265,19 @@ static const dim_info_t *dim_info(bind_ctx_t *x, size_t d, size_t w) {
     return di;
 }
 
-/* Whether every dim takes its name's first rule, as flax resolves a
-   tensor whose dims share no name and whose first rules share no mesh
-   axis (each rule's turn finds its dim free and its axes unused). */
-static bool first_rules(const name_info_t *const *info, size_t rank) {
-    uint64_t seen[REMAT_RULE_WORDS] = {0}, shared = 0;
-    unsigned used = 0, clash = 0;
+/* The dims' rules, as the mesh's functions take them. */
+static void dim_rules(const name_info_t *const *info, size_t rank, const uint64_t **rules) {
     for (size_t j = 0; j < rank; j++) {
-        for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
-            shared |= info[j]->rules[w] & seen[w];
-            seen[w] |= info[j]->rules[w];
-        }
-        clash |= info[j]->axes & used;
-        used |= info[j]->axes;
+        rules[j] = info[j]->rules;
     }
-    return !shared && !clash;
+}
+
+/* Whether every dim takes its name's first rule (remat_mesh_first_rules). */
+static bool first_rules(const bind_ctx_t *x, const name_info_t *const *info, size_t rank) {
+    const uint64_t *rules[REMAT_MAX_RANK];
+    unsigned axes[REMAT_MAX_RANK];
+    dim_rules(info, rank, rules);
+    return remat_mesh_first_rules(x->mesh, rules, rank, axes);
 }
 
 /* Any other tensor: its dims' mesh axes as flax resolves them, and their
@@ -287,9 +285,7 @@ static bool first_rules(const name_info_t *const *info, size_t rank) {
 static void resolve_rules(const bind_ctx_t *x, const name_info_t *const *info, size_t rank,
                           unsigned *axes, uint64_t *shards, uint64_t *kept) {
     const uint64_t *rules[REMAT_MAX_RANK];
-    for (size_t j = 0; j < rank; j++) {
-        rules[j] = info[j]->rules;
-    }
+    dim_rules(info, rank, rules);
     remat_mesh_tensor_axes_ruled(x->mesh, rules, rank, axes);
     for (size_t j = 0; j < rank; j++) {
         shards[j] = shards_of(x, axes[j]);
@@ -327,8 +323,9 @@ static remat_status_t bind_shape(bind_ctx_t *x, const remat_tensor_t *t, size_t 
         di[j] = t->has_axes ? NULL : dim_info(x, t->dim[j], t->param);
         info[j] = t->has_axes ? logical(x, ids[j], t->axes[j]) : di[j]->name;
     }
-    const bool first = x->shape_first ? x->shape_first[id] != 0 : first_rules(info, t->rank);
-    assert(first == first_rules(info, t->rank));
+    const bool first =
+        x->shape_first ? x->shape_first[id] != 0 : first_rules(x, info, t->rank);
+    assert(first == first_rules(x, info, t->rank));
     unsigned axes[REMAT_MAX_RANK];
     uint64_t shards[REMAT_MAX_RANK], kept[REMAT_MAX_RANK];
     if (!first) { /* every dim's, as flax resolves them */
