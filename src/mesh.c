@@ -412,6 +412,19 @@ static inline unsigned lowest_bit(uint64_t x) {
 #endif
 }
 
+/* When rule @p i of @p rules is @p logical's (hash @p hash): its bit set
+   in @p out, and its axes in *@p first if it is the name's first (*@p any
+   tells whether one was met). Rules are tried in order, so the first
+   match is the name's first rule. */
+static void match_rule(const remat_axis_rule_t *rules, size_t i, const char *logical,
+                       uint32_t hash, uint64_t *out, unsigned *first, bool *any) {
+    if (rules[i].hash == hash && strcmp(logical, rules[i].logical) == 0) {
+        out[i / 64] |= (uint64_t)1 << (i % 64);
+        *first = *any ? *first : rules[i].axes;
+        *any = true;
+    }
+}
+
 /* A chain is in rule order: its first match is the name's first rule. */
 unsigned remat_mesh_name_rules(const remat_mesh_t *m, const char *logical, uint32_t hash,
                                uint64_t out[REMAT_RULE_WORDS]) {
@@ -428,11 +441,7 @@ unsigned remat_mesh_name_rules(const remat_mesh_t *m, const char *logical, uint3
     bool any = false;
     for (uint8_t i = m->bucket_head[hash % REMAT_RULE_BUCKETS]; i != REMAT_RULE_NONE;
          i = m->bucket_next[i]) {
-        if (m->rules[i].hash == hash && strcmp(logical, m->rules[i].logical) == 0) {
-            out[i / 64] |= (uint64_t)1 << (i % 64);
-            first = any ? first : m->rules[i].axes;
-            any = true;
-        }
+        match_rule(m->rules, i, logical, hash, out, &first, &any);
     }
     return first;
 }
@@ -448,11 +457,7 @@ unsigned remat_mesh_default_name_rules(const char *logical, uint32_t hash,
     unsigned first = 0;
     bool any = false;
     for (size_t i = 0; logical && i < sizeof default_rules / sizeof default_rules[0]; i++) {
-        if (default_rules[i].hash == hash && strcmp(logical, default_rules[i].logical) == 0) {
-            out[i / 64] |= (uint64_t)1 << (i % 64);
-            first = any ? first : default_rules[i].axes;
-            any = true;
-        }
+        match_rule(default_rules, i, logical, hash, out, &first, &any);
     }
     return first;
 }
