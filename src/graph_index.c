@@ -440,8 +440,14 @@ static void number_shapes(const remat_graph_t *g, remat_graph_index_t *x, number
     for (size_t d = 0; d < g->ndims; d++) {
         dim_axis[2 * d] = logical_id(x, nb, g->dims[d].axis);
         dim_axis[2 * d + 1] = logical_id(x, nb, g->dims[d].weight_axis);
-        dim_field[2 * d] = remat_i_config_size_field(g->dims[d].from);
-        dim_field[2 * d + 1] = remat_i_config_size_field(g->dims[d].div);
+        const char *from = g->dims[d].from;
+        size_t *f = &dim_field[REMAT_I_DIM_STRIDE * d];
+        f[0] = remat_i_config_size_field(from);
+        f[1] = remat_i_config_size_field(g->dims[d].div);
+        f[2] = !from                                          ? REMAT_I_DIM_PLAIN
+               : strcmp(from, "moe_buffer_factor") == 0     ? REMAT_I_DIM_MOE_BUFFER
+               : strcmp(from, "per_device_batch_size") == 0 ? REMAT_I_DIM_BATCH
+                                                            : REMAT_I_DIM_PLAIN;
     }
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
         const remat_block_t *b = remat_i_block_at(g, k);
@@ -488,7 +494,7 @@ static layout_t index_layout(const remat_graph_t *g) {
     const size_t w = sizeof(size_t);
     l.dim_axis = sizeof(remat_graph_index_t) + words * w;
     l.dim_field = l.dim_axis + 2 * g->ndims * w;
-    l.logical_hash = l.dim_field + 2 * g->ndims * w;
+    l.logical_hash = l.dim_field + REMAT_I_DIM_STRIDE * g->ndims * w;
     l.logical_rules = l.logical_hash + l.nlogical * w;
     l.shape_first = l.logical_rules + l.nlogical * REMAT_I_RULE_STRIDE * w;
     l.names = l.shape_first + l.ntensors * w;

@@ -107,8 +107,9 @@ typedef struct remat_graph_index {
     size_t nlogical;  /* logical name ids */
     size_t nshapes;   /* shape ids */
     size_t dim_axis;  /* per dim, two words: its `axis` and `weight_axis` logical ids */
-    size_t dim_field; /* per dim, two words: its `from` and `div` keys' fields
-                         (remat_i_config_size_field; 0: ask remat_config_size) */
+    size_t dim_field; /* per dim, REMAT_I_DIM_STRIDE words: its `from` and `div` keys'
+                         fields (remat_i_config_size_field; 0: ask remat_config_size),
+                         then its `from` key's role (REMAT_I_DIM_*) */
     size_t logical_hash; /* per logical id: remat_mesh_name_hash of its text */
     size_t logical_rules; /* per logical id, REMAT_I_RULE_STRIDE words: its rules under
                              the default mesh rules, REMAT_RULE_WORDS words as
@@ -118,6 +119,16 @@ typedef struct remat_graph_index {
                              rule under the default mesh rules (remat_mesh_first_rules) */
     remat_i_block_index_t block[REMAT_MAX_KINDS + 1]; /* the kinds, then the head */
 } remat_graph_index_t;
+
+/* The words per dim of the index's dim_field, and the roles of a dim's
+   `from` key that binding treats apart: named once here, so that binding
+   compares no key's text. */
+#define REMAT_I_DIM_STRIDE 3
+enum {
+    REMAT_I_DIM_PLAIN = 0,
+    REMAT_I_DIM_MOE_BUFFER, /* moe_buffer_factor: the expert-parallel receive buffer's */
+    REMAT_I_DIM_BATCH       /* per_device_batch_size: divided over the pipeline's micro-batches */
+};
 
 /* The words per logical id of the index's logical_rules. */
 #define REMAT_I_RULE_STRIDE (REMAT_RULE_WORDS + 1)

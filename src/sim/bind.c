@@ -777,10 +777,11 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
             an->dim_size[d] = dim->value;
             continue;
         }
-        if ((st = size_of(an->cfg, dim->from, field[2 * d], &an->dim_size[d], err))) {
+        const size_t *f = &field[REMAT_I_DIM_STRIDE * d];
+        if ((st = size_of(an->cfg, dim->from, f[0], &an->dim_size[d], err))) {
             return st;
         }
-        if (dim->from[0] == 'm' && strcmp(dim->from, "moe_buffer_factor") == 0) {
+        if (f[2] == REMAT_I_DIM_MOE_BUFFER) {
             an->dim_size[d] = moe_buffer_factor(an);
         }
         if (an->dim_size[d] == 0) {
@@ -791,10 +792,10 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
                                    dim->from);
         }
         uint64_t div = 1;
-        if (dim->div && (st = size_of(an->cfg, dim->div, field[2 * d + 1], &div, err))) {
+        if (dim->div && (st = size_of(an->cfg, dim->div, f[1], &div, err))) {
             return st;
         }
-        if (dim->from[0] == 'p' && strcmp(dim->from, "per_device_batch_size") == 0) {
+        if (f[2] == REMAT_I_DIM_BATCH) {
             div *= an->microbatches;
         }
         if (an->dim_size[d] % div) {
