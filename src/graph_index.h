@@ -6,7 +6,10 @@
  * each op's position, each buffer's lifetimes and the free lists that
  * list buffers by the position that frees them, the tensors that own a
  * buffer, the fusable tensors, each position's owning outputs, each op's
- * backward kind, and the checkpoint names as small integers.
+ * backward kind, the checkpoint names as small integers (and their
+ * texts), the logical axis names and the tensors' shapes as numbers with
+ * their rules under MaxText's default rules, each dim's config fields, and
+ * each einsum's subscripts as its FLOP count reads them.
  *
  * The index is one allocation that holds no pointer: every array is at a
  * byte offset from its start, so a copy of it is a memcpy (a one-block
