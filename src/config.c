@@ -1026,6 +1026,10 @@ static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
 
 /* The checks that involve several keys, once every layer is applied. */
 remat_status_t remat_i_config_check_layers(const remat_config_t *c, remat_error_t *err) {
+    if (c->base_num_decoder_layers == 0) { /* the key's parser refuses 0 before this */
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "base_num_decoder_layers is 0: a model has at least one layer");
+    }
     if (c->base_num_decoder_layers > REMAT_MAX_LAYERS) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                "base_num_decoder_layers=%llu is above the supported %d",

@@ -18,9 +18,9 @@
    (remat_config_size computes those) or no size key at all. */
 size_t remat_i_config_size_field(const char *key);
 
-/* REMAT_E_CONFIG, naming the key, when @p c has more layers than remat
-   supports (REMAT_MAX_LAYERS): the analyzer sizes its arrays by the layer
-   count before anything else reads it. */
+/* REMAT_E_CONFIG, naming the key, when @p c has no layer or more than
+   remat supports (REMAT_MAX_LAYERS): the analyzer sizes its arrays by the
+   layer count, and every room walks at least one layer. */
 remat_status_t remat_i_config_check_layers(const remat_config_t *c, remat_error_t *err);
 
 #endif

@@ -6,7 +6,8 @@
  * by field and row by row, whatever the earlier analysis was (more or
  * fewer profiles, layers and names, a grown chain of blocks). A failed
  * analysis leaves the result released; a hand-filled config past the layer
- * limit is an error, not an allocation sized by it.
+ * limit, or with no layer, is an error, not an allocation sized by it or a
+ * walk over no layers.
  */
 #include "fixtures.h"
 
@@ -177,6 +178,11 @@ static void test_failure_releases(void **state) {
     remat_error_init(&err);
     assert_int_equal(remat_analyze(a.graph, &deep, a.preset, &a.hw, &r, &err), REMAT_E_CONFIG);
     assert_non_null(strstr(err.text, "base_num_decoder_layers=1000000000000 is above"));
+    assert_null(r.mem);
+    deep.base_num_decoder_layers = 0; /* and none at all */
+    remat_error_init(&err);
+    assert_int_equal(remat_analyze(a.graph, &deep, a.preset, &a.hw, &r, &err), REMAT_E_CONFIG);
+    assert_non_null(strstr(err.text, "base_num_decoder_layers is 0"));
     assert_null(r.mem);
     remat_result_release(&r);
     remat_policy_free(bad);
