@@ -93,11 +93,8 @@ void *remat_i_result_alloc(remat_result_t *r, size_t bytes) {
     return p;
 }
 
-void *remat_i_result_room(remat_result_t *r, void *array, size_t n, size_t size, size_t first) {
-    assert(first > 0 && (first & (first - 1)) == 0);
-    if (n != 0 && (n < first || (n & (n - 1)) != 0)) {
-        return array; /* room left: n is not the capacity */
-    }
+void *remat_i_result_grow(remat_result_t *r, void *array, size_t n, size_t size,
+                          size_t first) {
     void *p = remat_i_result_alloc(r, (n ? 2 * n : first) * size);
     if (n) {
         memcpy(p, array, n * size); /* the old room stays in the block, unused */

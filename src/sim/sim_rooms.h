@@ -419,8 +419,15 @@ void *remat_i_result_alloc(remat_result_t *r, size_t bytes); /* 16-aligned, not 
 /* Room for element @p n of an array of @p size-byte elements, @p array,
    that holds @p first (a power of two), then doubles at every power of two
    from there: the capacity follows from the count, so the public result
-   needs no field for it. Returns the array, moved when it grew. */
-void *remat_i_result_room(remat_result_t *r, void *array, size_t n, size_t size, size_t first);
+   needs no field for it. Returns the array, moved when it grew
+   (remat_i_result_grow, which copies it). */
+void *remat_i_result_grow(remat_result_t *r, void *array, size_t n, size_t size, size_t first);
+static inline void *remat_i_result_room(remat_result_t *r, void *array, size_t n, size_t size,
+                                        size_t first) {
+    assert(first > 0 && (first & (first - 1)) == 0);
+    const bool full = n == 0 || (n >= first && (n & (n - 1)) == 0);
+    return full ? remat_i_result_grow(r, array, n, size, first) : array;
+}
 void remat_i_result_plan(remat_result_t *r, remat_plan_t *dst, const remat_plan_t *src);
 
 /* step.c */
