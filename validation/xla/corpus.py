@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""Grow the compiled corpus: plan runs from the cases, compile what is missing.
+
+    corpus.py plan   [--remat BIN]          cases -> validation/xla/plan.json
+    corpus.py refine [--remat BIN]          more runs where XLA's figures left a case far from its limit
+    corpus.py grow   [--jobs 2] [--maxtext SRC] [--limit N] [--log FILE]
+    corpus.py limits [--maxtext SRC]        XLA's limit per chip (limits.py) into the corpus
+    corpus.py status                        what the corpus covers
+
+`plan` is deterministic and is committed: a run's settings never change once
+planned (remat's predictions only choose them), so a later session resumes
+the same corpus. `grow` compiles the planned runs not yet in
+validation/xla_runs.json, `--jobs` at a time at low priority, writing each
+result as it finishes (the file is rewritten whole, atomically) and one log
+line per run; stop it at any time and run it again to go on.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import corpus_cases  # pylint: disable=wrong-import-position
+import maxtext_args  # pylint: disable=wrong-import-position
+
+PLAN = os.path.join(HERE, "plan.json")
+CORPUS = os.path.join(ROOT, "validation", "xla_runs.json")
+PLAN_FORMAT = "remat-xla-plan/1"
+CORPUS_FORMAT = "remat-xla-runs/1"
+
+# per_device_batch_size candidates: fractions only where the global batch is
+# a whole number of sequences (checked per slice).
+BATCHES = [0.125, 0.25, 0.5] + list(range(1, 17)) + [20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 128]
+
+
+def load(path, fmt, key):
+  if not os.path.exists(path):
+    return {"format": fmt, key: []}
+  with open(path, encoding="utf-8") as f:
+    data = json.load(f)
+  if data.get("format") != fmt:
+    raise SystemExit(f"{path}: format is {data.get('format')!r}, expected {fmt!r}")
+  return data
+
+
+def save(path, data):
+  tmp = path + ".tmp"
+  with open(tmp, "w", encoding="utf-8") as f:
+    json.dump(data, f, indent=1, sort_keys=True)
+    f.write("\n")
+  os.replace(tmp, path)
+
+
+class Remat:
+  """remat's predictions for planning: peak, static bytes, layer kinds."""
+
+  def __init__(self, binary):
+    self.binary = binary
+    self.cache = {}
+
+  def analyze(self, settings):
+    key = tuple(settings)
+    if key not in self.cache:
+      p = subprocess.run([self.binary, "analyze", "--format", "json"] + list(settings), capture_output=True, text=True, check=False)
+      self.cache[key] = json.loads(p.stdout) if p.returncode == 0 else None
+    return self.cache[key]
+
+
+def at_some_batch(remat, settings):
+  """remat's result at the smallest candidate batch it accepts (None if none)."""
+  for b in BATCHES:
+    r = remat.analyze(settings + [f"per_device_batch_size={b:g}"])
+    if r is not None:
+      return r
+  return None
+
+
+def static_bytes(result):
+  s = result["static"]
+  return s["param_bytes"] + s["optimizer_bytes"] + s["grad_bytes"]
+
+
+def kinds(result):
+  return len({row["profile"] for row in result["layers"]})
+
+
+def choose_layers(remat, c, base, limit):
+  """The case's layer count: the model's, or 'auto' (static at most half the limit)."""
+  if c["layers"] == "model":
+    return None
+  if isinstance(c["layers"], int):
+    return c["layers"]
+  full = at_some_batch(remat, base)
+  if full is None:
+    return None
+  want = kinds(full)
+  best = None
+  for n in range(c["step"], full["layers_count"] + 1, c["step"]):
+    r = at_some_batch(remat, base + [f"base_num_decoder_layers={n}"])
+    if r is None or kinds(r) != want:
+      continue
+    if static_bytes(r) > 0.5 * limit:
+      break
+    best = n
+  return best
+
+
+def choose_batch(remat, settings, devices, target):
+  """The candidate batch whose predicted peak is nearest target (log scale)."""
+  best = None
+  for b in BATCHES:
+    if abs(b * devices - round(b * devices)) > 1e-9 or b * devices < 1:
+      continue
+    r = remat.analyze(settings + [f"per_device_batch_size={b:g}"])
+    if r is None:
+      continue
+    miss = abs(math.log(r["peak_hbm_bytes"] / target))
+    if best is None or miss < best[0]:
+      best = (miss, b, r["peak_hbm_bytes"])
+    if r["peak_hbm_bytes"] > 2 * target:
+      break
+  return best
+
+
+def case_base(c):
+  return [f"model_name={c['model']}", f"topology={c['topology']}", f"remat_policy={c['policy']}"] + c["settings"]
+
+
+def run_id(c, layers, batch):
+  parts = [c["topology"], c["model"], c["policy"]] + [s.replace("=", "-") for s in c["settings"]]
+  if layers:
+    parts.append(f"L{layers}")
+  parts.append(f"b{batch:g}")
+  return "_".join(parts)
+
+
+def plan_case(remat, c, limits):
+  profile, devices = maxtext_args.slice_of(c["topology"])
+  slices = [int(s.split("=")[1]) for s in c["settings"] if s.startswith("num_slices=")]
+  devices *= slices[0] if slices else 1
+  limit = limits[profile]
+  base = case_base(c)
+  layers = choose_layers(remat, c, base, limit)
+  settings = base + ([f"base_num_decoder_layers={layers}"] if layers else [])
+  full = at_some_batch(remat, base)
+  runs = {}
+  for t in c["targets"]:
+    got = choose_batch(remat, settings, devices, t * limit)
+    if got is None:
+      print(f"plan: no batch for {' '.join(settings)}", file=sys.stderr)
+      continue
+    _, b, peak = got
+    rid = run_id(c, layers, b)
+    runs.setdefault(rid, {
+        "id": rid,
+        "settings": settings + [f"per_device_batch_size={b:g}"],
+        "target": t,
+        "planned_remat_ratio": round(peak / limit, 4),
+        "published_layers": full["layers_count"] if full else None,
+        "compiled_layers": layers or (full["layers_count"] if full else None),
+    })
+  return list(runs.values())
+
+
+def limits_of(corpus):
+  lim = {k: v["limit_bytes"] for k, v in corpus.get("limits", {}).items()}
+  if len(lim) < 5:
+    raise SystemExit("corpus.py: the corpus has no XLA limits yet: run `corpus.py limits` first")
+  return lim
+
+
+def cmd_plan(args):
+  remat = Remat(args.remat)
+  corpus = load(CORPUS, CORPUS_FORMAT, "runs")
+  limits = limits_of(corpus)
+  plan = load(PLAN, PLAN_FORMAT, "runs")
+  have = {r["id"] for r in plan["runs"]}
+  added = 0
+  for c in corpus_cases.CASES:
+    for r in plan_case(remat, c, limits):
+      if r["id"] not in have:
+        plan["runs"].append(r)
+        have.add(r["id"])
+        added += 1
+  save(PLAN, plan)
+  print(f"plan: {added} runs added, {len(plan['runs'])} planned")
+  return 0
+
+
+def host():
+  mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  return {"cpus": os.cpu_count(), "memory_bytes": mem, "machine": platform.machine(), "python": platform.python_version()}
+
+
+def order(pending):
+  """Round-robin over chips, so that every chip gains runs from the start."""
+  by_chip = {}
+  for r in pending:
+    by_chip.setdefault(maxtext_args.slice_of(r["id"].split("_")[0])[0], []).append(r)
+  out = []
+  while any(by_chip.values()):
+    for chip in sorted(by_chip):
+      if by_chip[chip]:
+        out.append(by_chip[chip].pop(0))
+  return out
+
+
+def compile_one(args, run):
+  cmd = ["nice", "-n", "10", sys.executable, os.path.join(HERE, "oracle.py")]
+  if args.maxtext:
+    cmd += ["--maxtext", args.maxtext]
+  cmd += run["settings"]
+  p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+  try:
+    entry = json.loads(p.stdout)
+  except json.JSONDecodeError:
+    entry = {"status": "error", "fits": None, "error": (p.stderr or p.stdout)[-2000:], "settings": run["settings"]}
+  for k in ("id", "target", "planned_remat_ratio", "published_layers", "compiled_layers"):
+    entry[k] = run.get(k)
+  entry["host"] = host()
+  entry["finished"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+  return entry
+
+
+def cmd_grow(args):
+  plan = load(PLAN, PLAN_FORMAT, "runs")
+  corpus = load(CORPUS, CORPUS_FORMAT, "runs")
+  done = {r["id"] for r in corpus["runs"]}
+  pending = order([r for r in plan["runs"] if r["id"] not in done])
+  if args.limit:
+    pending = pending[: args.limit]
+  lock = threading.Lock()
+  log = open(args.log, "a", encoding="utf-8") if args.log else sys.stdout  # pylint: disable=consider-using-with
+  t0 = time.monotonic()
+  count = [0]
+
+  def finish(run):
+    entry = compile_one(args, run)
+    with lock:
+      data = load(CORPUS, CORPUS_FORMAT, "runs")
+      data["runs"] = [r for r in data["runs"] if r.get("id") != entry["id"]] + [entry]
+      data["runs"].sort(key=lambda r: r["id"])
+      save(CORPUS, data)
+      count[0] += 1
+      lim = data.get("limits", {}).get(entry.get("hardware"), {}).get("limit_bytes")
+      ratio = f"{entry['xla_peak_bytes'] / lim:.3f}" if lim and entry.get("xla_peak_bytes") else "-"
+      log.write(
+          f"{time.strftime('%H:%M:%S')} {count[0]}/{len(pending)} {entry['status']:5s} xla/limit {ratio} "
+          f"{entry.get('wall_seconds', 0):.0f}s {entry['id']}"
+          + (f" ({entry.get('error', '')[:160]})" if entry["status"] == "error" else "")
+          + "\n"
+      )
+      log.flush()
+
+  with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    list(pool.map(finish, pending))
+  log.write(f"grow: {count[0]} runs in {time.monotonic() - t0:.0f} s\n")
+  return 0
+
+
+def cmd_limits(args):
+  cmd = [sys.executable, os.path.join(HERE, "limits.py")]
+  if args.maxtext:
+    cmd += ["--maxtext", args.maxtext]
+  chips = ["v4-8", "v5e-8", "v5p-8", "v6e-8", "tpu7x-8"]
+  p = subprocess.run(cmd + chips, capture_output=True, text=True, check=True)
+  corpus = load(CORPUS, CORPUS_FORMAT, "runs")
+  corpus["limits"] = json.loads(p.stdout)
+  save(CORPUS, corpus)
+  print(json.dumps({k: v["limit_bytes"] for k, v in corpus["limits"].items()}))
+  return 0
+
+
+def main(argv):
+  p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+  sub = p.add_subparsers(dest="cmd", required=True)
+  for name in ("plan", "refine"):
+    s = sub.add_parser(name)
+    s.add_argument("--remat", default=os.path.join(ROOT, "build", "remat"))
+  s = sub.add_parser("grow")
+  s.add_argument("--jobs", type=int, default=2)
+  s.add_argument("--maxtext")
+  s.add_argument("--limit", type=int, default=0)
+  s.add_argument("--log")
+  s = sub.add_parser("limits")
+  s.add_argument("--maxtext")
+  sub.add_parser("status")
+  args = p.parse_args(argv)
+  return {"plan": cmd_plan, "grow": cmd_grow, "limits": cmd_limits}[args.cmd](args)
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,95 @@
+"""XLA's verdict from a compile: its figures when it fits, its OOM message when not.
+
+XLA:TPU refuses a program that does not fit at compile time with
+RESOURCE_EXHAUSTED and one of two sentences (libtpu's wording changed):
+  "Ran out of memory in memory space hbm. Used 16.24G of 15.75G hbm.
+   Exceeded hbm capacity by 503.6M."
+  "the total memory required for HLO temporaries (15.91G) exceeds available
+   HBM (15.75G)."
+Sizes are printed with binary prefixes (K, M, G, T) and rounded; the used
+figure is the same quantity as memory_analysis().peak_memory_in_bytes of a
+program that fits (docs/validation.md).
+"""
+
+import re
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = r"([0-9]+(?:\.[0-9]+)?)([KMGT]?)B?"
+_USED = re.compile(r"Used " + _SIZE + r" of " + _SIZE + r" hbm")
+_TEMPS = re.compile(r"HLO temporaries \(" + _SIZE + r"\) exceeds available HBM \(" + _SIZE + r"\)")
+_OVER = re.compile(r"Exceeded hbm capacity by " + _SIZE)
+
+
+def size_bytes(number, unit):
+  """Bytes of a printed size: '15.75', 'G' -> 16911433728."""
+  return int(round(float(number) * _UNITS[unit]))
+
+
+def parse_oom(text):
+  """(used, limit, exceeded-by or None, the message's first line) or None."""
+  for pattern in (_USED, _TEMPS):
+    m = pattern.search(text)
+    if m:
+      used = size_bytes(m.group(1), m.group(2))
+      limit = size_bytes(m.group(3), m.group(4))
+      over = _OVER.search(text)
+      line_start = text.rfind("\n", 0, m.start()) + 1
+      line_end = text.find("\n", m.end())
+      line = text[line_start : line_end if line_end >= 0 else len(text)].strip()
+      return used, limit, (size_bytes(over.group(1), over.group(2)) if over else None), line
+  return None
+
+
+def oom_report(text, limit=40):
+  """The lines of XLA's OOM report from 'Total hbm usage' on (its breakdown)."""
+  i = text.find("Total hbm usage")
+  if i < 0:
+    return []
+  lines = text[i:].splitlines()
+  out = []
+  for line in lines:
+    if line.startswith("See https://") or "type.googleapis.com" in line:
+      break
+    out.append(line.rstrip())
+  return out[:limit]
+
+
+def _tail(out, n=30):
+  lines = [l for l in out.splitlines() if "unexpected worker hostname" not in l]
+  return lines[-n:]
+
+
+def outcome(record, rc, out):
+  """The entry's verdict fields from the child's record, exit code and output."""
+  if record is None:
+    why = "timed out" if rc is None else f"the compile process exited with {rc} and wrote no record"
+    return {"status": "error", "fits": None, "error": why, "output_tail": _tail(out)}
+  entry = {k: record[k] for k in ("versions", "env", "compile_seconds") if k in record}
+  if record.get("breakdown"):
+    entry["xla_peak_breakdown"] = record["breakdown"]
+  if record.get("memory_analysis") is not None:
+    ma = record["memory_analysis"]
+    entry.update(
+        status="fits",
+        fits=True,
+        memory_analysis=ma,
+        cost_analysis=record.get("cost_analysis"),
+        xla_peak_bytes=ma["peak_memory_in_bytes"],
+    )
+    return entry
+  err = record.get("error", "")
+  oom = parse_oom(err) if "RESOURCE_EXHAUSTED" in err or "memory" in err.lower() else None
+  if oom:
+    used, limit, over, line = oom
+    entry.update(
+        status="oom",
+        fits=False,
+        xla_peak_bytes=used,
+        xla_limit_printed_bytes=limit,
+        xla_exceeded_by_bytes=over,
+        oom_message=line,
+        oom_report=oom_report(err),
+    )
+    return entry
+  entry.update(status="error", fits=None, error=err.strip().splitlines()[-1] if err.strip() else "", output_tail=_tail(out))
+  return entry
