@@ -1158,8 +1158,10 @@ size_t remat_i_config_size_field(const char *key) {
 remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint64_t *out,
                                  remat_error_t *err) {
     if (strcmp(key, "per_device_batch_size") == 0) {
-        double global = c->per_device_batch_size * (double)c->num_devices;
-        double micro = global / (double)c->gradient_accumulation_steps;
+        /* MaxText's micro-batch is per_device_batch_size x devices; with
+           gradient accumulation the global batch is k of them
+           (calculate_global_batch_sizes in configs/types.py at e591f30). */
+        double micro = c->per_device_batch_size * (double)c->num_devices;
         if (micro > REMAT_MAX_SEQUENCES) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                    "per_device_batch_size %g gives %g sequences per micro-batch, "
@@ -1174,11 +1176,10 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
         }
         if (micro < 1 || micro != floor(micro)) {
             return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                                   "per_device_batch_size %g x %llu devices / %llu accumulation "
-                                   "steps is %g sequences per micro-batch: it must be a whole "
-                                   "number of at least 1",
+                                   "per_device_batch_size %g x %llu devices is %g sequences per "
+                                   "micro-batch: it must be a whole number of at least 1",
                                    c->per_device_batch_size, (unsigned long long)c->num_devices,
-                                   (unsigned long long)c->gradient_accumulation_steps, micro);
+                                   micro);
         }
         *out = (uint64_t)micro;
         return REMAT_OK;

@@ -1063,8 +1063,8 @@ remat_status_t remat_largest_batch(const remat_graph_t *g, const remat_config_t 
                                    double *out, remat_error_t *err) {
     /* A per-device batch is valid when the global micro-batch is whole and
        splits over the batch's mesh axes: per_device_batch_size = k x unit
-       for k >= 1, unit = accumulation x micro-batches x batch shards /
-       devices. */
+       for k >= 1, unit = pipeline micro-batches x batch shards / devices
+       (accumulation repeats the micro-batch; it does not divide it). */
     remat_mesh_t mesh;
     remat_status_t st = remat_mesh_build(cfg, &mesh, err);
     if (st) {
@@ -1072,8 +1072,7 @@ remat_status_t remat_largest_batch(const remat_graph_t *g, const remat_config_t 
     }
     uint64_t micro = remat_mesh_microbatches(&mesh, cfg);
     uint64_t shards = remat_mesh_product(&mesh, remat_mesh_axes(&mesh, "activation_batch"));
-    double unit = (double)(cfg->gradient_accumulation_steps * micro * shards) /
-                  (double)cfg->num_devices;
+    double unit = (double)(micro * shards) / (double)cfg->num_devices;
     remat_config_t c = *cfg;
     remat_result_t r;
     remat_result_init(&r);

@@ -197,16 +197,17 @@ static void test_offload_layer_input(void **state) {
     fx_free(f);
 }
 
-/* Gradient accumulation halves the micro-batch and adds an fp32 buffer. */
+/* Gradient accumulation repeats the micro-batch (MaxText's micro-batch is
+   per_device_batch_size x devices, the global batch k of them) and adds an
+   fp32 buffer. */
 static void test_grad_accumulation(void **state) {
     (void)state;
     fx_run_t *f = mini("remat_policy=full", "gradient_accumulation_steps=2", NULL);
     assert_int_equal(f->r.accum_bytes, 192 * 4);
-    assert_int_equal(f->r.layers[0].saved_device_bytes, 8); /* x of one sequence */
-    /* two micro-batches of one sequence do the work of one of two: the
-       step's FLOPs are those of test_flops */
-    assert_int_equal(f->r.model_flops, 3 * (328 + 608));
-    assert_int_equal(f->r.layers[0].forward_flops, 328 / 2); /* every op is linear in batch */
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 16); /* x of two sequences */
+    /* two micro-batches of two sequences: twice test_flops's step */
+    assert_int_equal(f->r.model_flops, 2 * 3 * (328 + 608));
+    assert_int_equal(f->r.layers[0].forward_flops, 328); /* one micro-batch's */
     /* the accumulator is static: params 768 + adamw 1536 + accum 768 */
     assert_int_equal(f->r.stages[0].static_bytes, 768 + 1536 + 768);
     fx_free(f);
