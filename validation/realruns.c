@@ -28,15 +28,9 @@
 
 #include <jansson.h>
 
-#include "remat/config.h"
-#include "remat/error.h"
-#include "remat/graph.h"
-#include "remat/hw.h"
-#include "remat/policy.h"
-#include "remat/sim.h"
+#include "runs_common.h"
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
-#define MAX_SETTINGS 64
+#define GIB VR_GIB
 
 /* The targets of the real-runs issue. */
 #define VERDICT_TARGET 0.90
@@ -58,51 +52,26 @@ typedef struct row {
     char error[256];
 } row_t;
 
-static const char *str(json_t *o, const char *key) {
-    json_t *v = json_object_get(o, key);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static double num(json_t *o, const char *key) {
-    json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : 0;
-}
-
-/* Analyzes one run as `remat check` would. */
+/* Analyzes one run as `remat check` would, on its hardware profile. */
 static void analyze_run(json_t *run, row_t *row) {
-    json_t *settings = json_object_get(run, "settings");
-    char *args[MAX_SETTINGS + 1];
-    size_t n = 0;
     char hw_arg[96];
     snprintf(hw_arg, sizeof hw_arg, "hardware=%s", row->hardware);
-    args[n++] = hw_arg;
-    for (size_t i = 0; i < json_array_size(settings) && n < MAX_SETTINGS; i++) {
-        args[n++] = (char *)json_string_value(json_array_get(settings, i));
-    }
-    remat_config_t cfg;
-    remat_error_t err;
-    remat_error_init(&err);
-    remat_graph_t *g = NULL;
-    remat_policy_t *p = NULL;
-    remat_hw_t hw;
-    remat_result_t r;
-    remat_result_init(&r);
-    if (remat_config_build(NULL, n, args, &cfg, &err) || remat_resolve(&cfg, &g, &p, &hw, &err) ||
-        remat_analyze(g, &cfg, p, &hw, &r, &err)) {
-        remat_error_format(&err, row->error, sizeof row->error);
+    vr_run_t v;
+    vr_run_analyze(&v, hw_arg, json_object_get(run, "settings"));
+    if (!v.ok) {
+        snprintf(row->error, sizeof row->error, "%s", v.error);
     } else {
+        const remat_result_t *r = &v.result;
         row->ok = true;
-        row->passes = remat_result_passes(&r);
-        row->peak = r.peak_bytes;
-        row->limit = r.budget_bytes;
-        double used = num(run, "xla_used_bytes");
-        row->xla_ratio = used > 0 ? (double)r.peak_bytes / used : 0;
-        row->step_pred = r.step_seconds;
-        row->step_real = num(run, "step_seconds");
+        row->passes = remat_result_passes(r);
+        row->peak = r->peak_bytes;
+        row->limit = r->budget_bytes;
+        double used = vr_num(run, "xla_used_bytes");
+        row->xla_ratio = used > 0 ? (double)r->peak_bytes / used : 0;
+        row->step_pred = r->step_seconds;
+        row->step_real = vr_num(run, "step_seconds");
     }
-    remat_result_release(&r);
-    remat_graph_free(g);
-    remat_policy_free(p);
+    vr_run_release(&v);
 }
 
 static void count(const row_t *row, tally_t *t) {
@@ -198,24 +167,13 @@ static void print_unexpressible(json_t *runs, bool md) {
             continue;
         }
         json_t *why = json_object_get(run, "not_expressible");
-        printf("%s%s (%s):", md ? "- " : "  ", str(run, "id"), str(run, "expected"));
+        printf("%s%s (%s):", md ? "- " : "  ", vr_str(run, "id"), vr_str(run, "expected"));
         for (size_t k = 0; k < json_array_size(why); k++) {
             const char *w = json_string_value(json_array_get(why, k));
             printf("%s %s", k ? ";" : "", w ? w : "?");
         }
         printf("\n");
     }
-}
-
-/* "--name=VALUE" into *out (a count or a fraction); false if not this option. */
-static bool option(const char *arg, const char *name, double *out) {
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0 || arg[n] != '=') {
-        return false;
-    }
-    char *end;
-    *out = strtod(arg + n + 1, &end);
-    return *end == '\0' && *out >= 0;
 }
 
 int main(int argc, char **argv) {
@@ -228,13 +186,13 @@ int main(int argc, char **argv) {
             md = true;
         } else if (strcmp(argv[i], "--check") == 0) {
             check = true;
-        } else if (option(argv[i], "--verdict-floor", &v) && v <= 1) {
+        } else if (vr_option(argv[i], "--verdict-floor", &v) && v <= 1) {
             f.verdict = v;
-        } else if (option(argv[i], "--fits-for-oom-ceiling", &v)) {
+        } else if (vr_option(argv[i], "--fits-for-oom-ceiling", &v)) {
             f.fits_for_oom = (size_t)v;
-        } else if (option(argv[i], "--peak-misses-ceiling", &v)) {
+        } else if (vr_option(argv[i], "--peak-misses-ceiling", &v)) {
             f.peak_misses = (size_t)v;
-        } else if (option(argv[i], "--step-misses-ceiling", &v)) {
+        } else if (vr_option(argv[i], "--step-misses-ceiling", &v)) {
             f.step_misses = (size_t)v;
         } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
@@ -261,8 +219,8 @@ int main(int argc, char **argv) {
     print_header(md);
     for (size_t i = 0; i < json_array_size(runs); i++) {
         json_t *run = json_array_get(runs, i);
-        row_t row = {.id = str(run, "id"), .hardware = str(run, "hardware"),
-                     .expected = str(run, "expected")};
+        row_t row = {.id = vr_str(run, "id"), .hardware = vr_str(run, "hardware"),
+                     .expected = vr_str(run, "expected")};
         if (!row.id || !row.hardware || !row.expected || !json_is_array(json_object_get(run, "settings"))) {
             fprintf(stderr, "remat_realruns: %s: $.runs[%zu] needs id, hardware, expected and "
                             "settings\n", path, i);

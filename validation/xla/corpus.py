@@ -33,6 +33,7 @@ sys.path.insert(0, HERE)
 
 import corpus_cases  # pylint: disable=wrong-import-position
 import maxtext_args  # pylint: disable=wrong-import-position
+import xla_messages  # pylint: disable=wrong-import-position
 
 PLAN = os.path.join(HERE, "plan.json")
 CORPUS = os.path.join(ROOT, "validation", "xla_runs.json")
@@ -55,6 +56,8 @@ def load(path, fmt, key):
 
 
 def save(path, data):
+  for entry in data.get("runs", []):
+    xla_messages.scrub(entry)
   tmp = path + ".tmp"
   with open(tmp, "w", encoding="utf-8") as f:
     json.dump(data, f, indent=1, sort_keys=True)

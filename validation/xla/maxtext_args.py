@@ -73,7 +73,7 @@ class MaxTextArgs:
     env = "TPU_SKIP_MDS_QUERY=1 ALLOW_MULTIPLE_LIBTPU_LOAD=true DECOUPLE_GCLOUD=TRUE"
     return (
         f"{env} python3 -m maxtext.trainers.pre_train.train_compile src/maxtext/configs/base.yml "
-        + " ".join(self.keys + ["base_output_directory=/tmp/remat-oracle"])
+        + " ".join(self.keys + ["base_output_directory=remat-oracle-output"])
     )
 
 

@@ -54,6 +54,38 @@ def oom_report(text, limit=40):
   return out[:limit]
 
 
+def _message_lines(err, limit=40):
+  """The exception's own text (what XLA said), up to the traceback."""
+  lines = []
+  for l in err.splitlines():
+    if l.startswith("Traceback (most recent call last)") or _FRAME.match(l):
+      break
+    if l.strip() and "type.googleapis.com" not in l:
+      lines.append(l.rstrip())
+  return lines[:limit]
+
+
+_FRAME = re.compile(r'^\s+File "')
+_SITE = re.compile(r'(?:/[^\s"\']+)?/site-packages/')
+_SRC = re.compile(r'(?:/[^\s"\']+)?/src/maxtext/')
+
+
+def scrub(entry):
+  """An entry without the paths of the machine that compiled it: XLA's
+  report stops at the first traceback frame, and a path in the output's
+  tail keeps only what follows site-packages/ or MaxText's src/."""
+  if entry.get("oom_report"):
+    entry["oom_report"] = _message_lines("\n".join(entry["oom_report"]))
+  for key in ("output_tail",):
+    if entry.get(key):
+      entry[key] = [_SRC.sub("MAXTEXT_SRC/src/maxtext/", _SITE.sub("site-packages/", l)) for l in entry[key]]
+  if entry.get("maxtext_command"):
+    entry["maxtext_command"] = entry["maxtext_command"].replace("=/tmp/remat-oracle", "=remat-oracle-output")
+  if entry.get("error"):
+    entry["error"] = _SRC.sub("MAXTEXT_SRC/src/maxtext/", _SITE.sub("site-packages/", entry["error"]))
+  return entry
+
+
 def _tail(out, n=30):
   lines = [l for l in out.splitlines() if "unexpected worker hostname" not in l]
   return lines[-n:]
@@ -88,8 +120,8 @@ def outcome(record, rc, out):
         xla_limit_printed_bytes=limit,
         xla_exceeded_by_bytes=over,
         oom_message=line,
-        oom_report=oom_report(err),
+        oom_report=oom_report(err) or _message_lines(err),
     )
-    return entry
+    return scrub(entry)
   entry.update(status="error", fits=None, error=err.strip().splitlines()[-1] if err.strip() else "", output_tail=_tail(out))
-  return entry
+  return scrub(entry)

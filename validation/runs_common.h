@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runs_common.h: what the validation programs (realruns.c, xlaruns.c)
+ * share: one run's settings analyzed exactly as `remat check` analyzes
+ * them, JSON field readers and the --name=VALUE option parser.
+ *
+ * Invariant: a vr_run_t that vr_run_analyze filled owns its graph, policy
+ * and result (the result borrows the other two) until vr_run_release; on
+ * failure it owns nothing and holds the one-line error.
+ */
+#ifndef REMAT_VALIDATION_RUNS_COMMON_H
+#define REMAT_VALIDATION_RUNS_COMMON_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "remat/config.h"
+#include "remat/graph.h"
+#include "remat/hw.h"
+#include "remat/policy.h"
+#include "remat/sim.h"
+
+#define VR_GIB (1024.0 * 1024.0 * 1024.0)
+
+typedef struct vr_run {
+    remat_config_t cfg;
+    remat_graph_t *graph;
+    remat_policy_t *policy;
+    remat_hw_t hw;
+    remat_result_t result;
+    bool ok;
+    char error[256];
+} vr_run_t;
+
+/**
+ * Analyzes @p settings (a JSON array of "key=value" strings), after the
+ * optional @p first setting (NULL for none), with the default budget and
+ * margin. Sets run->ok, or run->error. Release with vr_run_release either way.
+ */
+void vr_run_analyze(vr_run_t *run, const char *first, json_t *settings);
+void vr_run_release(vr_run_t *run);
+
+/** A string member of @p o, or NULL. */
+const char *vr_str(json_t *o, const char *key);
+/** A number member of @p o, or 0. */
+double vr_num(json_t *o, const char *key);
+/** "--name=VALUE" into *out (a non-negative number); false if not this option. */
+bool vr_option(const char *arg, const char *name, double *out);
+
+#endif

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xlaruns.c: remat against the compiler (validation/xla_runs.json).
+ *
+ *   remat_xlaruns [--markdown] [--check] [--split=all|train|test] [floors] [FILE]
+ *
+ * Each compiled run (validation/xla: MaxText's train_compile for the run's
+ * TPU topology) is analyzed exactly as `remat check` analyzes its settings
+ * (the profile's budget, the default 5% margin) and set against XLA's own
+ * answer: its verdict (the step compiled, or XLA's compile-time OOM) and
+ * its per-device peak (memory_analysis().peak_memory_in_bytes, or the
+ * "Used X" of its OOM message). Runs the harness could not compile
+ * (status "error") are listed, not counted.
+ *
+ * Targets (the compiler-oracle issue's): the peak within 5% of XLA's on at
+ * least 90% of the runs and within 10% on all; the verdict (`check` passes,
+ * or not) agreeing with XLA's on at least 97%, and no "fits" where XLA
+ * says it does not. `--check` exits 1 when a target is missed; the floor
+ * options relax one to what the suite holds today (the ctest's), stated
+ * in validation/README.md.
+ *
+ * Held out: every run belongs to one of two parts by a hash of its id
+ * (FNV-1a, 32 bits; a third of the ids, hash % 3 == 0, are the test part).
+ * Constants fitted to the corpus are fitted on the training part only;
+ * the summary prints every figure for both parts, and the test part's is
+ * the one to believe.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "runs_common.h"
+
+#define PEAK_CLOSE 0.05
+#define PEAK_FAR 0.10
+#define PEAK_CLOSE_TARGET 0.90
+#define VERDICT_TARGET 0.97
+
+typedef enum split { SPLIT_ALL, SPLIT_TRAIN, SPLIT_TEST } split_t;
+
+typedef struct row {
+    const char *id, *hardware;
+    bool xla_fits, ok, passes;
+    remat_verdict_t verdict;
+    uint64_t xla_peak, xla_limit, peak, budget;
+    char moment[96];
+    char error[256];
+} row_t;
+
+typedef struct tally {
+    size_t runs, close, far_misses, right, false_fits, false_alarms, margin_alarms;
+    size_t near, oom, errors;
+    double worst;
+} tally_t;
+
+typedef struct floors {
+    double close;        /* share of runs with the peak within 5% */
+    size_t far_misses;   /* runs with the peak more than 10% off */
+    double verdict;      /* share of runs with the verdict right */
+    size_t false_fits;   /* "fits" where XLA ran out of memory */
+} floors_t;
+
+static uint32_t fnv1a(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) {
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    }
+    return h;
+}
+
+static bool in_split(const char *id, split_t split) {
+    bool test = fnv1a(id) % 3 == 0;
+    return split == SPLIT_ALL || (split == SPLIT_TEST) == test;
+}
+
+static const char *step_name(remat_step_t s) {
+    static const char *const names[] = {"forward", "fetch", "recompute", "backward"};
+    return names[s];
+}
+
+static void describe_moment(const remat_result_t *r, char *out, size_t n) {
+    const remat_moment_t *m = &r->peak_at;
+    if (m->where == REMAT_AT_LAYER) {
+        snprintf(out, n, "%s L%zu %s", step_name(m->step), m->layer, m->op ? m->op : "fetch");
+    } else {
+        snprintf(out, n, "%s head %s", step_name(m->step), m->op ? m->op : "");
+    }
+}
+
+static void analyze_row(json_t *run, row_t *row) {
+    vr_run_t v;
+    vr_run_analyze(&v, NULL, json_object_get(run, "settings"));
+    if (!v.ok) {
+        snprintf(row->error, sizeof row->error, "%s", v.error);
+    } else {
+        row->ok = true;
+        row->passes = remat_result_passes(&v.result);
+        row->verdict = remat_result_verdict(&v.result);
+        row->peak = v.result.peak_bytes;
+        row->budget = v.result.budget_bytes;
+        describe_moment(&v.result, row->moment, sizeof row->moment);
+    }
+    vr_run_release(&v);
+}
+
+static void count(const row_t *row, tally_t *t) {
+    if (!row->ok) {
+        t->errors++;
+        return;
+    }
+    t->runs++;
+    double share = (double)row->xla_peak / (double)row->xla_limit;
+    t->near += share >= 0.85 && share <= 1.15;
+    t->oom += !row->xla_fits;
+    double dev = fabs((double)row->peak / (double)row->xla_peak - 1);
+    t->close += dev <= PEAK_CLOSE;
+    t->far_misses += dev > PEAK_FAR;
+    t->worst = dev > t->worst ? dev : t->worst;
+    t->right += row->passes == row->xla_fits;
+    t->false_fits += row->passes && !row->xla_fits;
+    t->false_alarms += !row->passes && row->xla_fits;
+    t->margin_alarms += !row->passes && row->xla_fits && row->verdict == REMAT_VERDICT_RISK;
+}
+
+static const char *verdict_name(remat_verdict_t v) {
+    switch (v) {
+    case REMAT_VERDICT_OOM: return "OOM";
+    case REMAT_VERDICT_RISK: return "RISK";
+    case REMAT_VERDICT_HOST_OOM: return "HOST-OOM";
+    default: return "OK";
+    }
+}
+
+static void print_header(bool md) {
+    if (md) {
+        printf("| run | XLA | XLA / limit | remat / limit | remat / XLA | check | remat's peak at |\n"
+               "|---|---|---:|---:|---:|---|---|\n");
+    } else {
+        printf("%-78s %-4s %6s %6s %6s  %-9s %s\n", "run", "XLA", "xla/L", "remat/L", "r/xla",
+               "check", "remat's peak at");
+    }
+}
+
+static void print_row(const row_t *row, bool md) {
+    if (!row->ok) {
+        printf(md ? "| %s | %s | | | | error | %s |\n" : "%-78s %-4s %s\n", row->id,
+               row->xla_fits ? "fits" : "oom", row->error);
+        return;
+    }
+    double lim = (double)row->xla_limit;
+    bool right = row->passes == row->xla_fits;
+    const char *mark = right ? "" : (row->passes ? " FALSE FIT" : " false alarm");
+    printf(md ? "| %s | %s | %.3f | %.3f | %.3f | %s%s | %s |\n"
+              : "%-78s %-4s %6.3f %6.3f %6.3f  %-9s %s%s\n",
+           row->id, row->xla_fits ? "fits" : "oom", (double)row->xla_peak / lim,
+           (double)row->peak / lim, (double)row->peak / (double)row->xla_peak,
+           verdict_name(row->verdict), md ? mark : row->moment, md ? row->moment : mark);
+}
+
+static void print_tally(const char *name, const tally_t *t, bool md) {
+    const char *p = md ? "- " : "  ";
+    double n = t->runs ? (double)t->runs : 1;
+    printf("%s%s: %zu runs (%zu XLA rejects, %zu within 85-115%% of the limit); peak within "
+           "%.0f%% of XLA's on %zu (%.1f%%), more than %.0f%% off on %zu (worst %.1f%%); verdict "
+           "right on %zu (%.1f%%), \"fits\" where XLA ran out of memory %zu, refused where XLA "
+           "fits %zu (%zu of them inside the margin only)\n",
+           p, name, t->runs, t->oom, t->near, 100 * PEAK_CLOSE, t->close, 100 * t->close / n,
+           100 * PEAK_FAR, t->far_misses, 100 * t->worst, t->right, 100 * t->right / n,
+           t->false_fits, t->false_alarms, t->margin_alarms);
+}
+
+static bool meets(const tally_t *t, const floors_t *f) {
+    double n = t->runs ? (double)t->runs : 1;
+    return (double)t->close / n >= f->close && t->far_misses <= f->far_misses &&
+           (double)t->right / n >= f->verdict && t->false_fits <= f->false_fits;
+}
+
+/* The row of run @p i, or false (with a message) when the entry is malformed. */
+static bool read_row(json_t *run, json_t *limits, row_t *row, const char *path, size_t i) {
+    memset(row, 0, sizeof *row);
+    row->id = vr_str(run, "id");
+    row->hardware = vr_str(run, "hardware");
+    json_t *lim = json_object_get(json_object_get(limits, row->hardware ? row->hardware : ""),
+                                  "limit_bytes");
+    if (!row->id || !row->hardware || !json_is_array(json_object_get(run, "settings")) ||
+        !json_is_integer(lim)) {
+        fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu] needs id, hardware (with its "
+                        "$.limits entry) and settings\n", path, i);
+        return false;
+    }
+    row->xla_limit = (uint64_t)json_integer_value(lim);
+    row->xla_fits = json_is_true(json_object_get(run, "fits"));
+    row->xla_peak = (uint64_t)vr_num(run, "xla_peak_bytes");
+    return true;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: remat_xlaruns [--markdown] [--check] [--split=all|train|test] "
+                    "[--close-floor=F] [--far-misses-ceiling=N] [--verdict-floor=F] "
+                    "[--false-fits-ceiling=N] [FILE]\n");
+    return 2;
+}
+
+static bool parse(int argc, char **argv, bool *md, bool *check, split_t *split, floors_t *f,
+                  const char **path) {
+    for (int i = 1; i < argc; i++) {
+        double v = 0;
+        const char *a = argv[i];
+        if (strcmp(a, "--markdown") == 0) {
+            *md = true;
+        } else if (strcmp(a, "--check") == 0) {
+            *check = true;
+        } else if (strncmp(a, "--split=", 8) == 0) {
+            const char *s = a + 8;
+            *split = strcmp(s, "train") == 0 ? SPLIT_TRAIN : strcmp(s, "test") == 0 ? SPLIT_TEST : SPLIT_ALL;
+            if (*split == SPLIT_ALL && strcmp(s, "all") != 0) {
+                return false;
+            }
+        } else if (vr_option(a, "--close-floor", &v) && v <= 1) {
+            f->close = v;
+        } else if (vr_option(a, "--far-misses-ceiling", &v)) {
+            f->far_misses = (size_t)v;
+        } else if (vr_option(a, "--verdict-floor", &v) && v <= 1) {
+            f->verdict = v;
+        } else if (vr_option(a, "--false-fits-ceiling", &v)) {
+            f->false_fits = (size_t)v;
+        } else if (a[0] != '-' && !*path) {
+            *path = a;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+int main(int argc, char **argv) {
+    bool md = false, check = false;
+    split_t split = SPLIT_ALL;
+    floors_t f = {PEAK_CLOSE_TARGET, 0, VERDICT_TARGET, 0};
+    const char *path = NULL;
+    if (!parse(argc, argv, &md, &check, &split, &f, &path)) {
+        return usage();
+    }
+    path = path ? path : REMAT_XLA_RUNS_FILE;
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    json_t *runs = root ? json_object_get(root, "runs") : NULL;
+    json_t *limits = root ? json_object_get(root, "limits") : NULL;
+    if (!json_is_array(runs) || !json_is_object(limits)) {
+        fprintf(stderr, "remat_xlaruns: %s: %s\n", path,
+                root ? "$.runs must be an array and $.limits an object" : jerr.text);
+        json_decref(root);
+        return 2;
+    }
+    tally_t all = {0}, train = {0}, test = {0};
+    size_t skipped = 0;
+    print_header(md);
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *run = json_array_get(runs, i);
+        const char *status = vr_str(run, "status");
+        row_t row;
+        if (!read_row(run, limits, &row, path, i)) {
+            json_decref(root);
+            return 2;
+        }
+        if (!status || (strcmp(status, "fits") != 0 && strcmp(status, "oom") != 0) ||
+            !in_split(row.id, split)) {
+            skipped += status && strcmp(status, "error") == 0;
+            continue;
+        }
+        analyze_row(run, &row);
+        print_row(&row, md);
+        count(&row, &all);
+        count(&row, fnv1a(row.id) % 3 == 0 ? &test : &train);
+    }
+    printf("\n");
+    print_tally("all", &all, md);
+    print_tally("training part", &train, md);
+    print_tally("held-out part", &test, md);
+    printf("%s%zu runs the harness could not compile are not counted; %zu runs remat could not "
+           "analyze\n", md ? "- " : "  ", skipped, all.errors);
+    bool ok = meets(&all, &f) && all.errors == 0;
+    json_decref(root);
+    return check && !ok ? 1 : 0;
+}
