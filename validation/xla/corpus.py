@@ -56,8 +56,17 @@ def load(path, fmt, key):
 
 
 def save(path, data):
+  limits = data.get("limits", {})
+  named = {}
+  if os.path.exists(PLAN):
+    with open(PLAN, encoding="utf-8") as f:
+      named = {r["id"]: r["published_run"] for r in json.load(f)["runs"] if r.get("published_run")}
   for entry in data.get("runs", []):
     xla_messages.scrub(entry)
+    if entry.get("hardware") in limits:
+      entry["xla_limit_bytes"] = limits[entry["hardware"]]["limit_bytes"]
+    if entry.get("id") in named:
+      entry["published_run"] = named[entry["id"]]
   tmp = path + ".tmp"
   with open(tmp, "w", encoding="utf-8") as f:
     json.dump(data, f, indent=1, sort_keys=True)
@@ -190,12 +199,20 @@ def cmd_plan(args):
   plan = load(PLAN, PLAN_FORMAT, "runs")
   have = {r["id"] for r in plan["runs"]}
   added = 0
-  for c in corpus_cases.CASES:
-    for r in plan_case(remat, c, limits):
-      if r["id"] not in have:
-        plan["runs"].append(r)
-        have.add(r["id"])
-        added += 1
+  planned = [r for c in corpus_cases.CASES for r in plan_case(remat, c, limits)]
+  runs_json = os.path.join(ROOT, "validation", "runs.json")
+  manual = {rid: settings for rid, settings in corpus_cases.PUBLISHED}
+  for rid, settings, run in corpus_cases.published_runs(runs_json):
+    planned.append({"id": rid, "settings": settings or manual[rid], "target": None, "published": True,
+                    "published_run": run})
+  for r in planned:
+    if r["id"] not in have:
+      plan["runs"].append(r)
+      have.add(r["id"])
+      added += 1
+    elif r.get("published_run"):
+      # a run planned before it named its published run
+      next(p for p in plan["runs"] if p["id"] == r["id"])["published_run"] = r["published_run"]
   save(PLAN, plan)
   print(f"plan: {added} runs added, {len(plan['runs'])} planned")
   return 0
@@ -207,20 +224,34 @@ def host():
 
 
 def order(pending):
-  """Round-robin over chips, so that every chip gains runs from the start."""
+  """Round-robin over the chips, so that every chip gains runs from the
+  start, TPU7x one slot in six (its compiles take several times as long:
+  two devices a chip, and XLA retries near its limit); within a chip, the
+  runs remat disagreed with first, then the published runs, then the
+  cases."""
+  def rank(r):
+    return 0 if r.get("published") and not r.get("published_run", "").startswith(("v", "t")) else \
+        (1 if r.get("published") else 2)
   by_chip = {}
-  for r in pending:
-    by_chip.setdefault(maxtext_args.slice_of(r["id"].split("_")[0])[0], []).append(r)
-  out = []
-  while any(by_chip.values()):
+  for r in sorted(pending, key=rank):
+    by_chip.setdefault(maxtext_args.translate(r["settings"]).hardware, []).append(r)
+  slow = by_chip.pop("tpu7x", [])
+  out, turn = [], 0
+  while any(by_chip.values()) or slow:
     for chip in sorted(by_chip):
       if by_chip[chip]:
         out.append(by_chip[chip].pop(0))
+        turn += 1
+        if turn % 5 == 0 and slow:
+          out.append(slow.pop(0))
+    if not any(by_chip.values()):
+      out += slow
+      slow = []
   return out
 
 
 def compile_one(args, run):
-  cmd = ["nice", "-n", "10", sys.executable, os.path.join(HERE, "oracle.py")]
+  cmd = [sys.executable, os.path.join(HERE, "oracle.py")]
   if args.maxtext:
     cmd += ["--maxtext", args.maxtext]
   cmd += run["settings"]
@@ -229,7 +260,8 @@ def compile_one(args, run):
     entry = json.loads(p.stdout)
   except json.JSONDecodeError:
     entry = {"status": "error", "fits": None, "error": (p.stderr or p.stdout)[-2000:], "settings": run["settings"]}
-  for k in ("id", "target", "planned_remat_ratio", "published_layers", "compiled_layers"):
+  for k in ("id", "target", "planned_remat_ratio", "published_layers", "compiled_layers", "published",
+            "published_run"):
     entry[k] = run.get(k)
   entry["host"] = host()
   entry["finished"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -272,6 +304,53 @@ def cmd_grow(args):
   return 0
 
 
+def setting(run, key, default=""):
+  for s in reversed(run["settings"]):
+    k, _, v = s.partition("=")
+    if k == key:
+      return v
+  return default
+
+
+def cmd_status(args):
+  """What the corpus covers: runs by chip and outcome, the share near the
+  limit, the knobs turned, and what the compiles cost."""
+  del args
+  corpus = load(CORPUS, CORPUS_FORMAT, "runs")
+  plan = load(PLAN, PLAN_FORMAT, "runs")
+  runs = [r for r in corpus["runs"] if r.get("status") in ("fits", "oom")]
+  near = [r for r in runs if 0.85 <= r["xla_peak_bytes"] / r["xla_limit_bytes"] <= 1.15]
+  print(f"{len(runs)} compiled runs ({sum(not r['fits'] for r in runs)} rejected by XLA, {len(near)} "
+        f"within 85-115% of the limit), {len(corpus['runs']) - len(runs)} errors, "
+        f"{len(plan['runs']) - len(corpus['runs'])} planned runs to go")
+  for key, name in (("hardware", "chip"), ("model_name", "model"), ("remat_policy", "policy")):
+    counts = {}
+    for r in runs:
+      v = r[key] if key == "hardware" else setting(r, key, "full" if key == "remat_policy" else "")
+      counts[v] = counts.get(v, 0) + 1
+    print(f"  by {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+  knobs = ("ici_tensor_parallelism", "ici_expert_parallelism", "ici_context_parallelism", "ici_pipeline_parallelism",
+           "num_slices", "gradient_accumulation_steps", "weight_dtype", "quantization", "num_vocab_tiling",
+           "parameter_memory_host_offload", "scan_layers", "max_target_length")
+  print("  knobs: " + ", ".join(f"{k} {sum(1 for r in runs if setting(r, k))}" for k in knobs))
+  secs = [r["wall_seconds"] for r in corpus["runs"] if r.get("wall_seconds")]
+  if secs:
+    print(f"  compile wall time: {sum(secs) / 3600:.1f} h in all, median {sorted(secs)[len(secs) // 2]:.0f} s, "
+          f"max {max(secs):.0f} s, on {runs[0]['host']['cpus'] if runs and runs[0].get('host') else '?'} cores")
+  return 0
+
+
+def cmd_forget(args):
+  """Drops recorded runs (by id) so that `grow` compiles them again: for a
+  record the harness has since learned to read better."""
+  corpus = load(CORPUS, CORPUS_FORMAT, "runs")
+  before = len(corpus["runs"])
+  corpus["runs"] = [r for r in corpus["runs"] if r.get("id") not in set(args.ids)]
+  save(CORPUS, corpus)
+  print(f"forget: {before - len(corpus['runs'])} runs dropped")
+  return 0
+
+
 def cmd_limits(args):
   cmd = [sys.executable, os.path.join(HERE, "limits.py")]
   if args.maxtext:
@@ -298,9 +377,12 @@ def main(argv):
   s.add_argument("--log")
   s = sub.add_parser("limits")
   s.add_argument("--maxtext")
+  s = sub.add_parser("forget")
+  s.add_argument("ids", nargs="+")
   sub.add_parser("status")
   args = p.parse_args(argv)
-  return {"plan": cmd_plan, "grow": cmd_grow, "limits": cmd_limits}[args.cmd](args)
+  return {"plan": cmd_plan, "grow": cmd_grow, "limits": cmd_limits, "forget": cmd_forget,
+          "status": cmd_status}[args.cmd](args)
 
 
 if __name__ == "__main__":

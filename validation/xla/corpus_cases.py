@@ -48,7 +48,7 @@ CASES = [
     case("llama2-7b", "v5e-16", "full", ["gradient_accumulation_steps=4"]),
     case("llama2-7b", "v5e-16", "minimal", ["gradient_accumulation_steps=2"]),
     case("llama2-7b", "v5e-16", "full", ["scan_layers=false"], layers=8),
-    case("llama2-7b", "v5e-16", "full", ["parameter_memory_host_offload=true"]),
+    case("llama2-7b", "v5e-16", "full", ["parameter_memory_host_offload=true", "param_scan_axis=0"]),
     case("llama2-7b", "v5e-16", "full", ["quantization=fp8"]),
     case("llama2-7b", "v5e-8", "full", ["num_slices=2"]),
     case("llama2-13b", "v5e-32", "qkv_proj_offloaded"),
@@ -103,7 +103,7 @@ CASES = [
     case("llama3.1-70b", "v5p-16", "minimal", layers="auto"),
     case("llama3.1-70b", "v5p-16", "save_qkv_proj", layers="auto"),
     case("llama3.1-70b", "v5p-16", "full", ["weight_dtype=bfloat16"], layers="auto"),
-    case("llama3.1-70b", "v5p-16", "full", ["parameter_memory_host_offload=true"], layers="auto"),
+    case("llama3.1-70b", "v5p-16", "full", ["parameter_memory_host_offload=true", "param_scan_axis=0"], layers="auto"),
     case("llama3.1-70b", "v5p-16", "custom", CUSTOM_C, layers="auto"),
     case("llama3.1-70b", "v5p-32", "full", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=4"], layers="auto", step=2),
     case("llama3.1-405b", "v5p-32", "full", layers="auto"),
@@ -135,3 +135,70 @@ CASES = [
     case("llama4-17b-16e", "tpu7x-16", "full", layers="auto", step=4, targets=FIT),
     case("gemma3-27b", "tpu7x-16", "full", layers="auto", step=6, targets=FIT),
 ]
+
+
+# The published runs remat disagreed with (validation/runs.json), compiled
+# as remat reads them: each its own settings with the slice named as
+# MaxText names it (topology counts TensorCores; num_slices the slices).
+# (Compiled first; published_runs() below adds every other TPU run.)
+PUBLISHED = [
+    ("published_v5e-256_llama2-13b_qkv_proj_offloaded_b8",
+     ["model_name=default", "base_emb_dim=5120", "base_num_query_heads=40", "base_num_kv_heads=40",
+      "base_mlp_dim=13824", "base_num_decoder_layers=40", "head_dim=128", "vocab_size=32000",
+      "topology=v5e-256", "per_device_batch_size=8", "max_target_length=2048",
+      "remat_policy=qkv_proj_offloaded"]),
+    ("published_v4-384x2_default-52b_full_b7",
+     ["model_name=default", "base_num_decoder_layers=32", "base_emb_dim=12288", "base_mlp_dim=49152",
+      "base_num_query_heads=32", "base_num_kv_heads=32", "head_dim=128", "vocab_size=32000",
+      "max_target_length=2048", "topology=v4-384", "num_slices=2", "ici_fsdp_parallelism=192",
+      "ici_tensor_parallelism=1", "dcn_data_parallelism=2", "per_device_batch_size=7", "remat_policy=full"]),
+    ("published_v5p-512_deepseek3-671b_custom_b6",
+     ["model_name=deepseek3-671b", "topology=v5p-512", "ici_fsdp_parallelism=-1", "ici_tensor_parallelism=1",
+      "per_device_batch_size=6", "max_target_length=8192", "dtype=bfloat16", "weight_dtype=float32",
+      "sparse_matmul=true", "scan_layers=true", "remat_policy=custom", "decoder_layer_input=offload",
+      "out_proj=offload", "sa_block_kv=2048", "wi_tile_fwd_batch_seq=512"]),
+    ("published_v6e-8_qwen3-8b-dims_custom_b20",
+     ["model_name=default", "base_emb_dim=4096", "base_num_query_heads=32", "base_num_kv_heads=8",
+      "base_mlp_dim=12288", "base_num_decoder_layers=36", "head_dim=128", "vocab_size=151936",
+      "topology=v6e-8", "per_device_batch_size=20", "ici_fsdp_parallelism=-1", "remat_policy=custom",
+      "decoder_layer_input=offload", "out_proj=offload", "query_proj=offload", "key_proj=offload",
+      "value_proj=offload", "max_target_length=2048", "attention=flash"]),
+]
+
+
+# A slice's name per JAX device count in one slice: v4 and v5p name two
+# TensorCores per device (megacore), TPU7x names its devices.
+_CORES_PER_DEVICE = {"tpu-v4": ("v4", 2), "tpu-v5e": ("v5e", 1), "tpu-v5p": ("v5p", 2), "tpu-v6e": ("v6e", 1),
+                     "tpu7x": ("tpu7x", 1)}
+# The four above, by their runs.json ids.
+_DONE = {"v5e-256-llama2-13b-pdb8": PUBLISHED[0][0], "v4-384chips-default-52b-pdb7-noflash-oom": PUBLISHED[1][0],
+         "v5p-256-deepseek3-671b-pdb6": PUBLISHED[2][0], "v6e-8-qwen3-8b-offload-pdb20-s2048": PUBLISHED[3][0]}
+
+
+def published_runs(path):
+  """(corpus id, settings, runs.json id) for every expressible TPU run of
+  validation/runs.json: its settings with num_devices replaced by the slice
+  (`topology`, and `num_slices` where its dcn axes span slices)."""
+  import json  # pylint: disable=import-outside-toplevel
+
+  with open(path, encoding="utf-8") as f:
+    runs = json.load(f)["runs"]
+  out = []
+  for r in runs:
+    if r.get("expressible") is False or r["hardware"] not in _CORES_PER_DEVICE:
+      continue
+    if r["id"] in _DONE:
+      out.append((_DONE[r["id"]], None, r["id"]))
+      continue
+    kv = dict(x.split("=", 1) for x in r["settings"])
+    slices = 1
+    for k, v in kv.items():
+      if k.startswith("dcn_") and int(v) > 1:
+        slices *= int(v)
+    slices = max(slices, int(kv.get("num_slices", 1)))
+    devices = int(kv.get("num_devices", r["devices"]))
+    name, cores = _CORES_PER_DEVICE[r["hardware"]]
+    settings = [x for x in r["settings"] if not x.startswith(("num_devices=", "num_slices=", "hardware="))]
+    settings += [f"topology={name}-{devices // slices * cores}"] + ([f"num_slices={slices}"] if slices > 1 else [])
+    out.append((f"published_{r['id']}", settings, r["id"]))
+  return out

@@ -91,6 +91,18 @@ def _tail(out, n=30):
   return lines[-n:]
 
 
+def hbm_peak(ma, breakdown):
+  """(XLA's HBM peak, where it comes from). memory_analysis's peak is HBM's
+  unless the step holds host memory: then it is the larger of the HBM and
+  host peaks (arguments plus host temporaries, above the limit for steps
+  that compile), and the HBM peak is the one rebuilt from the buffer
+  assignment's HBM allocations (xla_dump.py), which equals
+  peak_memory_in_bytes to 0.01% on every step without host memory."""
+  if ma.get("host_temp_size_in_bytes", 0) > 0 and breakdown.get("reconstructed_peak_bytes"):
+    return breakdown["reconstructed_peak_bytes"], "hbm_rebuilt_from_buffer_assignment"
+  return ma["peak_memory_in_bytes"], "memory_analysis"
+
+
 def outcome(record, rc, out):
   """The entry's verdict fields from the child's record, exit code and output."""
   if record is None:
@@ -101,12 +113,14 @@ def outcome(record, rc, out):
     entry["xla_peak_breakdown"] = record["breakdown"]
   if record.get("memory_analysis") is not None:
     ma = record["memory_analysis"]
+    peak, source = hbm_peak(ma, record.get("breakdown") or {})
     entry.update(
         status="fits",
         fits=True,
         memory_analysis=ma,
         cost_analysis=record.get("cost_analysis"),
-        xla_peak_bytes=ma["peak_memory_in_bytes"],
+        xla_peak_bytes=peak,
+        xla_peak_source=source,
     )
     return entry
   err = record.get("error", "")
