@@ -28,6 +28,7 @@
 
 #include <jansson.h>
 
+#include "fit_efficiency.h"
 #include "runs_common.h"
 
 #define GIB VR_GIB
@@ -177,7 +178,7 @@ static void print_unexpressible(json_t *runs, bool md) {
 }
 
 int main(int argc, char **argv) {
-    bool md = false, check = false;
+    bool md = false, check = false, fit = false;
     const char *path = NULL;
     floors_t f = {VERDICT_TARGET, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
@@ -186,6 +187,8 @@ int main(int argc, char **argv) {
             md = true;
         } else if (strcmp(argv[i], "--check") == 0) {
             check = true;
+        } else if (strcmp(argv[i], "--fit-efficiencies") == 0) {
+            fit = true;
         } else if (vr_option(argv[i], "--verdict-floor", &v) && v <= 1) {
             f.verdict = v;
         } else if (vr_option(argv[i], "--fits-for-oom-ceiling", &v)) {
@@ -197,7 +200,7 @@ int main(int argc, char **argv) {
         } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
         } else {
-            fprintf(stderr, "usage: remat_realruns [--markdown] [--check] [--verdict-floor=F] "
+            fprintf(stderr, "usage: remat_realruns [--markdown] [--check] [--fit-efficiencies] [--verdict-floor=F] "
                             "[--fits-for-oom-ceiling=N] [--peak-misses-ceiling=N] "
                             "[--step-misses-ceiling=N] [FILE]\n");
             return 2;
@@ -214,6 +217,11 @@ int main(int argc, char **argv) {
                 root ? "$.runs must be an array" : jerr.text);
         json_decref(root);
         return 2;
+    }
+    if (fit) {
+        int rc = remat_fit_efficiencies(runs, md);
+        json_decref(root);
+        return rc;
     }
     tally_t t = {0};
     print_header(md);

@@ -15,12 +15,16 @@
 #define MAX_SETTINGS 64
 
 void vr_run_analyze(vr_run_t *run, const char *first, json_t *settings) {
+    vr_run_analyze_with(run, &first, first ? 1 : 0, settings);
+}
+
+void vr_run_analyze_with(vr_run_t *run, const char *const *first, size_t nfirst, json_t *settings) {
     memset(run, 0, sizeof *run);
     remat_result_init(&run->result);
     char *args[MAX_SETTINGS + 1];
     size_t n = 0;
-    if (first) {
-        args[n++] = (char *)first;
+    for (size_t i = 0; i < nfirst && n < MAX_SETTINGS / 2; i++) {
+        args[n++] = (char *)first[i];
     }
     for (size_t i = 0; i < json_array_size(settings) && n < MAX_SETTINGS; i++) {
         const char *s = json_string_value(json_array_get(settings, i));

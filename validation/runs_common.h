@@ -39,6 +39,8 @@ typedef struct vr_run {
  * margin. Sets run->ok, or run->error. Release with vr_run_release either way.
  */
 void vr_run_analyze(vr_run_t *run, const char *first, json_t *settings);
+/** vr_run_analyze after @p nfirst leading settings (the run's own win). */
+void vr_run_analyze_with(vr_run_t *run, const char *const *first, size_t nfirst, json_t *settings);
 void vr_run_release(vr_run_t *run);
 
 /** A string member of @p o, or NULL. */

@@ -92,9 +92,9 @@ static void describe_moment(const remat_result_t *r, char *out, size_t n) {
     }
 }
 
-static void analyze_row(json_t *run, row_t *row) {
+static void analyze_row(json_t *run, const char *first, row_t *row) {
     vr_run_t v;
-    vr_run_analyze(&v, NULL, json_object_get(run, "settings"));
+    vr_run_analyze(&v, first, json_object_get(run, "settings"));
     if (!v.ok) {
         snprintf(row->error, sizeof row->error, "%s", v.error);
     } else {
@@ -199,20 +199,106 @@ static bool read_row(json_t *run, json_t *limits, row_t *row, const char *path, 
     return true;
 }
 
+/* ---- --fit-reserve: the reserve fraction per profile, held out --------- */
+
+#define FIT_STEPS 41 /* 0 to 0.40 by 0.01 */
+
+typedef struct fit_acc {
+    double sq;        /* sum of squared log(peak / XLA's) */
+    size_t n, close, false_fits;
+} fit_acc_t;
+
+/* Accumulates every counted run of profile @p hw into acc[split][step]:
+   each run analyzed at each reserve fraction of the grid. */
+static void fit_profile(json_t *runs, json_t *limits, const char *hw, fit_acc_t acc[2][FIT_STEPS]) {
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *run = json_array_get(runs, i);
+        const char *status = vr_str(run, "status");
+        row_t row;
+        if (!read_row(run, limits, &row, "", i) || strcmp(row.hardware, hw) != 0 || !status ||
+            (strcmp(status, "fits") != 0 && strcmp(status, "oom") != 0)) {
+            continue;
+        }
+        const int part = fnv1a(row.id) % 3 == 0; /* 1: held out */
+        for (int k = 0; k < FIT_STEPS; k++) {
+            char first[48];
+            snprintf(first, sizeof first, "reserve_fraction=%.2f", 0.01 * k);
+            analyze_row(run, first, &row);
+            if (!row.ok) {
+                continue;
+            }
+            fit_acc_t *a = &acc[part][k];
+            double lr = log((double)row.peak / (double)row.xla_peak);
+            a->sq += lr * lr;
+            a->n++;
+            a->close += fabs(exp(lr) - 1) <= PEAK_CLOSE;
+            a->false_fits += row.passes && !row.xla_fits;
+        }
+    }
+}
+
+/* The training part's best step: the least squared log error among the
+   fractions with the fewest false fits (a reserve that buys accuracy with
+   a false "fits" is not a fit). */
+static int best_step(const fit_acc_t *train) {
+    int best = -1;
+    for (int k = 0; k < FIT_STEPS; k++) {
+        if (!train[k].n) {
+            continue;
+        }
+        if (best < 0 || train[k].false_fits < train[best].false_fits ||
+            (train[k].false_fits == train[best].false_fits && train[k].sq < train[best].sq)) {
+            best = k;
+        }
+    }
+    return best;
+}
+
+static void print_fit(const char *hw, const fit_acc_t *a, int k, const char *part, bool md) {
+    const fit_acc_t *x = &a[k];
+    double rms = x->n ? sqrt(x->sq / (double)x->n) : 0;
+    printf(md ? "| %s | %.2f | %s | %zu | %zu (%.1f%%) | %.1f%% | %zu |\n"
+              : "  %-8s reserve %.2f  %-9s %3zu runs, within 5%%: %3zu (%5.1f%%), rms log error %5.1f%%, false fits %zu\n",
+           hw, 0.01 * k, part, x->n, x->close, x->n ? 100.0 * (double)x->close / (double)x->n : 0,
+           100 * rms, x->false_fits);
+}
+
+static int fit_reserve(json_t *runs, json_t *limits, bool md) {
+    static const char *const profiles[] = {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x"};
+    if (md) {
+        printf("| profile | reserve | part | runs | within 5%% | rms log error | false fits |\n"
+               "|---|---:|---|---:|---:|---:|---:|\n");
+    }
+    for (size_t p = 0; p < sizeof profiles / sizeof *profiles; p++) {
+        static fit_acc_t acc[2][FIT_STEPS];
+        memset(acc, 0, sizeof acc);
+        fit_profile(runs, limits, profiles[p], acc);
+        int k = best_step(acc[0]);
+        if (k < 0) {
+            continue;
+        }
+        print_fit(profiles[p], acc[0], k, "training", md);
+        print_fit(profiles[p], acc[1], k, "held out", md);
+    }
+    return 0;
+}
+
 static int usage(void) {
-    fprintf(stderr, "usage: remat_xlaruns [--markdown] [--check] [--split=all|train|test] "
+    fprintf(stderr, "usage: remat_xlaruns [--markdown] [--check] [--fit-reserve] [--split=all|train|test] "
                     "[--close-floor=F] [--far-misses-ceiling=N] [--verdict-floor=F] "
                     "[--false-fits-ceiling=N] [FILE]\n");
     return 2;
 }
 
-static bool parse(int argc, char **argv, bool *md, bool *check, split_t *split, floors_t *f,
-                  const char **path) {
+static bool parse(int argc, char **argv, bool *md, bool *check, bool *fit, split_t *split,
+                  floors_t *f, const char **path) {
     for (int i = 1; i < argc; i++) {
         double v = 0;
         const char *a = argv[i];
         if (strcmp(a, "--markdown") == 0) {
             *md = true;
+        } else if (strcmp(a, "--fit-reserve") == 0) {
+            *fit = true;
         } else if (strcmp(a, "--check") == 0) {
             *check = true;
         } else if (strncmp(a, "--split=", 8) == 0) {
@@ -239,11 +325,11 @@ static bool parse(int argc, char **argv, bool *md, bool *check, split_t *split, 
 }
 
 int main(int argc, char **argv) {
-    bool md = false, check = false;
+    bool md = false, check = false, fit = false;
     split_t split = SPLIT_ALL;
     floors_t f = {PEAK_CLOSE_TARGET, 0, VERDICT_TARGET, 0};
     const char *path = NULL;
-    if (!parse(argc, argv, &md, &check, &split, &f, &path)) {
+    if (!parse(argc, argv, &md, &check, &fit, &split, &f, &path)) {
         return usage();
     }
     path = path ? path : REMAT_XLA_RUNS_FILE;
@@ -256,6 +342,11 @@ int main(int argc, char **argv) {
                 root ? "$.runs must be an array and $.limits an object" : jerr.text);
         json_decref(root);
         return 2;
+    }
+    if (fit) {
+        int rc = fit_reserve(runs, limits, md);
+        json_decref(root);
+        return rc;
     }
     tally_t all = {0}, train = {0}, test = {0};
     size_t skipped = 0;
@@ -273,7 +364,7 @@ int main(int argc, char **argv) {
             skipped += status && strcmp(status, "error") == 0;
             continue;
         }
-        analyze_row(run, &row);
+        analyze_row(run, NULL, &row);
         print_row(&row, md);
         count(&row, &all);
         count(&row, fnv1a(row.id) % 3 == 0 ? &test : &train);
