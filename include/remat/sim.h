@@ -37,6 +37,8 @@ typedef enum remat_cat {
     REMAT_CAT_GRAD_BUFFER, /* full-size weight gradients before the reduce-scatter */
     REMAT_CAT_KV_GATHER,   /* context-parallel all-gathered K and V */
     REMAT_CAT_INFLIGHT,    /* pipeline: residuals of other micro-batches in flight */
+    REMAT_CAT_SCAN_WEIGHTS, /* the scanned layers' weights, copied layer-first in the compute
+                               dtype for the scan (MaxText's NNX scan), live through both scans */
     REMAT_CAT_COUNT
 } remat_cat_t;
 

@@ -25,7 +25,8 @@
 static const char *const cat_names[REMAT_CAT_COUNT] = {
     "params",    "optimizer", "grads",   "grad_accum", "saved_activations", "activations",
     "recompute", "fetched",   "act_grads", "head",     "reserve", "gathered_weights",
-    "weight_grad_buffer", "context_kv_gather", "pipeline_inflight"};
+    "weight_grad_buffer", "context_kv_gather", "pipeline_inflight",
+    "scan_weights"};
 
 const char *remat_cat_name(remat_cat_t c) {
     return c < REMAT_CAT_COUNT ? cat_names[c] : "?";

@@ -187,6 +187,8 @@ typedef struct stage_static {
     uint64_t count;       /* params held */
     uint64_t params, optimizer, grads, accum;
     uint64_t host;        /* params/optimizer moved to host RAM */
+    uint64_t scan_weights; /* the scan's layer-first copy of the stage's layer params
+                              (live through the layers' forward and backward: step.c) */
     uint64_t bytes;       /* in HBM: the sum of cats */
     int64_t cats[REMAT_CAT_COUNT];
 } stage_static_t;

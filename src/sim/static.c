@@ -182,9 +182,10 @@ remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err) {
 }
 
 /* Params, bytes and adafactor elements of stage @p k's layers and head
-   parts. */
+   parts; *layers gets the layers' share of *count. */
 static remat_status_t stage_params(const remat_analyzer_t *an, size_t k, uint64_t *count,
-                                   uint64_t *pbytes, uint64_t *afac, remat_error_t *err) {
+                                   uint64_t *pbytes, uint64_t *afac, uint64_t *layers,
+                                   remat_error_t *err) {
     const size_t Ls = an->nlayers / an->nstages;
     size_t of_kind[REMAT_MAX_KINDS] = {Ls};
     for (size_t l = k * Ls; an->g->nkinds > 1 && l < (k + 1) * Ls; l++) {
@@ -203,6 +204,7 @@ static remat_status_t stage_params(const remat_analyzer_t *an, size_t k, uint64_
     if (st) {
         return st;
     }
+    *layers = *count;
     const static_part_t *parts[2] = {
         an->g->has_head && k == 0 ? &an->pre : NULL,
         an->g->has_head && k == an->nstages - 1 ? &an->post : NULL};
@@ -216,15 +218,32 @@ static remat_status_t stage_params(const remat_analyzer_t *an, size_t k, uint64_
     return REMAT_OK;
 }
 
+/* Whether the scan holds a copy of the layers' params in the compute dtype:
+   XLA makes one before the forward scan, of every scanned layer's local
+   params, and the backward scan reads its slices, so it lives to the end
+   of the backward scan. MaxText's decoders scan the params stacked on
+   param_scan_axis and move that axis to the front (nnx_decoders.py at
+   e591f30, and flax's scan for the linen decoder): the cast each layer's
+   matmul needs fuses into that transpose; with the layer axis first (0)
+   XLA hoists the cast out of the loop instead, and the compiled peak is
+   the same to the byte (docs/validation.md). A pipeline scans its stages'
+   layers its own way: not modelled there. */
+static bool scan_copies_weights(const remat_analyzer_t *an) {
+    return an->cfg->scan_layers && an->nstages == 1;
+}
+
 remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t k, stage_static_t *out,
                                     remat_error_t *err) {
     const remat_config_t *cfg = an->cfg;
     const bool adafactor = cfg->optimizer == REMAT_OPT_ADAFACTOR;
     const bool adam = cfg->optimizer == REMAT_OPT_ADAM;
     memset(out, 0, sizeof *out);
-    uint64_t afac = 0;
+    uint64_t afac = 0, layer_count = 0;
     remat_status_t st;
-    if ((st = stage_params(an, k, &out->count, &out->params, &afac, err)) ||
+    if ((st = stage_params(an, k, &out->count, &out->params, &afac, &layer_count, err)) ||
+        (scan_copies_weights(an) &&
+         (st = sum_checked(&out->scan_weights, layer_count, remat_dtype_bytes(cfg->dtype),
+                           "scan weight bytes", err))) ||
         (st = sum_checked(&out->grads, out->count, remat_dtype_bytes(cfg->grad_dtype),
                                   "gradients", err)) ||
         (adam && (st = sum_checked(&out->optimizer, out->count,

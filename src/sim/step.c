@@ -46,7 +46,7 @@ static int64_t transient_bytes(const int64_t *cats) {
     for (int c = 0; c < REMAT_CAT_COUNT; c++) {
         bool fixed = c == REMAT_CAT_PARAMS || c == REMAT_CAT_OPTIMIZER || c == REMAT_CAT_GRADS ||
                      c == REMAT_CAT_GRAD_ACCUM || c == REMAT_CAT_RESERVE ||
-                     c == REMAT_CAT_INFLIGHT;
+                     c == REMAT_CAT_INFLIGHT || c == REMAT_CAT_SCAN_WEIGHTS;
         t += fixed ? 0 : cats[c];
     }
     return t;
@@ -149,8 +149,27 @@ static void head_forward(const remat_analyzer_t *an, scratch_t *s, step_t *st, s
     }
 }
 
+/* The gathered weights of the op that runs backward after position @p p
+   (the next lower one that gathers its own): with fsdp_prefetch XLA starts
+   its all-gather while this op runs, as it does for a layer's ops. */
+static uint64_t head_prefetch(const remat_analyzer_t *an, size_t from, size_t p) {
+    const remat_block_t *b = &an->g->head;
+    for (size_t q = p; an->cfg->fsdp_prefetch && q-- > from;) {
+        const size_t j = b->order[q];
+        if (b->ops[j].has_backward && head_gathers_per_op(an, q) && an->hb.op_gather_mem[j]) {
+            return an->hb.op_gather_mem[j];
+        }
+    }
+    return 0;
+}
+
 /* The head's backward over positions [from, to), in reverse: a head op's
-   gathered weights and their whole gradients live while it runs. */
+   gathered weights live while it runs, with the next one's prefetched. An
+   op before the layers (the embedding) holds its weights' whole gradient
+   before their reduce-scatter; one after them (the logits) does not: XLA
+   computes that gradient as a windowed einsum, reduce-scattering shard by
+   shard (the compiler's HLO at e591f30: a windowed_dot_general loop with
+   shard-size buffers), so only its shards are made. */
 static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, size_t from,
                           size_t to) {
     const remat_graph_t *g = an->g;
@@ -166,8 +185,9 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
         }
         remat_i_backward_begin(&st->m, s, b, bd, op, p);
         bool own = head_gathers_per_op(an, p);
-        gcats[REMAT_CAT_GATHERED] = own ? (int64_t)bd->op_gather_mem[j] : 0;
-        gcats[REMAT_CAT_GRAD_BUFFER] = own ? (int64_t)bd->op_wgrad[j] : 0;
+        gcats[REMAT_CAT_GATHERED] =
+            (own ? (int64_t)bd->op_gather_mem[j] : 0) + (int64_t)head_prefetch(an, from, p);
+        gcats[REMAT_CAT_GRAD_BUFFER] = own && p < g->head_npre ? (int64_t)bd->op_wgrad[j] : 0;
         const int64_t extra = gcats[REMAT_CAT_GATHERED] + gcats[REMAT_CAT_GRAD_BUFFER];
         const remat_moment_t at = {.step = REMAT_STEP_BACKWARD, .where = where, .op = op->name};
         step_measure(st, extra, gcats, at);
@@ -390,7 +410,6 @@ static void head_post_tiled(const remat_analyzer_t *an, scratch_t *s, uint64_t g
     add_const(&stp->m, REMAT_CAT_GATHERED, (int64_t)an->tiled_gather);
     post_outputs_keep(H, g->head_npre, false, s);
     head_forward(an, s, stp, g->head_npre, H->nops, REMAT_CAT_HEAD);
-    add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)grads);
     add_const(&stp->m, REMAT_CAT_GRAD_BUFFER, (int64_t)an->tiled_acc);
     post_outputs_keep(H, g->head_npre, true, s);
     head_forward(an, s, stp, g->head_npre, H->nops, REMAT_CAT_RECOMPUTE);
@@ -398,12 +417,15 @@ static void head_post_tiled(const remat_analyzer_t *an, scratch_t *s, uint64_t g
     head_backward(an, s, stp, g->head_npre, H->nops);
     add_const(&stp->m, REMAT_CAT_GATHERED, -(int64_t)an->tiled_gather);
     add_const(&stp->m, REMAT_CAT_GRAD_BUFFER, -(int64_t)an->tiled_acc);
+    add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)grads);
 }
 
 /* The stage's turn from forward to backward: the head's loss forward and
    backward on the last stage; on any other, the output leaves (for the
-   next stage) and its gradient arrives in its place. The head's weight
-   gradients exist from its backward on. */
+   next stage) and its gradient arrives in its place. The weight gradients
+   exist from the layers' backward on: XLA allocates the backward scan's
+   stacked gradients as that scan begins, after the head's backward (the
+   compiler's live ranges at e591f30: none at the loss). */
 static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool post,
                        uint64_t grads, step_t *stp) {
     const remat_graph_t *g = an->g;
@@ -431,9 +453,9 @@ static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool 
         head_post_tiled(an, s, grads, stp);
     } else {
         head_forward(an, s, stp, g->head_npre, H->nops, REMAT_CAT_HEAD);
-        add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)grads);
         loss_grads(an, s, stp);
         head_backward(an, s, stp, g->head_npre, H->nops);
+        add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)grads);
     }
     s->glive[g->head_takes] = 0; /* dy of the last layer: the layers free it */
 }
@@ -574,7 +596,8 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
    the backward scan's stacked gradients before the loop, as the head's
    backward begins. */
 static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
-                           const int64_t *base_cats, uint64_t grads, step_t *stp) {
+                           const stage_static_t *ss, step_t *stp) {
+    const int64_t *base_cats = ss->cats;
     const size_t Ls = an->nlayers / an->nstages, first = k * Ls, last = first + Ls - 1;
     const remat_graph_t *g = an->g;
     scratch_t *s = &an->s;
@@ -592,9 +615,11 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
         head_prepare(g, &an->hb, s); /* a stage between runs no head op */
     }
     stage_begin(an, s, pre, stp);
+    add_const(&stp->m, REMAT_CAT_SCAN_WEIGHTS, (int64_t)ss->scan_weights);
     stage_layers(an, first, last, false, stp);
-    stage_turn(an, s, pre, post, grads, stp);
+    stage_turn(an, s, pre, post, ss->grads, stp);
     stage_layers(an, first, last, true, stp);
+    add_const(&stp->m, REMAT_CAT_SCAN_WEIGHTS, -(int64_t)ss->scan_weights);
     if (pre) {
         s->glive[g->head_feeds] = 1; /* dx of the first layer, made by the layers */
         head_backward(an, s, stp, 0, g->head_npre);
@@ -631,8 +656,7 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     step_t stp;
     const bool has_head = an->g->has_head;
     assert(row->first_layer == Ls * k && row->last_layer == Ls * k + Ls - 1);
-    simulate_stage(an, k, has_head && k == 0, has_head && k == stages - 1, ss->cats, ss->grads,
-                   &stp);
+    simulate_stage(an, k, has_head && k == 0, has_head && k == stages - 1, ss, &stp);
     row->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
     memcpy(row->breakdown, stp.m.peak_cats, sizeof row->breakdown);
     row->peak_at = stp.at;

@@ -90,7 +90,7 @@ static void test_pipeline_by_hand(void **state) {
                           "base_emb_dim=4",            "base_mlp_dim=8",
                           "base_num_decoder_layers=4", "num_devices=2",
                           "ici_pipeline_parallelism=2", "remat_policy=full",
-                          "reserve_fraction=0",        NULL};
+                          "reserve_fraction=0", "scan_layers=false",        NULL};
     fx_run_t *f = fx_analyze_ok(fx_mini_graph, args);
     assert_int_equal(f->r.nstages, 2);
     assert_int_equal(f->r.microbatches, 2);
@@ -412,7 +412,7 @@ static const char *const sharded_mini =
 static const char *const fsdp_base[] = {"model_name=default",        "per_device_batch_size=2",
                                         "base_emb_dim=4",            "base_mlp_dim=8",
                                         "base_num_decoder_layers=3", "num_devices=2",
-                                        "reserve_fraction=0",        NULL};
+                                        "reserve_fraction=0", "scan_layers=false",        NULL};
 
 static void test_fsdp_gathers_by_hand(void **state) {
     (void)state;
@@ -600,52 +600,58 @@ static void test_optimizers_and_host_offload(void **state) {
    + 32 = 112.
    T = 1: 3168 static; tokens, targets 3184; emb: h0 3200, measured with
    table's 512: 3712; layer 0 3200 + 80, leaves y (hL): 3216; lg +logits
-   3472 (+512 gather: 3984); ce +loss +lse 3484, -loss 3480; gradients
-   +1056 4536; dloss +4 4540; ce backward: dlogits takes the logits'
-   buffer, 4540; -dloss, -targets, -lse 4520; lg: +dhL 4536, measured with
-   wl's gather and its whole gradient: 4536 + 1024 = 5560 (the peak); then
-   -dlogits -hL 4264; layer backward 4264 + 112; emb backward 4248 + 1024.
+   3472 (+512 gather: 3984); ce +loss +lse 3484, -loss 3480; dloss +4
+   3484; ce backward: dlogits is a buffer of its own (the compiler holds
+   the logits and their gradient at once), 3740, measured with lg's gather
+   prefetched: 4252; -dloss, -targets, -lse, -logits 3464; lg: +dhL 3480,
+   measured with wl's gather (its gradient is reduce-scattered shard by
+   shard, never whole): 3992; -dlogits -hL 3208; the weight gradients as
+   the layers' backward begins +1056: 4264; layer backward 4264 + 112; emb
+   backward 4248 + 1024: 5272 (the peak: the table's gather and its whole
+   gradient).
    T = 2: every head tensor made after the layers but the loss is one
    chunk's: logits 128, lse 4. The loss's params are gathered whole in
    their dtype for the whole loss (wl: 256 x 4 = 1024) and its ops gather
    nothing themselves: 3216 + 1024 = 4240; forward keeping nothing: lg
-   4368, ce 4376, all freed: 4240; gradients 5296; accumulator of wl's
-   gradient (zeros_like of the gathered copy) +1024: 6320; the chunk's
-   forward again (recompute): lg 6448, ce 6456 (the peak), -loss 6452;
-   dloss 6456; ce backward 6456; lg backward 6456; -dlogits -hL, and the
-   gather and accumulator go: 4264, as with T = 1. */
+   4368, ce 4376, all freed: 4240; accumulator of wl's gradient
+   (zeros_like of the gathered copy) +1024: 5264; the chunk's forward
+   again (recompute): lg 5392, ce 5400, -loss 5396; dloss 5400; ce
+   backward: the chunk's dlogits beside its re-run logits, 5528 (the
+   peak); lg backward 5400; -dlogits -hL, and the gather and accumulator
+   go: 3208, and the gradients come: 4264, as with T = 1. */
 static const char *const headed_base[] = {"model_name=default",      "per_device_batch_size=2",
                                           "base_emb_dim=4",          "vocab_size=64",
                                           "base_num_decoder_layers=1", "num_devices=2",
-                                          "reserve_fraction=0",      NULL};
+                                          "reserve_fraction=0", "scan_layers=false",      NULL};
 
 static void test_vocab_tiling(void **state) {
     (void)state;
     fx_run_t *f = fx_analyze_with(fx_head_graph, headed_base, NULL);
     assert_int_equal(f->r.param_bytes, 1056);
-    assert_int_equal(f->r.peak_bytes, 5560);
-    assert_int_equal(f->r.peak_at.where, REMAT_AT_HEAD_POST);
+    assert_int_equal(f->r.peak_bytes, 5272);
+    assert_int_equal(f->r.peak_at.where, REMAT_AT_HEAD_PRE);
     assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
-    assert_string_equal(f->r.peak_at.op, "lg");
+    assert_string_equal(f->r.peak_at.op, "emb");
     assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 512);
     assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 512);
-    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 256 + 16); /* dlogits, dhL */
-    assert_int_equal(f->r.breakdown[REMAT_CAT_HEAD], 8);             /* tokens */
-    assert_int_equal(f->r.breakdown[REMAT_CAT_SAVED], 32);           /* x0 (h0), hL */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 16); /* dh0 */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_HEAD], 8);       /* tokens */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_SAVED], 0);
     assert_int_equal(f->r.breakdown[REMAT_CAT_GRADS], 1056);
     assert_int_equal(f->r.recompute_flops, 0);
     fx_free(f);
     const char *two[] = {"num_vocab_tiling=2", NULL};
     f = fx_analyze_with(fx_head_graph, headed_base, two);
-    assert_int_equal(f->r.peak_bytes, 6456);
+    assert_int_equal(f->r.peak_bytes, 5528);
     assert_int_equal(f->r.peak_at.where, REMAT_AT_HEAD_POST);
-    assert_int_equal(f->r.peak_at.step, REMAT_STEP_RECOMPUTE);
+    assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
     assert_string_equal(f->r.peak_at.op, "ce");
     assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 1024);
     assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 1024);
-    assert_int_equal(f->r.breakdown[REMAT_CAT_RECOMPUTE], 128 + 4 + 4); /* logits, loss, lse */
-    assert_int_equal(f->r.breakdown[REMAT_CAT_HEAD], 16);                /* tokens, targets */
-    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 0);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_RECOMPUTE], 128 + 4); /* logits, lse */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_HEAD], 16);           /* tokens, targets */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_ACT_GRADS], 128 + 4); /* dlogits, dloss */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRADS], 0);
     /* The re-run is recompute: lg 2 b e v = 2*2*4*64 = 1024 (whole e, as
        gathered), ce 4 x 128 logits = 512. */
     assert_int_equal(f->r.recompute_flops, 1024 + 512);
@@ -653,13 +659,16 @@ static void test_vocab_tiling(void **state) {
     /* One device: nothing to gather, but the accumulator (wl's whole
        gradient, 1024 B fp32) still comes. Params 528 x 4 = 2112, adamw
        4224: 6336; + tokens, targets, h0 6368; layer 6384; forward chunk
-       and free; grads 2112: 8496; accumulator 9520; re-run lg +128, ce +8:
-       9656 (the peak). */
+       and free; accumulator 7408; re-run lg +128, ce +8 7544; ce backward
+       +128 7672; the accumulator goes; the gradients 2112 as the layer's
+       backward begins: x0 16, dy 32, tokens 8: 8504 (the peak). */
     const char *one[] = {"num_vocab_tiling=2", "num_devices=1", NULL};
     f = fx_analyze_with(fx_head_graph, headed_base, one);
-    assert_int_equal(f->r.peak_bytes, 9656);
+    assert_int_equal(f->r.peak_bytes, 8504);
+    assert_int_equal(f->r.peak_at.where, REMAT_AT_LAYER);
     assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 0);
-    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 1024);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 0);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRADS], 2112);
     fx_free(f);
 }
 

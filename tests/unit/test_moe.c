@@ -110,7 +110,7 @@ static const char *const tiny_base[] = {
     "model_name=default",  "graph=mixtral",         "per_device_batch_size=2",
     "base_emb_dim=4",      "base_mlp_dim=8",        "base_moe_mlp_dim=8",
     "num_experts=4",       "num_experts_per_tok=2", "base_num_decoder_layers=3",
-    "reserve_fraction=0",  NULL};
+    "reserve_fraction=0", "scan_layers=false",  NULL};
 
 static const remat_tensor_row_t *row(const fx_run_t *f, size_t p, const char *name) {
     const remat_block_t *b = remat_profile_block(&f->r, p);

@@ -47,7 +47,7 @@ enum { PEAK_FULL = 48 + 64 + 64 + 768 + 1536 + 768, PEAK_MINIMAL = 3312 };
 static fx_run_t *mini(const char *budget, const char *extra1, const char *extra2) {
     const char *args[] = {"model_name=default",        "per_device_batch_size=2",
                           "base_emb_dim=4",            "base_mlp_dim=8",
-                          "base_num_decoder_layers=3", "reserve_fraction=0",
+                          "base_num_decoder_layers=3", "reserve_fraction=0", "scan_layers=false",
                           "remat_policy=full",         budget,
                           extra1,                      extra1 ? extra2 : NULL,
                           NULL};

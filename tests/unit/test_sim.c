@@ -6,7 +6,8 @@
  *
  * The mini layer (fixtures.c), with per_device_batch_size=2, base_emb_dim=4,
  * base_mlp_dim=8, 3 layers, bf16 activations, fp32 weights/grads, adamw, on
- * one tpu7x device, reserve_fraction=0 (so that bytes are exact):
+ * one tpu7x device, reserve_fraction=0 (so that bytes are exact), scan_layers=false
+ * (no scan copy of the weights: test_scan_weights_by_hand works that):
  *   x [2,4] 16 B   h [2,8] 32 B   a [2,8] 32 B   o [2,4] 16 B   y [2,4] 16 B
  *   w1 [4,8], w2 [8,4]: 64 params a layer, 192 in all
  *   static: params 192*4 = 768, adamw 2*192*4 = 1536 -> 2304; the weight
@@ -24,7 +25,7 @@
 
 static const char *const mini_base[] = {"model_name=default",      "per_device_batch_size=2",
                                         "base_emb_dim=4",          "base_mlp_dim=8",
-                                        "base_num_decoder_layers=3", "reserve_fraction=0",
+                                        "base_num_decoder_layers=3", "reserve_fraction=0", "scan_layers=false",
                                         NULL};
 
 static fx_run_t *mini(const char *policy, const char *extra1, const char *extra2) {
@@ -143,7 +144,7 @@ static void test_minimal_by_hand(void **state) {
    backward 3328 + 48 = 3376. */
 static void test_none_by_hand(void **state) {
     (void)state;
-    fx_run_t *f = mini("remat_policy=none", "scan_layers=false", NULL);
+    fx_run_t *f = mini("remat_policy=none", NULL, NULL);
     assert_int_equal(f->r.profiles[0].fwd_peak_rel, 96);
     assert_int_equal(f->r.profiles[0].bwd_peak_rel, 48);
     assert_int_equal(f->r.peak_bytes, 3376);
@@ -151,10 +152,11 @@ static void test_none_by_hand(void **state) {
     assert_int_equal(f->r.recompute_flops, 0);
     assert_false(f->r.none_as_full);
     fx_free(f);
-    /* Scanned, MaxText checkpoints the layer anyway: none == full. */
-    f = mini("remat_policy=none", NULL, NULL);
+    /* Scanned, MaxText checkpoints the layer anyway: none == full, with
+       the scan's copy of the weights (test_scan_weights_by_hand). */
+    f = mini("remat_policy=none", "scan_layers=true", NULL);
     assert_true(f->r.none_as_full);
-    assert_int_equal(f->r.peak_bytes, 3248);
+    assert_int_equal(f->r.peak_bytes, 3248 + 384);
     fx_free(f);
 }
 
@@ -194,6 +196,25 @@ static void test_offload_layer_input(void **state) {
     fx_run_t *f = mini("remat_policy=custom", "decoder_layer_input=offload", NULL);
     assert_int_equal(f->r.layers[0].saved_device_bytes, 0);
     assert_int_equal(f->r.layers[0].offloaded_bytes, 16);
+    fx_free(f);
+}
+
+/* A scan holds its layers' params in the compute dtype (static.c): the
+   mini model's three layers hold 3 x (32 + 32) = 192 params, 384 bf16
+   bytes, live from the first layer's forward to the last one's backward,
+   on top of test_full_by_hand's step (whose fixture scans nothing):
+   its peak (backward l2, fc2) 3248 becomes 3632. */
+static void test_scan_weights_by_hand(void **state) {
+    (void)state;
+    fx_run_t *f = mini("remat_policy=full", "scan_layers=true", NULL);
+    assert_int_equal(f->r.peak_bytes, 3248 + 384);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_SCAN_WEIGHTS], 384);
+    assert_int_equal(f->r.peak_at.layer, 2);
+    assert_string_equal(f->r.peak_at.op, "fc2");
+    fx_free(f);
+    f = mini("remat_policy=full", NULL, NULL);
+    assert_int_equal(f->r.peak_bytes, 3248);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_SCAN_WEIGHTS], 0);
     fx_free(f);
 }
 
@@ -269,7 +290,7 @@ static void test_layer_ranges(void **state) {
    the turn: -y +dy +grads 384 = 1568; backward 1568 + 144 = 1712. */
 static const char *const gated_base[] = {"model_name=default",        "per_device_batch_size=2",
                                          "base_emb_dim=4",            "base_mlp_dim=8",
-                                         "base_num_decoder_layers=1", "reserve_fraction=0",
+                                         "base_num_decoder_layers=1", "reserve_fraction=0", "scan_layers=false",
                                          NULL};
 
 static void test_fusion_by_hand(void **state) {
@@ -360,7 +381,7 @@ static void test_grads_from_backward(void **state) {
         "\"out\":[\"z\"]},"
         "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]}}";
     const char *args[] = {"model_name=default", "per_device_batch_size=8", "base_emb_dim=4",
-                          "base_num_decoder_layers=1", "reserve_fraction=0", NULL};
+                          "base_num_decoder_layers=1", "reserve_fraction=0", "scan_layers=false", NULL};
     fx_run_t *f = fx_analyze_ok(graph, args);
     assert_int_equal(f->r.profiles[0].fwd_peak_rel, 320);
     assert_int_equal(f->r.profiles[0].bwd_peak_rel, 64);
@@ -387,7 +408,7 @@ static void test_grads_from_backward(void **state) {
    3232 + floor(9.6) = 3241; l0: 3216 + 8; forward l2: 2416 + 6. */
 static void test_reserve_fraction(void **state) {
     (void)state;
-    const char *profile[] = {"model_name=default", "per_device_batch_size=2", "base_emb_dim=4",
+    const char *profile[] = {"model_name=default", "per_device_batch_size=2", "base_emb_dim=4", "scan_layers=false",
                              "base_mlp_dim=8", "base_num_decoder_layers=3", "remat_policy=full",
                              NULL};
     fx_run_t *f = fx_analyze_ok(fx_mini_graph, profile);
@@ -562,7 +583,7 @@ int main(void) {
         cmocka_unit_test(test_offload_layer_input), cmocka_unit_test(test_grad_accumulation),
         cmocka_unit_test(test_layer_ranges),      cmocka_unit_test(test_fusion_by_hand),
         cmocka_unit_test(test_inplace_backward_by_hand),
-        cmocka_unit_test(test_grads_from_backward), cmocka_unit_test(test_reserve_fraction),
+        cmocka_unit_test(test_grads_from_backward), cmocka_unit_test(test_scan_weights_by_hand), cmocka_unit_test(test_reserve_fraction),
         cmocka_unit_test(test_megatron_formula),
         cmocka_unit_test(test_analyzer_reuse),    cmocka_unit_test(test_analyzer_lite_plan),
         cmocka_unit_test(test_analyzer_failed_run),

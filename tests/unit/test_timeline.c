@@ -27,7 +27,7 @@
 
 static const char *const mini_base[] = {"model_name=default",      "per_device_batch_size=2",
                                         "base_emb_dim=4",          "base_mlp_dim=8",
-                                        "base_num_decoder_layers=3", "reserve_fraction=0",
+                                        "base_num_decoder_layers=3", "reserve_fraction=0", "scan_layers=false",
                                         "remat_policy=full",       NULL};
 
 /* Analyzes @p f's inputs again with a timeline. */
