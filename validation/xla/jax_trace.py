@@ -151,9 +151,12 @@ class LayerTracer:
     def apply(p, r, inputs, segment_ids, positions):
       layer = nnx.merge(graphdef, p, r)
       call = dict(kwargs, decoder_segment_ids=segment_ids, decoder_positions=positions)
+      # The loop's test, as it is: pyconfig reads remat_policy=none as None,
+      # so `none` is checkpointed too, with get_remat_policy's None (nothing
+      # saveable); only a config that kept the string would skip it.
       if cfg.remat_policy != "none":
         out = decoder._apply_layer_with_remat(layer, inputs, policy, prevent_cse, **call)  # pylint: disable=protected-access
-      else:  # the loop calls the layer itself: no jax.checkpoint
+      else:
         out = layer(inputs, **call)
       return out[0] if isinstance(out, tuple) else out
 
