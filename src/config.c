@@ -203,6 +203,7 @@ static const struct {
     {"shared_mlp_dim", 0},
     {"qk_head_dim", 0},
     {"kv_a_dim", 0},
+    {"kv_up_dim", 0},
     {"moe_buffer_factor", 0},
     {"expert_capacity", 0},
     {"per_device_batch_size", 0},
@@ -1117,7 +1118,7 @@ static uint64_t expert_capacity(const remat_config_t *c) {
 }
 
 /* The sizes derived from other keys (docs/config.md): the shared experts'
-   MLP width, MLA's query/key head and its first key/value projection, and
+   MLP width, MLA's query/key head and its two key/value projections, and
    num_experts (a signed MaxText key, at least 1 once checked). The
    expert-parallel buffer factor needs the mesh: the binder sets it, and
    here it is 1. */
@@ -1135,6 +1136,8 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
         *out = remat_i_add(c->qk_nope_head_dim, c->qk_rope_head_dim, out) ? *out : UINT64_MAX;
     } else if (strcmp(key, "kv_a_dim") == 0) {
         *out = remat_i_add(c->kv_lora_rank, c->qk_rope_head_dim, out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "kv_up_dim") == 0) {
+        *out = remat_i_add(c->qk_nope_head_dim, c->v_head_dim, out) ? *out : UINT64_MAX;
     } else if (strcmp(key, "moe_buffer_factor") == 0) {
         *out = 1;
     } else if (strcmp(key, "expert_capacity") == 0) {

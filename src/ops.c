@@ -583,8 +583,11 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
     op->nsaves = 0;
     switch (op->kind) {
         case REMAT_OP_EINSUM:
-            /* dX needs the weight (always available), dW the activation. */
-            for (size_t i = 0; i < op->nin; i++) {
+            /* dX needs the weight (always available), dW the activation.
+               A one-operand einsum (a sum over letters, a transpose) keeps
+               nothing: its gradient is the output's broadcast or transposed
+               back, which reads no forward value (JAX keeps none). */
+            for (size_t i = 0; op->nin > 1 && i < op->nin; i++) {
                 if (!T(b, op->in[i])->param) {
                     save(op, op->in[i]);
                 }

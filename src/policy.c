@@ -573,7 +573,7 @@ void remat_i_plan_copy_in(remat_plan_t *dst, const remat_plan_t *src, void *mem)
 /* The placement the policy asks for non-param tensor @p i of the layer, and
    whether a name or a predicate chose it (rather than a default). */
 static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p, size_t layer,
-                                 bool keep_all, size_t i, bool *chosen) {
+                                 size_t i, bool *chosen) {
     const remat_tensor_t *t = &b->tensors[i];
     remat_place_t named;
     *chosen = false;
@@ -583,9 +583,6 @@ static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p
         return lookup(p, "decoder_layer_input", layer, &named) && named == REMAT_PLACE_OFFLOAD
                    ? REMAT_PLACE_OFFLOAD
                    : REMAT_PLACE_DEVICE;
-    }
-    if (keep_all) {
-        return REMAT_PLACE_DEVICE;
     }
     if (p->predicate != REMAT_PRED_NONE && t->producer != REMAT_NONE &&
         remat_op_einsum_no_batch_dims(&b->ops[t->producer])) {
@@ -622,7 +619,7 @@ static inline void mark_needed(remat_plan_t *plan, size_t t, size_t *nunused) {
    the scan carry, that is saveable is kept; a residual that is not starts
    the walk (pushed on the stack, whose height it returns). */
 static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t layer,
-                         bool keep_all, remat_plan_t *plan, size_t *nunused) {
+                         remat_plan_t *plan, size_t *nunused) {
     const size_t nt = b->ntensors, x = b->inputs[0];
     size_t top = 0;
     memset(plan->needed, 0, (nt + b->nops) * sizeof *plan->needed);
@@ -636,7 +633,7 @@ static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t
             continue;
         }
         bool chosen;
-        const remat_place_t place = asked_place(b, p, layer, keep_all, i, &chosen);
+        const remat_place_t place = asked_place(b, p, layer, i, &chosen);
         plan->asked[i] = place;
         plan->fate[i] = REMAT_FATE_TRANSIENT;
         plan->unused[i] = chosen && t->ntags > 0 && place != REMAT_PLACE_REMAT;
@@ -713,17 +710,15 @@ static void unused_views(const remat_block_t *b, remat_plan_t *plan) {
 }
 
 remat_status_t remat_plan_layer(const remat_graph_t *g, size_t kind, const remat_policy_t *p,
-                                size_t layer, bool scan_layers, remat_plan_t *plan,
-                                remat_error_t *err) {
+                                size_t layer, remat_plan_t *plan, remat_error_t *err) {
     (void)err; /* planning cannot fail: storage allocation aborts */
     assert(kind < g->nkinds);
     const remat_block_t *b = &g->kinds[kind].block;
     plan_alloc(plan, b->ntensors, b->nops);
-    /* MaxText's `none` without scan keeps every residual; scanned, the layer
-       is still checkpointed and `none` behaves as `full`. */
-    const bool keep_all = p->none_policy && !scan_layers;
+    /* `none` (p->none_policy) needs nothing here: it asks nothing, as
+       `full` does, because MaxText checkpoints it so (remat_policy_t). */
     size_t nunused = 0;
-    plan_walk(b, plan, plan_asked(b, p, layer, keep_all, plan, &nunused), &nunused);
+    plan_walk(b, plan, plan_asked(b, p, layer, plan, &nunused), &nunused);
     if (nunused) {
         unused_views(b, plan);
     }

@@ -372,8 +372,9 @@ static void absent_name_notes(const remat_result_t *r, note_fn fn, void *ctx) {
 void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
     char buf[512];
     if (r->none_as_full) {
-        fn(ctx, "remat_policy none with scan_layers=true behaves as full: MaxText checkpoints "
-                "the scanned layer anyway (set scan_layers=false for no checkpointing)");
+        fn(ctx, "remat_policy none behaves as full: MaxText reads none as no policy and "
+                "checkpoints every decoder layer with it, keeping only the layer's input "
+                "(everything_saveable keeps every residual)");
     }
     if ((r->d2h_bytes || r->config->parameter_memory_host_offload) && r->host_link_assumed) {
         snprintf(buf, sizeof buf,

@@ -405,7 +405,7 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
     size_t klen = 0;
     remat_status_t st = REMAT_OK;
     for (size_t kind = c->g->nkinds; kind-- > 0 && st == REMAT_OK;) {
-        st = remat_plan_layer(c->g, kind, c->policy, 0, c->cfg->scan_layers, &c->plan, c->err);
+        st = remat_plan_layer(c->g, kind, c->policy, 0, &c->plan, c->err);
         for (size_t i = 0; st == REMAT_OK && i < c->plan.ntensors; i++) {
             c->key[klen++] = (unsigned char)c->plan.fate[i];
         }

@@ -194,8 +194,7 @@ def deepseek_lite():
         "scaling, tokens permuted to the expert-parallel buffer, Megablox grouped matmuls, the fp32 "
         "weighted combine, plus shared experts (one gated MLP of shared_experts x base_moe_mlp_dim); "
         "head as llama's. As the deepseek graph, RoPE is counted on the whole query and key head dims "
-        "(MaxText splits off the rope part, rotates it and concatenates), and the key and value "
-        "up-projections are two einsums where MaxText runs one and splits it")
+        "(MaxText splits off the rope part, rotates it and concatenates)")
     del g["dims"]["q_lora"]
     for b in g["blocks"].values():
         direct_query(b["tensors"], b["ops"])

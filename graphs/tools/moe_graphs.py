@@ -228,8 +228,10 @@ def mla_attention():
     t["kv_main"] = T(["batch", "seq", "kv_lora"]); t["k_pe_raw"] = T(["batch", "seq", "qk_rope"])
     t["kv_norm_scale"] = T(["kv_lora"], "weight", param=True, axes=["norm"])
     t["kv_n"] = T(["batch", "seq", "kv_lora"], ck="mla_kv"); t["kv_rstd"] = T(["batch", "seq"], "fp32")
-    t["wk_b"] = T(["kv_lora", "heads", "qk_nope"], "weight", param=True, axes=["kv_lora", "kv_heads", "kv_head_dim"])
-    t["wv_b"] = T(["kv_lora", "heads", "v_head"], "weight", param=True, axes=["kv_lora", "kv_heads", "kv_head_dim"])
+    # MaxText's wkv_b is one weight and one einsum to [b,s,h,nope+v], its
+    # output split into the key's no-RoPE part and the value
+    t["wkv_b"] = T(["kv_lora", "heads", "kv_up"], "weight", param=True, axes=["kv_lora", "kv_heads", "kv_head_dim"])
+    t["kv_up"] = T(["batch", "seq", "heads", "kv_up"])
     t["k_nope"] = T(["batch", "seq", "heads", "qk_nope"])
     t["v"] = T(["batch", "seq", "heads", "v_head"], ck="value_proj")
     t["k_pe"] = T(["batch", "seq", "qk_rope"])
@@ -238,8 +240,8 @@ def mla_attention():
     ops += [O("wkv_a", "einsum", ["xn", "wkv_a"], ["kv_a_out"], spec="bse,ec->bsc"),
             O("kv_split", "split", ["kv_a_out"], ["kv_main", "k_pe_raw"]),
             O("kv_norm", "rmsnorm", ["kv_main", "kv_norm_scale"], ["kv_n", "kv_rstd"]),
-            O("wk_b", "einsum", ["kv_n", "wk_b"], ["k_nope"], spec="bsc,chd->bshd"),
-            O("wv_b", "einsum", ["kv_n", "wv_b"], ["v"], spec="bsc,chd->bshd"),
+            O("wkv_b", "einsum", ["kv_n", "wkv_b"], ["kv_up"], spec="bsc,chd->bshd"),
+            O("kv_up_split", "split", ["kv_up"], ["k_nope", "v"]),
             O("k_rope", "rope", ["k_pe_raw"], ["k_pe"]),
             O("k_pe_broadcast", "broadcast", ["k_pe"], ["k_pe_heads"]),
             O("key_concat", "concat", ["k_nope", "k_pe_heads"], ["k"])]
@@ -289,6 +291,7 @@ def deepseek():
     d["q_lora"] = {"from": "q_lora_rank"}
     d["kv_lora"] = {"from": "kv_lora_rank"}
     d["kv_a"] = {"from": "kv_a_dim"}
+    d["kv_up"] = {"from": "kv_up_dim"}
     d["qk_head"] = {"from": "qk_head_dim"}
     d["qk_nope"] = {"from": "qk_nope_head_dim"}
     d["qk_rope"] = {"from": "qk_rope_head_dim"}

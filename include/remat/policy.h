@@ -44,7 +44,11 @@ typedef struct remat_policy {
     char *description;
     char *source;
     bool preset;                 /* built-in: may name tensors a graph lacks */
-    bool none_policy;            /* MaxText's `none`: no jax.checkpoint at all */
+    /* MaxText's `none`. It asks nothing and plans as `full`: MaxText's
+       config reads "none" as null (pyconfig), and its decoder checkpoints
+       every layer, scanned or not, with that null policy, under which JAX
+       keeps only the layer's inputs. Kept for the note that says so. */
+    bool none_policy;
     remat_place_t fallback;      /* tensors no name or predicate places ("default") */
     remat_predicate_t predicate; /* JAX predicate policies */
     remat_place_t predicate_place;
@@ -131,14 +135,12 @@ void remat_plan_copy(remat_plan_t *dst, const remat_plan_t *src);
 
 /**
  * Plans layer @p layer of @p g, which runs layer kind @p kind (its block),
- * under @p p. With @p scan_layers, MaxText's
- * `none` behaves as `full` (the scanned layer is always checkpointed).
+ * under @p p (`none` plans as `full`, as MaxText runs it).
  * Complexity: O(tensors + ops + edges) for the walk, plus the placement's
  * name lookups; the walk visits each tensor and op at most once.
  */
 remat_status_t remat_plan_layer(const remat_graph_t *g, size_t kind, const remat_policy_t *p,
-                                size_t layer, bool scan_layers, remat_plan_t *plan,
-                                remat_error_t *err);
+                                size_t layer, remat_plan_t *plan, remat_error_t *err);
 
 /** Whether two plans place every tensor the same way (layers can share a profile). */
 bool remat_plan_equal(const remat_plan_t *a, const remat_plan_t *b);

@@ -171,7 +171,7 @@ typedef struct remat_result {
     const remat_policy_t *policy;
     const remat_config_t *config;
     const remat_hw_t *hw;
-    bool none_as_full; /* remat_policy none under scan_layers behaves as full */
+    bool none_as_full; /* remat_policy none behaves as full (remat_policy_t) */
     uint64_t dim_size[REMAT_MAX_DIMS]; /* bound per-device size of each graph dim */
     /* private: the blocks the tables above are carved from, which the
        result owns. remat_result_release frees them; an analysis into a

@@ -160,7 +160,7 @@ static void result_begin(const remat_analyzer_t *an, const remat_policy_t *polic
     r->policy = policy;
     r->config = an->cfg;
     r->hw = an->hw;
-    r->none_as_full = policy->none_policy && an->cfg->scan_layers;
+    r->none_as_full = policy->none_policy;
     r->mesh.devices = an->mesh.devices;
     memcpy(r->mesh.shards, an->mesh.shards, sizeof r->mesh.shards);
     memcpy(r->dim_size, an->dim_size, sizeof r->dim_size);

@@ -313,8 +313,7 @@ static remat_status_t plan_ranges(remat_analyzer_t *an, const remat_policy_t *po
         if (k == nkeys) {
             assert(nkeys < NKEYS);
             remat_plan_t *plan = &an->kplan[kind]; /* its scratch, in the arena */
-            if ((st = remat_plan_layer(an->g, kind, policy, l, an->cfg->scan_layers, plan,
-                                       err))) {
+            if ((st = remat_plan_layer(an->g, kind, policy, l, plan, err))) {
                 break;
             }
             keys[nkeys] = key;

@@ -52,10 +52,10 @@ static void test_megatron_table2(void **state) {
     (void)state;
     const uint64_t s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
     /* tensor parallel: sbh(10 + 24/t + 5as/(ht)) */
-    assert_int_equal(megatron_row("remat_policy=none", false),
+    assert_int_equal(megatron_row("remat_policy=everything_saveable", false),
                      sbh * 10 + sbh * 24 / t + 5 * a * s * s * b / t + 16 * s * b);
     /* tensor + sequence parallel: sbh(34/t + 5as/(ht)) */
-    assert_int_equal(megatron_row("remat_policy=none", true),
+    assert_int_equal(megatron_row("remat_policy=everything_saveable", true),
                      sbh * 34 / t + 5 * a * s * s * b / t + 16 * s * b / t);
     /* tensor parallel + selective recompute: sbh(10 + 24/t) */
     assert_int_equal(megatron_row("remat_policy=selective", false),
@@ -66,7 +66,7 @@ static void test_megatron_table2(void **state) {
     assert_int_equal(megatron_row("remat_policy=full", false), 2 * sbh);
     assert_int_equal(megatron_row("remat_policy=full", true), 2 * sbh / t);
     /* the figures themselves, for the record */
-    assert_int_equal(megatron_row("remat_policy=none", false), 578846720u);
+    assert_int_equal(megatron_row("remat_policy=everything_saveable", false), 578846720u);
     assert_int_equal(megatron_row("remat_policy=selective", true), 106958848u);
 }
 
@@ -520,7 +520,7 @@ static void test_context_kv_gather(void **state) {
 
 /* FP8: the residuals that only weight einsums read are kept in 1 byte an
    element plus a 4-byte scale; nothing else changes. Tiny llama under
-   none (scan_layers=false): xn (read by the q/k/v projections), hn (wi_0,
+   everything_saveable: xn (read by the q/k/v projections), hn (wi_0,
    wi_1), mix (wo) and attn_out (out_proj: the kernel reads its own output
    ctx, and attn_out is ctx transposed back) go from 2 to 1 byte an
    element; x, q_t, k_t, v_t, ctx, lse (read by flash), h1, gate, up,
@@ -532,7 +532,7 @@ static void test_fp8_residuals(void **state) {
                           "base_num_query_heads=2", "base_num_kv_heads=1",
                           "head_dim=4",             "base_mlp_dim=16",
                           "vocab_size=16",          "base_num_decoder_layers=2",
-                          "remat_policy=none",      "scan_layers=false",
+                          "remat_policy=everything_saveable", "scan_layers=false",
                           NULL,                     NULL};
     fx_run_t *bf = run(base);
     base[12] = "quantization=fp8";

@@ -733,11 +733,13 @@ static void test_dense_path_by_hand(void **state) {
 /* MLA at q_lora_rank 4, kv_lora_rank 4, qk_nope 4, qk_rope 2, v_head 4, 2
    heads (bf16 bytes): q_a [1,4,4] 32 B; the key/value down-projection with
    the RoPE key [1,4,6] 48 B; its normed main part [1,4,4] 32 B; q and k
-   [1,4,2,6] 96 B; v [1,4,2,4] 64 B; the RoPE key copied to both heads
-   [1,4,2,2] 32 B; the kernel's output [1,2,4,4] 64 B. FLOPs (re-runs):
-   wq_a 2*4*8*4 = 256, wq_b 2*4*4*2*6 = 384, wkv_a 2*4*8*6 = 384, wk_b and
-   wv_b 2*4*4*2*4 = 256, the flash kernel causal 2*2*4*4*(6 + 4)/2 = 320.
-   The attention's params: 32 + 4 + 48 + 48 + 4 + 32 + 32 + 64 + 8 = 272. */
+   [1,4,2,6] 96 B; the key/value up-projection [1,4,2,8] 128 B, one einsum
+   as in MaxText, split into the key's no-RoPE part and v [1,4,2,4] 64 B
+   each; the RoPE key copied to both heads [1,4,2,2] 32 B; the kernel's
+   output [1,2,4,4] 64 B. FLOPs (re-runs): wq_a 2*4*8*4 = 256, wq_b
+   2*4*4*2*6 = 384, wkv_a 2*4*8*6 = 384, wkv_b 2*4*4*2*8 = 512 (the split
+   none), the flash kernel causal 2*2*4*4*(6 + 4)/2 = 320.
+   The attention's params: 32 + 4 + 48 + 48 + 4 + 64 + 64 + 8 = 272. */
 static void test_mla_by_hand(void **state) {
     (void)state;
     const char *args[] = {TINY_BUILTIN, "graph=deepseek", "attention_type=mla",
@@ -749,8 +751,9 @@ static void test_mla_by_hand(void **state) {
         const char *name;
         uint64_t bytes, flops;
     } want[] = {{"q_a", 32, 256},    {"kv_a_out", 48, 384}, {"kv_n", 32, 0},
-                {"q_raw", 96, 384},  {"k", 96, 0},          {"v", 64, 256},
-                {"k_nope", 64, 256}, {"k_pe_heads", 32, 0}, {"ctx", 64, 320}};
+                {"q_raw", 96, 384},  {"k", 96, 0},          {"kv_up", 128, 512},
+                {"v", 64, 0},        {"k_nope", 64, 0},     {"k_pe_heads", 32, 0},
+                {"ctx", 64, 320}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const remat_tensor_row_t *t = row(f, 0, want[i].name);
         if (t->bytes != want[i].bytes || (want[i].flops && t->recompute_flops != want[i].flops)) {
@@ -761,7 +764,7 @@ static void test_mla_by_hand(void **state) {
     const remat_block_t *b = remat_profile_block(&f->r, 0);
     uint64_t attention = 0;
     static const char *const params[] = {"ln1_scale", "wq_a", "q_norm_scale", "wq_b",
-                                         "wkv_a",     "kv_norm_scale", "wk_b", "wv_b", "wo"};
+                                         "wkv_a",     "kv_norm_scale", "wkv_b", "wo"};
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
         const remat_tensor_t *t = &b->tensors[remat_block_find_tensor(b, params[i])];
         uint64_t n = 1;

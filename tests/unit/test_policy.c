@@ -66,10 +66,14 @@ static const expect_t presets[] = {
     {"remat_policy=save_out_proj", NULL, 64 + 64, 0, 4592 - 512},
     {"remat_policy=qkv_proj_offloaded", NULL, 64, 128, 3424},
     {"remat_policy=minimal_offloaded", NULL, 64, 448, 864},
-    {"remat_policy=none", NULL, 64, 0, 4592}, /* scanned: as full */
-    /* unscanned none keeps every residual: x, ln1_rstd, xn, q_t, k_t, v_t,
-       ctx, attn_lse, attn_out, h1, ln2_rstd, hn, gate, up, gate_act, mix */
-    {"remat_policy=none", "scan_layers=false",
+    /* none is full, scanned or not (MaxText checkpoints the layer with no
+       policy) */
+    {"remat_policy=none", NULL, 64, 0, 4592},
+    {"remat_policy=none", "scan_layers=false", 64, 0, 4592},
+    /* everything_saveable keeps every residual: x, ln1_rstd, xn, q_t, k_t,
+       v_t, ctx, attn_lse, attn_out, h1, ln2_rstd, hn, gate, up, gate_act,
+       mix */
+    {"remat_policy=everything_saveable", NULL,
      64 + 16 + 64 + 64 + 32 + 32 + 64 + 32 + 64 + 64 + 16 + 64 + 128 + 128 + 128 + 128, 0, 0},
     /* predicate: q_raw, k_raw, v (einsum outputs) instead of q and k, so
        the two ropes are re-run too: 864 + 96 + 48 */
@@ -224,8 +228,8 @@ static void test_unknown_names_rejected(void **state) {
 static const char *const all_presets[] = {
     "full", "minimal", "minimal_with_context", "save_dot_with_context_except_mlp",
     "save_dot_except_mlpwi", "save_dot_except_mlp", "save_qkv_proj", "save_out_proj",
-    "qkv_proj_offloaded", "minimal_offloaded", "none", "dots_with_no_batch_dims_saveable",
-    "offload_dot_with_no_batch_dims"};
+    "qkv_proj_offloaded", "minimal_offloaded", "none", "everything_saveable",
+    "dots_with_no_batch_dims_saveable", "offload_dot_with_no_batch_dims"};
 
 static fx_run_t *big(const char *policy, const char *batch) {
     char pol[96];

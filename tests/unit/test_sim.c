@@ -137,14 +137,14 @@ static void test_minimal_by_hand(void **state) {
     fx_free(f);
 }
 
-/* none without scan keeps x, h, a. forward peaks at the add: h+a+o+y = 96.
+/* everything_saveable keeps x, h, a. forward peaks at the add: h+a+o+y = 96.
    backward: add: dx takes dy, +do 16 | fc2 +da 48, -do -a 0 | silu: dh
    takes da, -h ... peak 48.
    step: 2320 + 80 a layer -> 2560; + 768 at the turn: 3328; layer 2
    backward 3328 + 48 = 3376. */
-static void test_none_by_hand(void **state) {
+static void test_everything_saveable_by_hand(void **state) {
     (void)state;
-    fx_run_t *f = mini("remat_policy=none", NULL, NULL);
+    fx_run_t *f = mini("remat_policy=everything_saveable", NULL, NULL);
     assert_int_equal(f->r.profiles[0].fwd_peak_rel, 96);
     assert_int_equal(f->r.profiles[0].bwd_peak_rel, 48);
     assert_int_equal(f->r.peak_bytes, 3376);
@@ -152,8 +152,13 @@ static void test_none_by_hand(void **state) {
     assert_int_equal(f->r.recompute_flops, 0);
     assert_false(f->r.none_as_full);
     fx_free(f);
-    /* Scanned, MaxText checkpoints the layer anyway: none == full, with
-       the scan's copy of the weights (test_scan_weights_by_hand). */
+    /* MaxText checkpoints the layer with no policy, scanned or not:
+       none == full (the fixture scans nothing; scanned, the scan's copy
+       of the weights comes too, test_scan_weights_by_hand). */
+    f = mini("remat_policy=none", NULL, NULL);
+    assert_true(f->r.none_as_full);
+    assert_int_equal(f->r.peak_bytes, 3248);
+    fx_free(f);
     f = mini("remat_policy=none", "scan_layers=true", NULL);
     assert_true(f->r.none_as_full);
     assert_int_equal(f->r.peak_bytes, 3248 + 384);
@@ -312,17 +317,17 @@ static void test_fusion_by_hand(void **state) {
     assert_int_equal(f->r.layers[0].forward_flops, 128 + 128 + 64 + 16 + 128 + 8);
     assert_int_equal(f->r.layers[0].recompute_flops, 128 + 128 + 64 + 16);
     fx_free(f);
-    /* Kept, a fusable tensor is materialized: none without scan keeps g, u,
-       s, p, so forward holds g u s p o y = 160 at the add. */
-    const char *none[] = {"remat_policy=none", "scan_layers=false", NULL};
-    f = fx_analyze_with(fx_gated_graph, gated_base, none);
+    /* Kept, a fusable tensor is materialized: everything_saveable keeps g,
+       u, s, p, so forward holds g u s p o y = 160 at the add. */
+    const char *all[] = {"remat_policy=everything_saveable", NULL};
+    f = fx_analyze_with(fx_gated_graph, gated_base, all);
     assert_int_equal(f->r.profiles[0].tensors[fx_tensor(f->graph, "s")].fate, REMAT_FATE_DEVICE);
     assert_int_equal(f->r.profiles[0].fwd_peak_rel, 160);
     assert_int_equal(f->r.layers[0].saved_device_bytes, 16 + 4 * 32);
     fx_free(f);
 }
 
-/* In-place backward on the gated layer under none (scan_layers=false): x,
+/* In-place backward on the gated layer under everything_saveable: x,
    g, u, s, p kept (144 B), nothing re-run. An elementwise op's input
    gradient takes over a buffer of its size that dies at that op.
    backward (kept buffers and dy in the baseline):
@@ -338,8 +343,8 @@ static void test_fusion_by_hand(void **state) {
    1696 + 48 = 1744 at down. */
 static void test_inplace_backward_by_hand(void **state) {
     (void)state;
-    const char *none[] = {"remat_policy=none", "scan_layers=false", NULL};
-    fx_run_t *f = fx_analyze_with(fx_gated_graph, gated_base, none);
+    const char *all[] = {"remat_policy=everything_saveable", NULL};
+    fx_run_t *f = fx_analyze_with(fx_gated_graph, gated_base, all);
     assert_int_equal(f->r.profiles[0].bwd_peak_rel, 48);
     assert_int_equal(f->r.peak_bytes, 1744);
     assert_int_equal(f->r.peak_at.step, REMAT_STEP_BACKWARD);
@@ -443,11 +448,10 @@ static void test_reserve_fraction(void **state) {
 static void test_megatron_formula(void **state) {
     (void)state;
     const uint64_t s = 2048, b = 1, h = 12288, a = 96;
-    const char *none[] = {"model_name=gpt3-175b", "per_device_batch_size=1",
-                          "remat_policy=none",    "scan_layers=false",
-                          "attention=dot_product", "dropout_rate=0.1",
-                          "enable_dropout=true",  NULL};
-    fx_run_t *f = fx_analyze_ok(NULL, none);
+    const char *all[] = {"model_name=gpt3-175b", "per_device_batch_size=1",
+                         "remat_policy=everything_saveable", "attention=dot_product",
+                         "dropout_rate=0.1", "enable_dropout=true", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, all);
     assert_int_equal(f->r.layers[0].saved_device_bytes,
                      s * b * h * 34 + 5 * a * s * s * b + 16 * s * b);
     assert_int_equal(f->r.layers[0].saved_device_bytes, 2868936704u);
@@ -528,8 +532,7 @@ static void test_analyzer_lite_plan(void **state) {
     assert_int_equal(remat_analyzer_new(f->graph, &f->cfg, &f->hw, &an, &err), REMAT_OK);
     remat_plan_t plan;
     remat_plan_init(&plan);
-    assert_int_equal(remat_plan_layer(f->graph, 0, f->policy, 0, f->cfg.scan_layers, &plan, &err),
-                     REMAT_OK);
+    assert_int_equal(remat_plan_layer(f->graph, 0, f->policy, 0, &plan, &err), REMAT_OK);
     /* remat_plan_copy, the library's copy of a plan (the analysis copies
        into its result's memory instead): every array equal, twice, the
        second time into the copy's own arrays */
@@ -579,7 +582,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_static_memory),     cmocka_unit_test(test_flops),
         cmocka_unit_test(test_full_by_hand),      cmocka_unit_test(test_minimal_by_hand),
-        cmocka_unit_test(test_none_by_hand),      cmocka_unit_test(test_offload_by_hand),
+        cmocka_unit_test(test_everything_saveable_by_hand),      cmocka_unit_test(test_offload_by_hand),
         cmocka_unit_test(test_offload_layer_input), cmocka_unit_test(test_grad_accumulation),
         cmocka_unit_test(test_layer_ranges),      cmocka_unit_test(test_fusion_by_hand),
         cmocka_unit_test(test_inplace_backward_by_hand),
