@@ -40,6 +40,7 @@
 
 typedef struct tally {
     size_t runs, right, fits_for_oom, skipped;
+    size_t compiled, compiled_right, compiled_fits_for_oom, compiler_differs;
     size_t peak_cases, peak_ok, step_cases, step_ok, other_steps, other_ok;
     double worst_peak, worst_step;
 } tally_t;
@@ -50,8 +51,34 @@ typedef struct row {
     bool recipe; /* a published recipe whose step time remat can express: the time target */
     uint64_t peak, limit;
     double xla_ratio, step_pred, step_real;
+    /* the same configuration compiled at e591f30 (validation/xla_runs.json,
+       its published_run): XLA's verdict and peak over its limit, or NULL */
+    const char *e591_status;
+    double e591_share, e591_ratio; /* XLA's peak / its limit; remat's / XLA's */
     char error[256];
 } row_t;
+
+/* The compiled corpus's entry for published run @p id, or NULL. */
+static json_t *compiled_for(json_t *corpus, const char *id) {
+    for (size_t i = 0; i < json_array_size(corpus); i++) {
+        json_t *e = json_array_get(corpus, i);
+        const char *pr = vr_str(e, "published_run"), *st = vr_str(e, "status");
+        if (pr && strcmp(pr, id) == 0 && st && (strcmp(st, "fits") == 0 || strcmp(st, "oom") == 0)) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static void read_compiled(json_t *corpus, row_t *row) {
+    json_t *e = compiled_for(corpus, row->id);
+    if (!e || vr_num(e, "xla_limit_bytes") <= 0 || vr_num(e, "xla_peak_bytes") <= 0) {
+        return;
+    }
+    row->e591_status = vr_str(e, "status");
+    row->e591_share = vr_num(e, "xla_peak_bytes") / vr_num(e, "xla_limit_bytes");
+    row->e591_ratio = row->ok ? (double)row->peak / vr_num(e, "xla_peak_bytes") : 0;
+}
 
 /* Analyzes one run as `remat check` would, on its hardware profile. */
 static void analyze_run(json_t *run, row_t *row) {
@@ -77,6 +104,13 @@ static void analyze_run(json_t *run, row_t *row) {
 
 static void count(const row_t *row, tally_t *t) {
     t->runs++;
+    if (row->e591_status) {
+        bool xfits = strcmp(row->e591_status, "fits") == 0;
+        t->compiled++;
+        t->compiled_right += row->ok && row->passes == xfits;
+        t->compiled_fits_for_oom += row->ok && row->passes && !xfits;
+        t->compiler_differs += xfits != (strcmp(row->expected, "fits") == 0);
+    }
     bool fits = strcmp(row->expected, "fits") == 0;
     t->right += row->ok && row->passes == fits;
     t->fits_for_oom += row->ok && row->passes && !fits;
@@ -110,24 +144,30 @@ static void print_row(const row_t *row, bool md) {
         snprintf(step, sizeof step, "%s", row->ok ? "-" : row->error);
     }
     bool right = row->ok && row->passes == (strcmp(row->expected, "fits") == 0);
+    char e591[48] = "-";
+    if (row->e591_status) {
+        snprintf(e591, sizeof e591, "%s %.3f, remat %.3f", row->e591_status, row->e591_share,
+                 row->e591_ratio);
+    }
     if (md) {
-        printf("| %s | %s | %s | %s%s | %.2f | %.2f | %s | %s |\n", row->id, row->hardware,
+        printf("| %s | %s | %s | %s%s | %.2f | %.2f | %s | %s | %s |\n", row->id, row->hardware,
                row->expected, verdict, right ? "" : " **(wrong)**", (double)row->peak / GIB,
-               (double)row->limit / GIB, xla, step);
+               (double)row->limit / GIB, xla, e591, step);
     } else {
-        printf("%-44s %-8s %-5s %-6s%s %8.2f %7.2f %6s  %s\n", row->id, row->hardware,
+        printf("%-44s %-8s %-5s %-6s%s %8.2f %7.2f %6s  %-24s %s\n", row->id, row->hardware,
                row->expected, verdict, right ? " " : "!", (double)row->peak / GIB,
-               (double)row->limit / GIB, xla, step);
+               (double)row->limit / GIB, xla, e591, step);
     }
 }
 
 static void print_header(bool md) {
     if (md) {
         printf("| run | hardware | truth | remat | peak GiB | limit GiB | peak / XLA used | "
-               "step s: remat / published = ratio |\n|---|---|---|---|---:|---:|---:|---|\n");
+               "compiled at e591f30: XLA / limit, remat / XLA | "
+               "step s: remat / published = ratio |\n|---|---|---|---|---:|---:|---:|---|---|\n");
     } else {
-        printf("%-44s %-8s %-5s %-7s %8s %7s %6s  %s\n", "run", "hardware", "truth", "remat",
-               "peak_GiB", "limit", "xla", "step_s remat / published");
+        printf("%-44s %-8s %-5s %-7s %8s %7s %6s  %-24s %s\n", "run", "hardware", "truth", "remat",
+               "peak_GiB", "limit", "xla", "at e591f30: XLA, remat/XLA", "step_s remat / published");
     }
 }
 
@@ -156,6 +196,11 @@ static bool summarize(const tally_t *t, const floors_t *f, bool md) {
            "other published runs: %zu of %zu\n",
            p, 100 * STEP_TOLERANCE, t->step_ok, t->step_cases, 100 * t->worst_step, t->other_ok,
            t->other_steps);
+    printf("%scompiled again at e591f30 (validation/xla_runs.json): %zu of %zu runs; remat's "
+           "verdict agrees with that compile's on %zu, \"fits\" where it ran out of memory %zu; "
+           "the compile's verdict differs from the published outcome on %zu\n",
+           p, t->compiled, t->runs, t->compiled_right, t->compiled_fits_for_oom,
+           t->compiler_differs);
     return ok;
 }
 
@@ -209,6 +254,9 @@ int main(int argc, char **argv) {
     if (!path) {
         path = REMAT_RUNS_FILE;
     }
+    /* the same configurations compiled at e591f30, when that file is there */
+    json_t *corpus_root = json_load_file(REMAT_XLA_RUNS_FILE, 0, NULL);
+    json_t *corpus = json_object_get(corpus_root, "runs");
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
     json_t *runs = root ? json_object_get(root, "runs") : NULL;
@@ -221,6 +269,7 @@ int main(int argc, char **argv) {
     if (fit) {
         int rc = remat_fit_efficiencies(runs, md);
         json_decref(root);
+        json_decref(corpus_root);
         return rc;
     }
     tally_t t = {0};
@@ -233,6 +282,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "remat_realruns: %s: $.runs[%zu] needs id, hardware, expected and "
                             "settings\n", path, i);
             json_decref(root);
+            json_decref(corpus_root);
             return 2;
         }
         if (json_is_false(json_object_get(run, "expressible"))) {
@@ -242,11 +292,13 @@ int main(int argc, char **argv) {
         row.recipe = json_is_true(json_object_get(run, "recipe")) &&
                      !json_is_false(json_object_get(run, "time_expressible"));
         analyze_run(run, &row);
+        read_compiled(corpus, &row);
         count(&row, &t);
         print_row(&row, md);
     }
     bool ok = summarize(&t, &f, md);
     print_unexpressible(runs, md);
     json_decref(root);
+    json_decref(corpus_root);
     return check && !ok ? 1 : 0;
 }

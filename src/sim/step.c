@@ -37,6 +37,9 @@ typedef struct step {
     remat_trace_t *tr;       /* a traced run's events; NULL in an ordinary analysis */
     size_t stage;
     size_t first, last;      /* the stage's layers */
+    /* what the logits' weight gradient holds through the layers' backward
+       (head_defer): its output's gradient, its activation operands */
+    int64_t deferred_grads, deferred_head;
 } step_t;
 
 /* The bytes that come and go within the step at a moment: all but the
@@ -163,6 +166,48 @@ static uint64_t head_prefetch(const remat_analyzer_t *an, size_t from, size_t p)
     return 0;
 }
 
+/* Whether op @p j of the head (at position @p p) computes its weight
+   gradient after the layers' backward: an op after the layers with a
+   weight (the logits), unless the chunked loss runs it. XLA schedules that
+   gradient (a windowed einsum, reduce-scattering shard by shard) after the
+   layers' backward scan, so the op's output gradient and its activation
+   operands stay live through it: the compiler's live ranges at e591f30
+   hold the compute-dtype logits gradient at the peak of most steps whose
+   peak is in the layers' backward (docs/validation.md). */
+static bool head_defers(const remat_analyzer_t *an, size_t p, const remat_op_t *op) {
+    if (p < an->g->head_npre || an->cfg->num_vocab_tiling > 1) {
+        return false;
+    }
+    for (size_t i = 0; i < op->nin; i++) {
+        if (an->g->head.tensors[op->in[i]].param) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Moves what op @p op (backward position @p p) leaves for its deferred
+   weight gradient from the op to the step: the bytes its backward is
+   about to free (its outputs' gradients, the activation operands it reads
+   last) stay, counted in st->deferred_* until the layers' backward ends. */
+static void head_defer(const remat_analyzer_t *an, scratch_t *s, step_t *st,
+                       const remat_op_t *op, size_t p) {
+    const bound_t *bd = &an->hb;
+    int64_t grads = 0, acts = 0;
+    for (size_t i = 0; i < op->nout; i++) {
+        const size_t o = op->out[i];
+        grads += s->glive[o] && !s->virt[o] ? (int64_t)bd->gbytes[o] : 0;
+    }
+    for (size_t i = 0; i < op->nin; i++) {
+        const size_t buf = bd->ix.storage[op->in[i]];
+        if (!an->g->head.tensors[op->in[i]].param && s->live[buf] && s->bwd_use[buf] == p) {
+            acts += (int64_t)s->cur[buf];
+        }
+    }
+    st->deferred_grads += grads;
+    st->deferred_head += acts;
+}
+
 /* The head's backward over positions [from, to), in reverse: a head op's
    gathered weights live while it runs, with the next one's prefetched. An
    op before the layers (the embedding) holds its weights' whole gradient
@@ -194,7 +239,14 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
         if (st->tr) {
             step_event(st, extra, gcats, at, REMAT_NONE, bd->bwd_s[j]);
         }
+        const bool defers = head_defers(an, p, op);
+        const int64_t g0 = st->deferred_grads, h0 = st->deferred_head;
+        if (defers) {
+            head_defer(an, s, st, op, p);
+        }
         remat_i_backward_end(&st->m, s, bd, op, p);
+        add_const(&st->m, REMAT_CAT_ACT_GRADS, st->deferred_grads - g0);
+        add_const(&st->m, REMAT_CAT_HEAD, st->deferred_head - h0);
     }
 }
 
@@ -619,6 +671,8 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
     stage_turn(an, s, pre, post, ss->grads, stp);
     stage_layers(an, first, last, true, stp);
     add_const(&stp->m, REMAT_CAT_SCAN_WEIGHTS, -(int64_t)ss->scan_weights);
+    add_const(&stp->m, REMAT_CAT_ACT_GRADS, -stp->deferred_grads); /* the weight gradient is made */
+    add_const(&stp->m, REMAT_CAT_HEAD, -stp->deferred_head);
     if (pre) {
         s->glive[g->head_feeds] = 1; /* dx of the first layer, made by the layers */
         head_backward(an, s, stp, 0, g->head_npre);
