@@ -274,7 +274,7 @@ static void dim_rules(const name_info_t *const *info, size_t rank, const uint64_
 
 /* Whether every dim takes its name's first rule (remat_mesh_first_rules). */
 static bool first_rules(const bind_ctx_t *x, const name_info_t *const *info, size_t rank) {
-    const uint64_t *rules[REMAT_MAX_RANK];
+    const uint64_t *rules[REMAT_MAX_RANK] = {0}; /* all set below; GCC cannot tell under LTO */
     unsigned axes[REMAT_MAX_RANK];
     dim_rules(info, rank, rules);
     return remat_mesh_first_rules(x->mesh, rules, rank, axes);
@@ -284,7 +284,7 @@ static bool first_rules(const bind_ctx_t *x, const name_info_t *const *info, siz
    shards, into @p axes, @p shards and @p kept. */
 static void resolve_rules(const bind_ctx_t *x, const name_info_t *const *info, size_t rank,
                           unsigned *axes, uint64_t *shards, uint64_t *kept) {
-    const uint64_t *rules[REMAT_MAX_RANK];
+    const uint64_t *rules[REMAT_MAX_RANK] = {0};
     dim_rules(info, rank, rules);
     remat_mesh_tensor_axes_ruled(x->mesh, rules, rank, axes);
     for (size_t j = 0; j < rank; j++) {
