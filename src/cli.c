@@ -160,7 +160,7 @@ static int take_config_file(opts_t *o) {
     int w = 0;
     for (int i = 0; i < o->nargs; i++) {
         char *a = o->args[i];
-        if (!strchr(a, '=') && remat_i_is_yaml_path(a)) {
+        if (!strchr(a, '=') && (remat_i_is_yaml_path(a) || strcmp(a, "-") == 0)) {
             if (o->config) {
                 return remat_cli_usage_error("two config files, '%s' and '%s': give one", o->config, a);
             }
@@ -229,9 +229,14 @@ void remat_cli_job_release(job_t *j) {
     j->policy = NULL;
 }
 
+remat_status_t remat_cli_config_build(const opts_t *o, remat_config_t *c, remat_error_t *err) {
+    return remat_i_config_build_file(o->config ? o->file : NULL, (size_t)o->nargs, o->args, c,
+                                     err);
+}
+
 remat_status_t remat_cli_job_resolve(job_t *j, const opts_t *o, remat_error_t *err) {
     remat_result_init(&j->result);
-    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, err);
+    remat_status_t st = remat_cli_config_build(o, &j->cfg, err);
     return st ? st : remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, err);
 }
 
@@ -283,7 +288,7 @@ static int cmd_analyze_like(const opts_t *o, int which) {
     remat_error_t err;
     remat_error_init(&err);
     job_t *j = remat_i_xcalloc(1, sizeof *j);
-    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, &err);
+    remat_status_t st = remat_cli_config_build(o, &j->cfg, &err);
     if (st == REMAT_OK) {
         st = job_run(j, &err);
     }
@@ -365,7 +370,7 @@ int remat_cli_compare_run(const opts_t *o, remat_cli_compare_t *c, remat_status_
     job_t *jobs = c->jobs = remat_i_xcalloc(n, sizeof *jobs);
     c->rs = remat_i_xcalloc(n, sizeof *c->rs);
     c->n = n;
-    *st = remat_config_build(o->config, (size_t)o->nargs, o->args, &jobs[0].cfg, err);
+    *st = remat_cli_config_build(o, &jobs[0].cfg, err);
     for (size_t i = 0; *st == REMAT_OK && i < n; i++) {
         jobs[i].cfg = jobs[0].cfg;
         if (strlen(names[i]) >= sizeof jobs[i].cfg.remat_policy) {
@@ -481,7 +486,7 @@ static remat_status_t solve_describe(solve_run_t *s, remat_error_t *err) {
 
 static remat_status_t solve_placement(solve_run_t *s, const opts_t *o, remat_error_t *err) {
     job_t *j = s->j;
-    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, err);
+    remat_status_t st = remat_cli_config_build(o, &j->cfg, err);
     if (st == REMAT_OK) {
         st = remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, err);
     }
@@ -623,73 +628,85 @@ static void print_graph_ok(const char *path, const remat_graph_t *g) {
     printf(")%s\n", g->has_head ? ", with a head" : "");
 }
 
-static int cmd_validate(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "remat: usage: remat validate FILE\n");
-        return EXIT_INPUT;
+/* validate's config: built from its text (read once: "-" is standard
+   input), then resolved and analyzed; the line says what it runs. */
+static remat_status_t validate_config(const remat_i_config_file_t *f, remat_error_t *err) {
+    job_t *j = remat_i_xcalloc(1, sizeof *j);
+    remat_status_t st = remat_i_config_build_file(f, 0, NULL, &j->cfg, err);
+    if (st == REMAT_OK) {
+        st = job_run(j, err);
     }
-    const char *path = argv[1];
-    remat_error_t err;
-    remat_error_init(&err);
-    char *text = NULL;
-    remat_status_t st = remat_i_read_file(path, &text, &err);
-    if (st) {
-        return remat_cli_report_error(&err);
+    if (st == REMAT_OK) {
+        remat_cli_print_notes(&j->cfg, true);
+        printf("%s: ok: config for %s, remat_policy=%s on %s\n", f->name, j->cfg.model_name,
+               j->policy->name, j->hw.name);
     }
-    json_t *root = remat_i_json_load(text, path, &err);
+    remat_cli_job_release(j);
+    free(j);
+    return st;
+}
+
+/* validate's JSON file, by its "format" key (none: a config). */
+static remat_status_t validate_json(const remat_i_config_file_t *f, remat_error_t *err) {
+    const char *path = f->name, *text = f->text;
+    json_t *root = remat_i_json_load(text, path, err);
     if (!root) {
-        free(text);
-        return remat_cli_report_error(&err);
+        return err->code;
     }
     json_t *format = json_object_get(root, "format");
-    const char *f = json_is_string(format) ? json_string_value(format) : "";
-    int rc = EXIT_OK;
-    if (strcmp(f, "remat-graph/1") == 0) {
+    const char *fm = json_is_string(format) ? json_string_value(format) : "";
+    remat_status_t st = REMAT_OK;
+    if (strcmp(fm, "remat-graph/1") == 0) {
         remat_graph_t *g = NULL;
-        st = remat_graph_load_string(text, path, &g, &err);
-        if (st == REMAT_OK) {
+        if ((st = remat_graph_load_string(text, path, &g, err)) == REMAT_OK) {
             print_graph_ok(path, g);
         }
         remat_graph_free(g);
-    } else if (strcmp(f, "remat-policy/1") == 0) {
+    } else if (strcmp(fm, "remat-policy/1") == 0) {
         remat_policy_t *p = NULL;
-        st = remat_policy_load_string(text, path, false, &p, &err);
-        if (st == REMAT_OK) {
+        if ((st = remat_policy_load_string(text, path, false, &p, err)) == REMAT_OK) {
             printf("%s: ok: policy '%s' placing %zu names, %zu layer ranges\n", path, p->name,
                    p->nrules, p->nranges);
         }
         remat_policy_free(p);
-    } else if (strcmp(f, "remat-hardware/2") == 0 || strcmp(f, "remat-hardware/1") == 0) {
+    } else if (strcmp(fm, "remat-hardware/2") == 0 || strcmp(fm, "remat-hardware/1") == 0) {
         remat_hw_t hw;
-        st = remat_hw_load_string(text, path, &hw, &err);
-        if (st == REMAT_OK) {
+        if ((st = remat_hw_load_string(text, path, &hw, err)) == REMAT_OK) {
             printf("%s: ok: hardware '%s'\n", path, hw.name);
         }
     } else if (format) {
-        st = remat_error_set(&err, REMAT_E_SCHEMA, path, "$.format",
+        st = remat_error_set(err, REMAT_E_SCHEMA, path, "$.format",
                              "unknown format '%s' (remat-graph/1, remat-policy/1, "
                              "remat-hardware/2, remat-hardware/1; a config has no format key)",
-                             f);
+                             fm);
     } else {
-        /* A config: build it, then resolve and analyze what it names. */
-        job_t *j = remat_i_xcalloc(1, sizeof *j);
-        st = remat_config_build(path, 0, NULL, &j->cfg, &err);
-        if (st == REMAT_OK) {
-            st = job_run(j, &err);
-        }
-        if (st == REMAT_OK) {
-            printf("%s: ok: config for %s, remat_policy=%s on %s\n", path, j->cfg.model_name,
-                   j->policy->name, j->hw.name);
-        }
-        remat_cli_job_release(j);
-        free(j);
-    }
-    if (st) {
-        rc = remat_cli_report_error(&err);
+        st = validate_config(f, err);
     }
     json_decref(root);
+    return st;
+}
+
+static int cmd_validate(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "remat: usage: remat validate FILE ('-': standard input)\n");
+        return EXIT_INPUT;
+    }
+    remat_error_t err;
+    remat_error_init(&err);
+    remat_i_config_file_t f;
+    char *text = NULL;
+    size_t len = 0;
+    /* Read here, whatever the suffix: validate names a file that must be
+       there (MaxText's base.yml that is not is no file to check). */
+    remat_status_t st = remat_i_read_path(argv[1], REMAT_I_READ_STDIN, &text, &len, &err);
+    if (st == REMAT_OK) {
+        f = (remat_i_config_file_t){strcmp(argv[1], "-") == 0 ? "<stdin>" : argv[1], text, len,
+                                    NULL};
+        st = remat_i_config_text_is_yaml(f.name, text) ? validate_config(&f, &err)
+                                                        : validate_json(&f, &err);
+    }
     free(text);
-    return rc;
+    return st ? remat_cli_report_error(&err) : EXIT_OK;
 }
 
 /* ---- the command table ------------------------------------------------- */
@@ -1018,7 +1035,23 @@ int remat_cli_main(int argc, char **argv) {
         return EXIT_OK;
     }
     rc = check_options(cmd, &o);
-    return rc ? rc : cmd->run(cmd, &o, 0, NULL);
+    if (rc) {
+        return rc;
+    }
+    remat_i_config_file_t file;
+    memset(&file, 0, sizeof file);
+    o.file = &file;
+    if (o.config) {
+        remat_error_t err;
+        remat_error_init(&err);
+        if (remat_i_config_file_read(o.config, &file, &err)) {
+            remat_i_config_file_release(&file);
+            return remat_cli_report_error(&err);
+        }
+    }
+    rc = cmd->run(cmd, &o, 0, NULL);
+    remat_i_config_file_release(&file);
+    return rc;
 }
 
 /* The fuzz build links this file without its main (fuzz/CMakeLists.txt). */

@@ -24,6 +24,7 @@
 #include "remat/report.h"
 #include "remat/sim.h"
 #include "remat/solve.h"
+#include "config_internal.h"
 
 /* The options, as bits of a command's opts. */
 enum {
@@ -75,6 +76,9 @@ typedef struct remat_cli_opts {
     int chart;         /* analyze's chart: 1 --chart, 0 --no-chart, -1 on a terminal */
     int nargs;
     char **args;
+    /* The config file's text, read once before the command runs (every
+       build reads this copy: standard input and a pipe read only once). */
+    remat_i_config_file_t *file;
 } remat_cli_opts_t;
 
 /* Everything one analysis needs, owned together. */
@@ -97,6 +101,10 @@ int remat_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1,
 
 /* The config's notes on standard error (keys not modeled, assumptions). */
 void remat_cli_print_notes(const remat_config_t *c, bool passes);
+
+/* The config the options give (the file read once, then the settings). */
+remat_status_t remat_cli_config_build(const remat_cli_opts_t *o, remat_config_t *c,
+                                      remat_error_t *err);
 
 /* Builds @p j's config from the options and resolves its graph, policy and
    hardware (the result is left initialized, not computed). */

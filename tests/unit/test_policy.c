@@ -143,7 +143,8 @@ static void test_unused_reported(void **state) {
 static void test_unknown_names_rejected(void **state) {
     (void)state;
     /* Custom keys are MaxText's names: another key is not a config key. */
-    const char *args[] = {"remat_policy=custom", "mlp_gate=device", "per_device_batch_size=1",
+    const char *args[] = {"model_name=llama3-8b", "remat_policy=custom", "mlp_gate=device",
+                          "per_device_batch_size=1",
                           NULL};
     fx_run_t *f = fx_analyze(NULL, args);
     assert_int_equal(f->st, REMAT_E_CONFIG);
@@ -163,7 +164,8 @@ static void test_unknown_names_rejected(void **state) {
     fx_free(ff);
     fx_free(f);
     /* Presets may list names a graph lacks (minimal names kv_proj). */
-    const char *ok[] = {"remat_policy=minimal", "per_device_batch_size=1", NULL};
+    const char *ok[] = {"model_name=llama3-8b", "remat_policy=minimal", "per_device_batch_size=1",
+                        NULL};
     f = fx_analyze_ok(NULL, ok);
     fx_free(f);
     /* A user's policy file is checked: a name neither the graph nor MaxText
@@ -265,9 +267,9 @@ static void test_offload_never_raises_peak(void **state) {
         }
     }
     /* Offloading one name on top of a policy, via custom keys. */
-    const char *a[] = {"per_device_batch_size=2", "remat_policy=custom", "mlpwi_0=device",
+    const char *a[] = {"model_name=llama3-8b", "per_device_batch_size=2", "remat_policy=custom", "mlpwi_0=device",
                        "mlpwi_1=device", NULL};
-    const char *b[] = {"per_device_batch_size=2", "remat_policy=custom", "mlpwi_0=offload",
+    const char *b[] = {"model_name=llama3-8b", "per_device_batch_size=2", "remat_policy=custom", "mlpwi_0=offload",
                        "mlpwi_1=device", NULL};
     fx_run_t *fa = fx_analyze(NULL, a), *fb = fx_analyze(NULL, b);
     assert_true(fb->r.peak_bytes <= fa->r.peak_bytes);

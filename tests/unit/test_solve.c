@@ -567,7 +567,7 @@ static void test_resolve_copies_parsed_builtins(void **state) {
 /* An error is not cached: an unknown preset fails the same way twice. */
 static void test_resolve_errors_are_not_cached(void **state) {
     (void)state;
-    const char *args[] = {"remat_policy=no_such_policy", NULL};
+    const char *args[] = {"model_name=llama3-8b", "remat_policy=no_such_policy", NULL};
     char first[768] = "", line[768] = "";
     for (int k = 0; k < 2; k++) {
         fx_run_t *f = fx_analyze(NULL, args);

@@ -12,7 +12,10 @@
  *    a duplicate key, two documents, a cycle, a missing base;
  *  - anchors, aliases and merge keys, as PyYAML reads them; an alias bomb
  *    and nesting past the limit are errors, not work;
- *  - a base_config that is a FIFO is an error at once, never a wait.
+ *  - a base_config that is a FIFO is an error at once, never a wait;
+ *  - a 1 MiB config of any of a dozen shapes (many keys, many anchors, an
+ *    alias bomb, deep nesting, a long list, a long scalar, axis rules)
+ *    builds or fails within a second.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "remat/config.h"
 #include "yaml_config.h"
 
 static remat_yaml_config_t parse_ok(const char *text) {
@@ -275,6 +279,87 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* One 1 MiB shape, written to @p path by @p line(i) repeated (after
+   @p head), then built as a config file: under a second, error or not. */
+typedef void (*line_fn)(char *buf, size_t size, size_t i);
+
+static void shape(const char *name, const char *path, const char *head, line_fn line,
+                  const char *tail) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(head, f);
+    size_t bytes = strlen(head);
+    char buf[256];
+    for (size_t i = 0; bytes < (1u << 20); i++) {
+        line(buf, sizeof buf, i);
+        fputs(buf, f);
+        bytes += strlen(buf);
+    }
+    fputs(tail, f);
+    fclose(f);
+    remat_config_t cfg;
+    remat_error_t err;
+    remat_error_init(&err);
+    double t0 = now();
+    remat_status_t st = remat_config_build(path, 0, NULL, &cfg, &err);
+    double dt = now() - t0;
+    printf("[ yaml ] 1 MiB of %-28s %.3f s: %s\n", name, dt, st ? err.text : "ok");
+    if (dt >= 1.0) {
+        fail_msg("%s took %.3f s", name, dt);
+    }
+}
+
+static void keys(char *b, size_t n, size_t i) { snprintf(b, n, "k%zu: %zu\n", i, i); }
+static void anchors(char *b, size_t n, size_t i) {
+    snprintf(b, n, i % 2 ? "b%zu: *a%zu\n" : "a%zu: &a%zu x\n", i, i / 2 * 2);
+}
+static void aliases(char *b, size_t n, size_t i) { snprintf(b, n, "k%zu: *big\n", i); }
+static void items(char *b, size_t n, size_t i) { snprintf(b, n, "%s%zu", i ? ", " : "", i); }
+static void block_items(char *b, size_t n, size_t i) { snprintf(b, n, "  - item%zu\n", i); }
+static void chars(char *b, size_t n, size_t i) { (void)i; snprintf(b, n, "xxxxxxxxxxxxxxxx"); }
+static void opens(char *b, size_t n, size_t i) { (void)i; snprintf(b, n, "[[[[[[[["); }
+static void rules(char *b, size_t n, size_t i) {
+    snprintf(b, n, "  [name%zu, [data, fsdp]],\n", i % 4000);
+}
+static void merged(char *b, size_t n, size_t i) { snprintf(b, n, "*m%zu, ", i % 16); }
+static void nested(char *b, size_t n, size_t i) { snprintf(b, n, "  k%zu: {a: [1, 2]}\n", i); }
+static void dupes(char *b, size_t n, size_t i) { snprintf(b, n, "k%zu: 1\n", i % 50000); }
+static void docs(char *b, size_t n, size_t i) { snprintf(b, n, "---\nk%zu: 1\n", i); }
+
+static void test_one_mib_shapes(void **state) {
+    (void)state;
+    char dir[] = "/tmp/remat-yaml-big-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/big.yml", dir);
+    char head[8192] = "big: &big [";
+    for (int i = 0; i < 600; i++) {
+        strcat(head, "xxxxxxxx, ");
+    }
+    strcat(head, "x]\n");
+    char mheads[4096] = "";
+    for (int i = 0; i < 16; i++) {
+        char m[128];
+        snprintf(m, sizeof m, "m%d: &m%d {run_name: r%d, steps: %d}\n", i, i, i, i);
+        strcat(mheads, m);
+    }
+    strcat(mheads, "<<: [");
+    shape("top-level keys", path, "", keys, "");
+    shape("anchors and aliases", path, "", anchors, "");
+    shape("aliases of a 6 KB list", path, head, aliases, "");
+    shape("one flow list", path, "k: [", items, "]\n");
+    shape("one block list", path, "k:\n", block_items, "");
+    shape("one scalar", path, "k: ", chars, "\n");
+    shape("open brackets", path, "k: ", opens, "\n");
+    shape("axis rules", path, "logical_axis_rules: [\n", rules, "]\n");
+    shape("merge keys", path, mheads, merged, "*m0]\n");
+    shape("nested mappings", path, "k:\n", nested, "");
+    shape("duplicate keys", path, "", dupes, "");
+    shape("documents", path, "", docs, "");
+    unlink(path);
+    rmdir(dir);
+}
+
 /* A base_config that is a FIFO is refused on the descriptor it was
    opened with, at once: no writer ever comes. */
 static void test_base_config_fifo(void **state) {
@@ -311,7 +396,7 @@ int main(void) {
         cmocka_unit_test(test_axis_rules), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_chain),      cmocka_unit_test(test_is_yaml_path),
         cmocka_unit_test(test_anchors_and_merge), cmocka_unit_test(test_alias_budget),
-        cmocka_unit_test(test_base_config_fifo),
+        cmocka_unit_test(test_one_mib_shapes),    cmocka_unit_test(test_base_config_fifo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
