@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "config_maxtext.h"
 #include "json_util.h"
+#include "report_internal.h"
 #include "yaml_config.h"
 #include "util.h"
 
@@ -271,10 +272,42 @@ void remat_cli_print_notes(const remat_config_t *c, bool passes) {
     }
 }
 
+static void note_to_stderr(void *ctx, const char *text) {
+    (void)ctx;
+    fprintf(stderr, "remat: note: %s\n", text);
+}
+
+void remat_cli_print_result_notes(const remat_result_t *r) {
+    remat_i_for_each_note(r, note_to_stderr, NULL);
+}
+
 /* analyze's text ends with a chart of live HBM on a terminal, or when
    asked; never in the other formats. */
 static bool wants_chart(const opts_t *o) {
     return o->fmt == REMAT_FMT_TEXT && (o->chart == 1 || (o->chart < 0 && isatty(STDOUT_FILENO)));
+}
+
+/* analyze's and check's report, with what would make the run fit when it
+   does not pass (text and JSON; CSV and Markdown have no place for it). */
+static remat_status_t report_verdict(const opts_t *o, int which, const job_t *j,
+                                     remat_error_t *err) {
+    const bool want = !remat_result_passes(&j->result) &&
+                      (o->fmt == REMAT_FMT_TEXT || o->fmt == REMAT_FMT_JSON);
+    remat_fixes_t f;
+    remat_fixes_init(&f);
+    remat_fix_line_t lines[3];
+    size_t n = 0;
+    remat_status_t st =
+        want ? remat_cli_fixes(o, which == 0 ? "analyze" : "check", j, &f, lines, &n, err)
+             : REMAT_OK;
+    const remat_fix_report_t fx = {&f, lines, n};
+    if (st == REMAT_OK && which == 0) {
+        remat_report_analyze_with(stdout, &j->result, want ? &fx : NULL, o->fmt);
+    } else if (st == REMAT_OK) {
+        remat_report_check_with(stdout, &j->result, want ? &fx : NULL, o->fmt);
+    }
+    remat_fixes_release(&f);
+    return st;
 }
 
 static int cmd_analyze_like(const opts_t *o, int which) {
@@ -292,20 +325,20 @@ static int cmd_analyze_like(const opts_t *o, int which) {
     if (st == REMAT_OK) {
         st = job_run(j, &err);
     }
-    int rc = EXIT_OK;
     if (st == REMAT_OK) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
+        if (which == 2) {
+            remat_cli_print_result_notes(&j->result);
+        }
     }
-    if (st) {
-        rc = remat_cli_report_error(&err);
-    } else if (which == 0) {
-        remat_report_analyze(stdout, &j->result, o->fmt);
-    } else if (which == 1) {
+    if (st == REMAT_OK && which == 1) {
         remat_report_table(stdout, &j->result, o->fmt, o->kinds);
-    } else {
-        remat_report_check(stdout, &j->result, o->fmt);
-        rc = remat_result_passes(&j->result) ? EXIT_OK : EXIT_NO;
+    } else if (st == REMAT_OK) {
+        st = report_verdict(o, which, j, &err);
     }
+    int rc = st ? remat_cli_report_error(&err)
+             : which == 2 && !remat_result_passes(&j->result) ? EXIT_NO
+                                                               : EXIT_OK;
     remat_cli_job_release(j);
     free(j);
     return rc;
@@ -317,12 +350,35 @@ static bool policy_is_alias(const char *name) {
     return strcmp(name, "minimal_flash") == 0;
 }
 
+/* A verdict's place in compare's ranking: those that pass, then those
+   inside the safety margin, then those whose offloads break the host's RAM,
+   then those over the budget. */
+static int verdict_rank(remat_verdict_t v) {
+    switch (v) {
+        case REMAT_VERDICT_OK: return 0;
+        case REMAT_VERDICT_RISK: return 1;
+        case REMAT_VERDICT_HOST_OOM: return 2;
+        case REMAT_VERDICT_OOM: return 3;
+    }
+    return 4;
+}
+
+/* compare's order: by verdict (verdict_rank); those that pass or are
+   inside the margin by step time, the host's RAM breakers by how much
+   they put on the host, those over the budget by how far over (all share
+   the budget: by peak); then by peak, step and name. */
 static int rank_cmp(const void *pa, const void *pb) {
     const remat_result_t *a = *(const remat_result_t *const *)pa;
     const remat_result_t *b = *(const remat_result_t *const *)pb;
-    bool fa = remat_result_passes(a), fb = remat_result_passes(b);
-    if (fa != fb) {
-        return fa ? -1 : 1;
+    const int va = verdict_rank(remat_result_verdict(a)), vb = verdict_rank(remat_result_verdict(b));
+    if (va != vb) {
+        return va < vb ? -1 : 1;
+    }
+    if (va == 2 && a->host_bytes_per_host != b->host_bytes_per_host) {
+        return a->host_bytes_per_host < b->host_bytes_per_host ? -1 : 1;
+    }
+    if (va == 3 && a->peak_bytes != b->peak_bytes) {
+        return a->peak_bytes < b->peak_bytes ? -1 : 1;
     }
     if (a->step_seconds != b->step_seconds) {
         return a->step_seconds < b->step_seconds ? -1 : 1;
@@ -807,9 +863,11 @@ static const remat_cli_command_t commands[] = {
     {"compare", "compare", "compare" SETTINGS,
      "every preset (or --policies a,b,...) side by side, ranked",
      "Analyzes every built-in preset, or the presets and policy files --policies\n"
-     "names, on one configuration and ranks them: those that pass first, then by\n"
-     "estimated step time. minimal_flash is minimal_with_context under a second\n"
-     "name and is left out of 'every preset'.\n",
+     "names, on one configuration and ranks them: those that pass, by estimated\n"
+     "step time; then those inside the safety margin, by step time; then those\n"
+     "whose offloads break the host's RAM; then those over the budget, by how far\n"
+     "over. minimal_flash is minimal_with_context under a second name and is left\n"
+     "out of 'every preset'.\n",
      CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_POLICIES, ALL_FORMATS, run_compare},
     {"check", "check", "check" SETTINGS,
      "launch gate: exit 0 fits, 1 over budget or inside the margin",

@@ -102,6 +102,11 @@ int remat_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1,
 /* The config's notes on standard error (keys not modeled, assumptions). */
 void remat_cli_print_notes(const remat_config_t *c, bool passes);
 
+/* The analysis's notes (analyze's "notes": placements that change nothing,
+   assumptions) on standard error, for check, whose standard output is its
+   verdict. */
+void remat_cli_print_result_notes(const remat_result_t *r);
+
 /* The config the options give (the file read once, then the settings). */
 remat_status_t remat_cli_config_build(const remat_cli_opts_t *o, remat_config_t *c,
                                       remat_error_t *err);
@@ -149,6 +154,15 @@ void remat_cli_command_help(FILE *out, const remat_cli_command_t *cmd);
 /* "text, json, csv" for a formats mask, "text (default), ..." with
    @p mark_default. */
 void remat_cli_formats_text(unsigned formats, bool mark_default, char *buf, size_t size);
+
+/* The fixes of job @p j, which does not pass, as check and analyze end
+   with them (cli_fix.c): remat_fixes_find into @p f, then one line each
+   (placement, batch, slice) into @p lines (room for 3), each the command
+   @p cmd as given with the change, printed only once the changed run was
+   built and passed. Release @p f either way. */
+remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,
+                               const remat_cli_job_t *j, remat_fixes_t *f,
+                               remat_fix_line_t *lines, size_t *nlines, remat_error_t *err);
 
 /* The drawing commands (cli_view.c). */
 int remat_cli_timeline(const remat_cli_opts_t *o);

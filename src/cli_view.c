@@ -237,6 +237,19 @@ int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
         fputc('\n', stdout);
         remat_chart_term(stdout, &j->result, &tl, 64, 8);
     }
+    if (st == REMAT_OK && !remat_result_passes(&j->result)) {
+        /* what would make it fit, after the chart: the text's last lines */
+        remat_fixes_t f;
+        remat_fixes_init(&f);
+        remat_fix_line_t lines[3];
+        size_t n = 0;
+        st = remat_cli_fixes(o, "analyze", j, &f, lines, &n, &err);
+        const remat_fix_report_t fx = {&f, lines, n};
+        if (st == REMAT_OK) {
+            remat_report_fixes(stdout, &fx);
+        }
+        remat_fixes_release(&f);
+    }
     int rc = st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
     remat_timeline_release(&tl);
     remat_cli_job_release(j);

@@ -201,21 +201,24 @@ static void names_table(FILE *out, const remat_result_t *r) {
 
 static void policies_table(FILE *out, const remat_result_t *const *rs, size_t n) {
     fputs("<table id=\"policies-table\">\n<tr><th>rank</th><th class=\"l\">remat_policy</th>"
-          "<th>peak bytes</th><th>GiB</th><th class=\"l\">verdict</th><th>step s</th>"
+          "<th>peak bytes</th><th>GiB</th><th>of budget</th><th class=\"l\">verdict</th>"
+          "<th>step s</th>"
           "<th>recompute FLOPs</th><th>offload bytes</th></tr>\n",
           out);
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "<tr><td>%zu</td><td class=\"l\">", i + 1);
         esc(out, rs[i]->policy->name);
         fprintf(out,
-                "</td><td>%" PRIu64 "</td><td>%.2f</td><td class=\"l\">%s</td><td>%.6f</td>"
-                "<td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
+                "</td><td>%" PRIu64 "</td><td>%.2f</td><td>%.1f%%</td><td class=\"l\">%s</td>"
+                "<td>%.6f</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
                 rs[i]->peak_bytes, (double)rs[i]->peak_bytes / GIB,
+                100.0 * (double)rs[i]->peak_bytes / (double)rs[i]->budget_bytes,
                 remat_i_verdict_word(remat_result_verdict(rs[i])), rs[i]->step_seconds,
                 rs[i]->recompute_flops, rs[i]->d2h_bytes);
     }
-    fputs("</table>\n<p>Ranked as <code>remat compare</code> ranks: passing first, then by step "
-          "time.</p>\n",
+    fputs("</table>\n<p>Ranked as <code>remat compare</code> ranks: those that pass, by step "
+          "time; then those inside the safety margin, by step time; then those whose offloads "
+          "break the host's RAM; then those over the budget, by how far over.</p>\n",
           out);
 }
 

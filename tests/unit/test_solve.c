@@ -639,6 +639,70 @@ static void test_resolve_from_threads(void **state) {
     }
 }
 
+
+/* What would make a run pass: each fix found passes when applied alone;
+   the batch rows run largest first with the run's own policy among them;
+   a run nothing can fix has none. */
+static void test_fixes(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=llama3.1-405b", "topology=tpu7x-256", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    assert_false(remat_result_passes(&f->r));
+    remat_fixes_t fx;
+    remat_fixes_init(&fx);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    remat_result_t r;
+    remat_result_init(&r);
+    /* the placement */
+    assert_true(fx.placement_found);
+    remat_policy_t *p = remat_solve_policy(fx.choices, fx.nchoices, "fix");
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, p, &f->hw, &r, &err), REMAT_OK);
+    assert_true(remat_result_passes(&r));
+    assert_int_equal(r.peak_bytes, fx.placement_peak_bytes);
+    remat_policy_free(p);
+    /* the batches: ordered, the run's own policy there, the first passes */
+    size_t own = 0;
+    for (size_t i = 0; i < fx.nbatches; i++) {
+        own += fx.batches[i].own;
+        assert_true(i == 0 || fx.batches[i - 1].batch >= fx.batches[i].batch);
+    }
+    assert_int_equal(own, 1);
+    assert_true(fx.batches[0].batch > 0 && fx.batches[0].batch < f->cfg.per_device_batch_size);
+    /* no slice: the activations at batch 12 outgrow a device however many */
+    assert_false(fx.slice_found);
+    remat_fixes_release(&fx);
+    fx_free(f);
+    /* a slice fixes a model too large for its chips */
+    const char *small[] = {"model_name=llama3-70b", "per_device_batch_size=4", NULL};
+    f = fx_analyze_ok(NULL, small);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    assert_true(fx.slice_found);
+    assert_string_equal(fx.topology, "tpu7x-16");
+    remat_config_t c = f->cfg;
+    c.num_devices = fx.slice_devices;
+    assert_int_equal(remat_analyze(f->graph, &c, f->policy, &f->hw, &r, &err), REMAT_OK);
+    assert_true(remat_result_passes(&r));
+    c.num_devices = fx.slice_devices / 2; /* and the slice half its size does not */
+    assert_int_equal(remat_analyze(f->graph, &c, f->policy, &f->hw, &r, &err), REMAT_OK);
+    assert_false(remat_result_passes(&r));
+    remat_fixes_release(&fx);
+    fx_free(f);
+    /* a budget of one byte: nothing */
+    const char *none[] = {"model_name=llama3-8b", "num_devices=8", "hbm_budget=1", NULL};
+    f = fx_analyze_ok(NULL, none);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    assert_false(fx.placement_found);
+    assert_false(fx.slice_found);
+    for (size_t i = 0; i < fx.nbatches; i++) {
+        assert_true(fx.batches[i].batch == 0);
+    }
+    remat_fixes_release(&fx);
+    remat_result_release(&r);
+    fx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         /* first: the cache is empty, so the threads race to fill it */
@@ -653,6 +717,7 @@ int main(void) {
         cmocka_unit_test(test_largest_batch),
         cmocka_unit_test(test_resolve_copies_parsed_builtins),
         cmocka_unit_test(test_resolve_errors_are_not_cached),
+        cmocka_unit_test(test_fixes),
     };
     return cmocka_run_group_tests_name("solve", tests, NULL, NULL);
 }
