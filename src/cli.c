@@ -336,7 +336,7 @@ static int cmd_analyze_like(const opts_t *o, int which) {
     } else if (st == REMAT_OK) {
         st = report_verdict(o, which, j, &err);
     }
-    int rc = st ? remat_cli_report_error(&err)
+    int rc = st ? remat_cli_report_run_error(o, &err)
              : which == 2 && !remat_result_passes(&j->result) ? EXIT_NO
                                                                : EXIT_OK;
     remat_cli_job_release(j);
@@ -474,7 +474,7 @@ static int cmd_compare(const opts_t *o) {
     remat_status_t st;
     int rc = remat_cli_compare_run(o, &c, &st, &err);
     if (rc == EXIT_OK && st) {
-        rc = remat_cli_report_error(&err);
+        rc = remat_cli_report_run_error(o, &err);
     } else if (rc == EXIT_OK) {
         remat_cli_print_notes(&c.jobs[0].cfg, c.n && remat_result_passes(c.rs[0]));
         remat_report_compare(stdout, c.rs, c.n, o->fmt);
@@ -615,7 +615,7 @@ static int cmd_solve(const opts_t *o) {
         st = emit_solved_policy(&s, o->emit_policy, &err);
     }
     if (st) {
-        rc = remat_cli_report_error(&err);
+        rc = remat_cli_report_run_error(o, &err);
     } else {
         remat_cli_print_notes(&s.j->cfg, s.sol.found);
         remat_report_solve(stdout, &s.sol, s.rows, s.sol.found ? &s.j->result : NULL, s.pres, s.np,

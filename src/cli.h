@@ -164,6 +164,12 @@ remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,
                                const remat_cli_job_t *j, remat_fixes_t *f,
                                remat_fix_line_t *lines, size_t *nlines, remat_error_t *err);
 
+/* An analysis error's line (remat_cli_report_error), and, when a dim did
+   not divide over its mesh shards (REMAT_HINT_MESH_DIVIDE), the nearest
+   mesh of the same devices on which the run binds, as settings to give
+   (cli_fix.c). @p o may be NULL (no suggestion). Its exit code. */
+int remat_cli_report_run_error(const remat_cli_opts_t *o, const remat_error_t *err);
+
 /* The drawing commands (cli_view.c). */
 int remat_cli_timeline(const remat_cli_opts_t *o);
 int remat_cli_chart(const remat_cli_opts_t *o);

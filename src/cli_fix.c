@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "remat/mesh.h"
 #include "util.h"
 #include "yaml_config.h"
 
@@ -40,7 +41,7 @@ static bool in_list(const char *key, const char *const *keys) {
 /* Whether setting @p arg ("key=value") sets one of the run's placements. */
 static bool is_placement(const char *arg, const remat_config_t *c) {
     const char *eq = strchr(arg, '=');
-    for (size_t i = 0; eq && i < c->ncustom; i++) {
+    for (size_t i = 0; c && eq && i < c->ncustom; i++) {
         const size_t n = strlen(c->custom[i].name);
         if ((size_t)(eq - arg) == n && strncmp(arg, c->custom[i].name, n) == 0) {
             return true;
@@ -234,4 +235,82 @@ remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,
     batch_line(o, cmd, j, f, &lines[(*nlines)++]);
     slice_line(o, cmd, j, f, &lines[(*nlines)++]);
     return REMAT_OK;
+}
+
+/* ---- the nearest mesh that divides ------------------------------------- */
+
+/* A mesh that moves a factor @p f of axis @p a's ici devices to data
+   parallelism, as settings ("ici_fsdp_parallelism=64
+   ici_data_parallelism=2"); false when @p f does not divide the axis. */
+static bool moved_mesh(const remat_config_t *c, const remat_mesh_t *m, remat_axis_t a, uint64_t f,
+                       char *buf, size_t size) {
+    const int64_t dcn = c->dcn[a] > 0 ? c->dcn[a] : 1;
+    const uint64_t ici = c->ici[a] > 0 ? (uint64_t)c->ici[a] : m->shards[a] / (uint64_t)dcn;
+    const uint64_t data = c->ici[REMAT_AXIS_DATA] > 0 ? (uint64_t)c->ici[REMAT_AXIS_DATA] : 0;
+    if (ici < 2 || ici % f || data == 0) {
+        return false; /* a data axis that fills already takes what is left */
+    }
+    snprintf(buf, size, "ici_%s_parallelism=%llu ici_data_parallelism=%llu", remat_axis_key(a),
+             (unsigned long long)(ici / f), (unsigned long long)(data * f));
+    return true;
+}
+
+/* Whether the run with the options' settings and @p extra analyzes. */
+static bool analyzes(const remat_cli_opts_t *o, const char *extra) {
+    enum { CAP = 512 };
+    char *args[CAP], words[256];
+    snprintf(words, sizeof words, "%s", extra);
+    const change_t none = {NULL, false, ""};
+    int n = changed_args(o, NULL, &none, words, args, CAP);
+    remat_cli_opts_t v = *o;
+    v.nargs = n;
+    v.args = args;
+    remat_error_t err;
+    remat_error_init(&err);
+    remat_cli_job_t *j = remat_i_xcalloc(1, sizeof *j);
+    remat_status_t st = remat_cli_job_resolve(j, &v, &err);
+    if (st == REMAT_OK) {
+        st = remat_analyze(j->graph, &j->cfg, j->policy, &j->hw, &j->result, &err);
+    }
+    remat_cli_job_release(j);
+    free(j);
+    return st == REMAT_OK;
+}
+
+/* The nearest mesh of the same devices on which the run binds: the least
+   factor moved from one sharding axis to data parallelism (the axis that
+   shards only the batch), as settings into @p buf; "" when none does. */
+static void nearest_mesh(const remat_cli_opts_t *o, char *buf, size_t size) {
+    buf[0] = '\0';
+    remat_config_t c;
+    remat_mesh_t m;
+    remat_error_t err;
+    remat_error_init(&err);
+    if (remat_cli_config_build(o, &c, &err) || remat_mesh_build(&c, &m, &err)) {
+        return;
+    }
+    for (uint64_t f = 2; f <= m.devices && !buf[0]; f++) {
+        for (int a = REMAT_AXIS_DATA + 1; a < REMAT_AXIS_COUNT && !buf[0]; a++) {
+            char mesh[160];
+            if (moved_mesh(&c, &m, (remat_axis_t)a, f, mesh, sizeof mesh) && analyzes(o, mesh)) {
+                snprintf(buf, size, "%s", mesh);
+            }
+        }
+    }
+}
+
+int remat_cli_report_run_error(const remat_cli_opts_t *o, const remat_error_t *err) {
+    if (err->hint != REMAT_HINT_MESH_DIVIDE || !o) {
+        return remat_cli_report_error(err);
+    }
+    char line[1024], mesh[256];
+    remat_error_format(err, line, sizeof line);
+    nearest_mesh(o, mesh, sizeof mesh);
+    if (mesh[0]) {
+        fprintf(stderr, "remat: %s; the nearest mesh that divides: %s\n", line, mesh);
+    } else {
+        fprintf(stderr, "remat: %s; no mesh of these devices that moves shards to data "
+                        "parallelism divides it: change the sizes or the devices\n", line);
+    }
+    return REMAT_EXIT_INPUT;
 }

@@ -75,7 +75,7 @@ int remat_cli_timeline(const remat_cli_opts_t *o) {
         remat_report_timeline(f, &j->result, &tl, o->fmt);
         st = close_output(f, o->output, &err);
     }
-    int rc = st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+    int rc = st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
     remat_timeline_release(&tl);
     remat_cli_job_release(j);
     free(j);
@@ -182,7 +182,7 @@ int remat_cli_chart(const remat_cli_opts_t *o) {
     int rc = REMAT_EXIT_OK;
     remat_status_t st = kind == REMAT_CHART_POLICIES ? chart_policies(o, &rc, &err)
                                                      : chart_of_run(o, kind, &err);
-    return rc ? rc : st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+    return rc ? rc : st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
 }
 
 int remat_cli_report(const remat_cli_opts_t *o) {
@@ -220,7 +220,7 @@ int remat_cli_report(const remat_cli_opts_t *o) {
     remat_timeline_release(&tl);
     remat_cli_job_release(j);
     free(j);
-    return rc ? rc : st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+    return rc ? rc : st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
 }
 
 int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
@@ -250,7 +250,7 @@ int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
         }
         remat_fixes_release(&f);
     }
-    int rc = st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+    int rc = st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
     remat_timeline_release(&tl);
     remat_cli_job_release(j);
     free(j);

@@ -928,6 +928,22 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
     return true;
 }
 
+const char *remat_i_config_size_formula(const char *key) {
+    static const struct {
+        const char *key, *formula;
+    } derived[] = {{"shared_mlp_dim", "shared_experts x base_moe_mlp_dim"},
+                   {"qk_head_dim", "qk_nope_head_dim + qk_rope_head_dim"},
+                   {"kv_a_dim", "kv_lora_rank + qk_rope_head_dim"},
+                   {"expert_capacity", "from capacity_factor, max_target_length, "
+                                       "num_experts_per_tok and num_experts"}};
+    for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++) {
+        if (strcmp(derived[i].key, key) == 0) {
+            return derived[i].formula;
+        }
+    }
+    return NULL;
+}
+
 size_t remat_i_config_size_field(const char *key) {
     for (size_t i = 0; key && i < sizeof size_keys / sizeof size_keys[0]; i++) {
         /* the first bytes inline: most keys differ there */

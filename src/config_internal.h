@@ -61,6 +61,11 @@ remat_status_t remat_i_config_check_built(remat_config_t *c, remat_error_t *err)
    (remat_config_size computes those) or no size key at all. */
 size_t remat_i_config_size_field(const char *key);
 
+/* How a derived size key is computed from the settings ("shared_experts
+   x base_moe_mlp_dim" for shared_mlp_dim), for errors; NULL for a key
+   that is set directly. */
+const char *remat_i_config_size_formula(const char *key);
+
 /* REMAT_E_CONFIG, naming the key, when @p c has no layer or more than
    remat supports (REMAT_MAX_LAYERS): the analyzer sizes its arrays by the
    layer count, and every room walks at least one layer. */

@@ -345,7 +345,7 @@ remat_status_t remat_policy_builtin(const char *name, remat_policy_t **out, rema
                                list);
     }
     char source[REMAT_ERR_SOURCE_LEN + 300];
-    snprintf(source, sizeof source, "<builtin:policies/%s.json>", name);
+    snprintf(source, sizeof source, "built-in policy '%s'", name);
     return remat_policy_load_string(text, source, true, out, err);
 }
 

@@ -139,7 +139,7 @@ static void test_divide_error_by_id(void **state) {
                          "ici_fsdp_parallelism=1", NULL};
     f = fx_analyze(text, bad);
     assert_int_equal(f->st, REMAT_E_CONFIG);
-    assert_non_null(strstr(f->err.text, "tensor 'w47' dim 'd0' of 96 does not divide over 5"));
+    assert_non_null(strstr(f->err.text, "tensor 'w47' dim 'd0' of 96 does not divide over its 5 shards"));
     fx_free(f);
     free(text);
 }

@@ -775,6 +775,9 @@ static void expect_error(const char *const *args, const char *needle) {
     if (!strstr(f->err.text, needle)) {
         fail_msg("error '%s' lacks '%s'", f->err.text, needle);
     }
+    /* a dim that does not divide over its shards says so to the caller */
+    assert_int_equal(f->err.hint == REMAT_HINT_MESH_DIVIDE,
+                     strstr(needle, "does not divide over its") != NULL);
     fx_free(f);
 }
 
@@ -790,8 +793,8 @@ static void test_mesh_errors(void **state) {
        autoregressive, 64 x 1 x 1 */
     const char *uneven[] = {"model_name=llama3-8b", "num_devices=64", "ici_fsdp_parallelism=1", "ici_tensor_parallelism=64",
                             "per_device_batch_size=1", NULL};
-    expect_error(uneven, "tensor 'wq' dim 'heads' of 32 does not divide over 64 shards (tensor+"
-                         "tensor_sequence+autoregressive, logical axis heads)");
+    expect_error(uneven, "base_num_query_heads=32 (dim 'heads' of tensor 'wq') does not divide "
+                         "over its 64 shards (logical axis heads over mesh tensor=64)");
     const char *axis[] = {"model_name=llama3-8b", "logical_axis_rules=activation_embed:tensr", "per_device_batch_size=1",
                           NULL};
     expect_error(axis, "unknown mesh axis 'tensr'");

@@ -10,6 +10,7 @@
  * thread, and errors are not cached.
  */
 #include "fixtures.h"
+#include "builtin_graphs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,15 +115,15 @@ static void test_exact_on_builtin_graphs(void **state) {
     (void)state;
     static const char *const graphs[][5] = {
         {"model_name=llama3-8b", "per_device_batch_size=2", "attention=flash", NULL,
-         "graphs/llama.flash.json"},
+         "graph 'llama.flash'"},
         {"model_name=llama3-8b", "per_device_batch_size=2", "attention=dot_product", NULL,
-         "graphs/llama.dot_product.json"},
+         "graph 'llama.dot_product'"},
         {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=flash", NULL,
-         "graphs/gpt3.flash.json"},
+         "graph 'gpt3.flash'"},
         {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=dot_product", NULL,
-         "graphs/gpt3.dot_product.json"},
+         "graph 'gpt3.dot_product'"},
         {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=dot_product",
-         "dropout_rate=0.1", "graphs/gpt3.dot_product.dropout.json"}};
+         "dropout_rate=0.1", "graph 'gpt3.dot_product.dropout'"}};
     for (size_t gi = 0; gi < sizeof graphs / sizeof graphs[0]; gi++) {
         const char *args[] = {graphs[gi][0], "base_num_decoder_layers=4", graphs[gi][1],
                               graphs[gi][2], "hbm_budget=1", "safety_margin=0",
@@ -539,7 +540,7 @@ static void test_resolve_copies_parsed_builtins(void **state) {
         remat_error_t err;
         remat_error_init(&err);
         char source[128];
-        snprintf(source, sizeof source, "<builtin:graphs/%s.json>", graphs[k][2]);
+        snprintf(source, sizeof source, REMAT_I_BUILTIN_GRAPH_SOURCE, graphs[k][2]);
         assert_int_equal(remat_graph_load_string(remat_builtin_find(REMAT_BUILTIN_GRAPH,
                                                                     graphs[k][2]),
                                                  source, &fresh, &err),
