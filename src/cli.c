@@ -5,6 +5,7 @@
  * or chooses an exit code: 0 ok/fits, 1 negative verdict (check), 2 bad input
  * or usage, 3 internal error.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -284,7 +285,8 @@ void remat_cli_print_result_notes(const remat_result_t *r) {
 /* analyze's text ends with a chart of live HBM on a terminal, or when
    asked; never in the other formats. */
 static bool wants_chart(const opts_t *o) {
-    return o->fmt == REMAT_FMT_TEXT && (o->chart == 1 || (o->chart < 0 && isatty(STDOUT_FILENO)));
+    return o->fmt == REMAT_FMT_TEXT &&
+           (o->chart == 1 || (o->chart < 0 && o->out == stdout && isatty(STDOUT_FILENO)));
 }
 
 /* analyze's and check's report, with what would make the run fit when it
@@ -302,9 +304,9 @@ static remat_status_t report_verdict(const opts_t *o, int which, const job_t *j,
              : REMAT_OK;
     const remat_fix_report_t fx = {&f, lines, n};
     if (st == REMAT_OK && which == 0) {
-        remat_report_analyze_with(stdout, &j->result, want ? &fx : NULL, o->fmt);
+        remat_report_analyze_with(o->out, &j->result, want ? &fx : NULL, o->fmt);
     } else if (st == REMAT_OK) {
-        remat_report_check_with(stdout, &j->result, want ? &fx : NULL, o->fmt);
+        remat_report_check_with(o->out, &j->result, want ? &fx : NULL, o->fmt);
     }
     remat_fixes_release(&f);
     return st;
@@ -332,7 +334,7 @@ static int cmd_analyze_like(const opts_t *o, int which) {
         }
     }
     if (st == REMAT_OK && which == 1) {
-        remat_report_table(stdout, &j->result, o->fmt, o->kinds);
+        remat_report_table(o->out, &j->result, o->fmt, o->kinds);
     } else if (st == REMAT_OK) {
         st = report_verdict(o, which, j, &err);
     }
@@ -477,7 +479,7 @@ static int cmd_compare(const opts_t *o) {
         rc = remat_cli_report_run_error(o, &err);
     } else if (rc == EXIT_OK) {
         remat_cli_print_notes(&c.jobs[0].cfg, c.n && remat_result_passes(c.rs[0]));
-        remat_report_compare(stdout, c.rs, c.n, o->fmt);
+        remat_report_compare(o->out, c.rs, c.n, o->fmt);
     }
     remat_cli_compare_release(&c);
     return rc;
@@ -618,7 +620,7 @@ static int cmd_solve(const opts_t *o) {
         rc = remat_cli_report_run_error(o, &err);
     } else {
         remat_cli_print_notes(&s.j->cfg, s.sol.found);
-        remat_report_solve(stdout, &s.sol, s.rows, s.sol.found ? &s.j->result : NULL, s.pres, s.np,
+        remat_report_solve(o->out, &s.sol, s.rows, s.sol.found ? &s.j->result : NULL, s.pres, s.np,
                            s.batches, s.nb, o->fmt);
         rc = s.sol.found ? EXIT_OK : EXIT_NO;
     }
@@ -626,7 +628,7 @@ static int cmd_solve(const opts_t *o) {
     return rc;
 }
 
-static int cmd_list(int argc, char **argv) {
+static int cmd_list(FILE *out, int argc, char **argv) {
     const char *what = argc > 1 ? argv[1] : "all";
     if (argc > 2 || (strcmp(what, "all") && strcmp(what, "models") && strcmp(what, "graphs") &&
                      strcmp(what, "policies") && strcmp(what, "hardware") && strcmp(what, "keys"))) {
@@ -647,10 +649,10 @@ static int cmd_list(int argc, char **argv) {
            model preset with a "requires" key is one remat refuses; those
            are listed apart, after the ones it analyzes. */
         for (int refused = 0; refused <= (kinds[k].kind == REMAT_BUILTIN_MODEL); refused++) {
-            printf("%s:\n", refused ? "models remat cannot analyze yet" : kinds[k].name);
+            fprintf(out, "%s:\n", refused ? "models remat cannot analyze yet" : kinds[k].name);
             for (size_t i = 0; i < remat_builtin_count(kinds[k].kind); i++) {
                 if (remat_builtin_refused(kinds[k].kind, i) == (refused != 0)) {
-                    printf("  %-34s %s\n", remat_builtin_name(kinds[k].kind, i),
+                    fprintf(out, "  %-34s %s\n", remat_builtin_name(kinds[k].kind, i),
                            remat_builtin_description(kinds[k].kind, i));
                 }
             }
@@ -659,34 +661,35 @@ static int cmd_list(int argc, char **argv) {
     if (strcmp(what, "all") && strcmp(what, "keys")) {
         return EXIT_OK;
     }
-    printf("config keys:\n");
+    fprintf(out, "config keys:\n");
     for (size_t i = 0; i < remat_config_nkeys(); i++) {
-        printf("  %-34s %s\n", remat_config_key_name(i), remat_config_key_help(i));
+        fprintf(out, "  %-34s %s\n", remat_config_key_name(i), remat_config_key_help(i));
     }
     return EXIT_OK;
 }
 
 /* validate's line for a good graph: its layer (or each layer kind) in
    tensors and ops. */
-static void print_graph_ok(const char *path, const remat_graph_t *g) {
+static void print_graph_ok(FILE *out, const char *path, const remat_graph_t *g) {
     const remat_block_t *b = &g->kinds[0].block;
     if (g->nkinds == 1) {
-        printf("%s: ok: graph '%s', layer of %zu tensors and %zu ops%s\n", path, g->name,
+        fprintf(out, "%s: ok: graph '%s', layer of %zu tensors and %zu ops%s\n", path, g->name,
                b->ntensors, b->nops, g->has_head ? ", with a head" : "");
         return;
     }
-    printf("%s: ok: graph '%s', %zu layer kinds (", path, g->name, g->nkinds);
+    fprintf(out, "%s: ok: graph '%s', %zu layer kinds (", path, g->name, g->nkinds);
     for (size_t k = 0; k < g->nkinds; k++) {
         b = &g->kinds[k].block;
-        printf("%s%s: %zu tensors and %zu ops", k ? "; " : "", g->kinds[k].name, b->ntensors,
+        fprintf(out, "%s%s: %zu tensors and %zu ops", k ? "; " : "", g->kinds[k].name, b->ntensors,
                b->nops);
     }
-    printf(")%s\n", g->has_head ? ", with a head" : "");
+    fprintf(out, ")%s\n", g->has_head ? ", with a head" : "");
 }
 
 /* validate's config: built from its text (read once: "-" is standard
    input), then resolved and analyzed; the line says what it runs. */
-static remat_status_t validate_config(const remat_i_config_file_t *f, remat_error_t *err) {
+static remat_status_t validate_config(FILE *out, const remat_i_config_file_t *f,
+                                      remat_error_t *err) {
     job_t *j = remat_i_xcalloc(1, sizeof *j);
     remat_status_t st = remat_i_config_build_file(f, 0, NULL, &j->cfg, err);
     if (st == REMAT_OK) {
@@ -694,7 +697,7 @@ static remat_status_t validate_config(const remat_i_config_file_t *f, remat_erro
     }
     if (st == REMAT_OK) {
         remat_cli_print_notes(&j->cfg, true);
-        printf("%s: ok: config for %s, remat_policy=%s on %s\n", f->name, j->cfg.model_name,
+        fprintf(out, "%s: ok: config for %s, remat_policy=%s on %s\n", f->name, j->cfg.model_name,
                j->policy->name, j->hw.name);
     }
     remat_cli_job_release(j);
@@ -703,7 +706,8 @@ static remat_status_t validate_config(const remat_i_config_file_t *f, remat_erro
 }
 
 /* validate's JSON file, by its "format" key (none: a config). */
-static remat_status_t validate_json(const remat_i_config_file_t *f, remat_error_t *err) {
+static remat_status_t validate_json(FILE *out, const remat_i_config_file_t *f,
+                                    remat_error_t *err) {
     const char *path = f->name, *text = f->text;
     json_t *root = remat_i_json_load(text, path, err);
     if (!root) {
@@ -715,20 +719,20 @@ static remat_status_t validate_json(const remat_i_config_file_t *f, remat_error_
     if (strcmp(fm, "remat-graph/1") == 0) {
         remat_graph_t *g = NULL;
         if ((st = remat_graph_load_string(text, path, &g, err)) == REMAT_OK) {
-            print_graph_ok(path, g);
+            print_graph_ok(out, path, g);
         }
         remat_graph_free(g);
     } else if (strcmp(fm, "remat-policy/1") == 0) {
         remat_policy_t *p = NULL;
         if ((st = remat_policy_load_string(text, path, false, &p, err)) == REMAT_OK) {
-            printf("%s: ok: policy '%s' placing %zu names, %zu layer ranges\n", path, p->name,
+            fprintf(out, "%s: ok: policy '%s' placing %zu names, %zu layer ranges\n", path, p->name,
                    p->nrules, p->nranges);
         }
         remat_policy_free(p);
     } else if (strcmp(fm, "remat-hardware/2") == 0 || strcmp(fm, "remat-hardware/1") == 0) {
         remat_hw_t hw;
         if ((st = remat_hw_load_string(text, path, &hw, err)) == REMAT_OK) {
-            printf("%s: ok: hardware '%s'\n", path, hw.name);
+            fprintf(out, "%s: ok: hardware '%s'\n", path, hw.name);
         }
     } else if (format) {
         st = remat_error_set(err, REMAT_E_SCHEMA, path, "$.format",
@@ -736,13 +740,13 @@ static remat_status_t validate_json(const remat_i_config_file_t *f, remat_error_
                              "remat-hardware/2, remat-hardware/1; a config has no format key)",
                              fm);
     } else {
-        st = validate_config(f, err);
+        st = validate_config(out, f, err);
     }
     json_decref(root);
     return st;
 }
 
-static int cmd_validate(int argc, char **argv) {
+static int cmd_validate(FILE *out, int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "remat: usage: remat validate FILE ('-': standard input)\n");
         return EXIT_INPUT;
@@ -758,8 +762,8 @@ static int cmd_validate(int argc, char **argv) {
     if (st == REMAT_OK) {
         f = (remat_i_config_file_t){strcmp(argv[1], "-") == 0 ? "<stdin>" : argv[1], text, len,
                                     NULL};
-        st = remat_i_config_text_is_yaml(f.name, text) ? validate_config(&f, &err)
-                                                        : validate_json(&f, &err);
+        st = remat_i_config_text_is_yaml(f.name, text) ? validate_config(out, &f, &err)
+                                                        : validate_json(out, &f, &err);
     }
     free(text);
     return st ? remat_cli_report_error(&err) : EXIT_OK;
@@ -822,13 +826,13 @@ static int run_report(const remat_cli_command_t *c, const opts_t *o, int argc, c
 }
 
 static int run_list(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
-    (void)c, (void)o;
-    return cmd_list(argc, argv);
+    (void)c;
+    return cmd_list(o ? o->out : stdout, argc, argv);
 }
 
 static int run_validate(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
-    (void)c, (void)o;
-    return cmd_validate(argc, argv);
+    (void)c;
+    return cmd_validate(o ? o->out : stdout, argc, argv);
 }
 
 static int run_version(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
@@ -851,15 +855,25 @@ static int run_help(const remat_cli_command_t *c, const opts_t *o, int argc, cha
     (CLI_FMT(REMAT_FMT_TEXT) | CLI_FMT(REMAT_FMT_JSON) | CLI_FMT(REMAT_FMT_CSV) | \
      CLI_FMT(REMAT_FMT_TRACE))
 
+/* The exit codes every command shares past its own 0 and 1. */
+#define EXITS_REST "2 bad input or usage, 3 internal error"
+
 static const remat_cli_command_t commands[] = {
     {"analyze", "analyze", "analyze" SETTINGS,
      "peak HBM per device, breakdown, recompute FLOPs, offload cost",
      "Simulates one training step op by op on one device and prints the peak HBM\n"
-     "with its breakdown and the moment it occurs, the recompute FLOPs, the bytes\n"
-     "offloaded and their PCIe time, the step time and MFU. On a terminal the text\n"
-     "ends with a small chart of live HBM over the step against the budget.\n",
-     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_CHART | CLI_OPT_NO_CHART, ALL_FORMATS,
-     run_analyze},
+     "with its breakdown and the moment it occurs, the margin to the budget, the\n"
+     "recompute FLOPs, the bytes offloaded and their PCIe time, the step time and\n"
+     "MFU. When the step does not pass it ends with what would make it fit: the\n"
+     "solver's fastest placement, the largest batch per policy and the smallest\n"
+     "slice of the chip, each the command to paste. On a terminal the text ends\n"
+     "with a small chart of live HBM over the step against the budget.\n"
+     "With no settings it analyzes remat's default run: MaxText's llama3.1-70b\n"
+     "recipe for tpu7x-128 (tpu-recipes; 64 chips, per_device_batch_size=2,\n"
+     "max_target_length=8192), which fits at 89% of the budget.\n",
+     "0 analyzed, whether or not it fits ('check' is the gate), " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_CHART | CLI_OPT_NO_CHART | CLI_OPT_OUTPUT,
+     ALL_FORMATS, run_analyze},
     {"compare", "compare", "compare" SETTINGS,
      "every preset (or --policies a,b,...) side by side, ranked",
      "Analyzes every built-in preset, or the presets and policy files --policies\n"
@@ -868,21 +882,28 @@ static const remat_cli_command_t commands[] = {
      "whose offloads break the host's RAM; then those over the budget, by how far\n"
      "over. minimal_flash is minimal_with_context under a second name and is left\n"
      "out of 'every preset'.\n",
-     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_POLICIES, ALL_FORMATS, run_compare},
+     "0 compared, " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_POLICIES | CLI_OPT_OUTPUT, ALL_FORMATS,
+     run_compare},
     {"check", "check", "check" SETTINGS,
      "launch gate: exit 0 fits, 1 over budget or inside the margin",
      "One line: the verdict (OK, RISK inside the safety margin, HOST-OOM when the\n"
      "host cannot hold what is offloaded, OOM), the model, the slice, the policy and\n"
-     "the peak against the per-device budget. Exit 0 when the step passes, 1 when\n"
-     "it does not, 2 for bad input.\n",
-     CLI_OPT_CONFIG | CLI_OPT_FORMAT, TEXT_JSON, run_check},
+     "the peak against the per-device budget. When the step does not pass, the\n"
+     "lines after it say what would make it fit, each the command to paste (the\n"
+     "solver's fastest placement, the largest batch per policy, the smallest slice).\n"
+     "Notes (a placement that changes nothing, an assumption relied on) go to\n"
+     "standard error.\n",
+     "0 the step passes, 1 it does not (OOM, RISK, HOST-OOM), " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_OUTPUT, TEXT_JSON, run_check},
     {"table", "table", "table" SETTINGS,
      "per-layer, per-tensor, per-checkpoint-name and per-stage tables",
      "Per layer: kept, offloaded and recomputed bytes and FLOPs. Per tensor of one\n"
      "layer: shape, bytes, placement and fate. Per checkpoint name over all layers.\n"
      "Per pipeline stage: static, in-flight and peak bytes. --kind picks one; CSV\n"
      "holds one table, the per-layer one unless --kind names another.\n",
-     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_KIND, ALL_FORMATS, run_table},
+     "0 written, " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_KIND | CLI_OPT_OUTPUT, ALL_FORMATS, run_table},
     {"timeline", "timeline", "timeline" SETTINGS,
      "the step event by event: times and live bytes by category",
      "Every moment the simulator measures on one pipeline stage (the worst unless\n"
@@ -891,6 +912,7 @@ static const remat_cli_command_t commands[] = {
      "of each category. The highest event is analyze's peak. Layers of one profile\n"
      "that run in a row are folded into one (--unfold lists every layer). --format\n"
      "trace writes Chrome's trace event JSON (always unfolded) for Perfetto.\n",
+     "0 written, " EXITS_REST,
      CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_UNFOLD | CLI_OPT_STAGE | CLI_OPT_OUTPUT,
      TIMELINE_FORMATS, run_timeline},
     {"chart", "chart", "chart" SETTINGS,
@@ -899,8 +921,10 @@ static const remat_cli_command_t commands[] = {
      "default): live HBM over the step by category, the budget, the safety margin and\n"
      "the peak with its moment (--stage picks a pipeline stage). --kind layers: per\n"
      "layer, the bytes kept and offloaded and the recompute FLOPs. --kind policies:\n"
-     "every preset (or --policies) as peak against step time, with the budget and the\n"
-     "solver's Pareto frontier.\n",
+     "every preset (or --policies) as peak against step time near the budget (the\n"
+     "far ones marked at the edge), with the budget, the solver's Pareto frontier\n"
+     "and its placement. docs/charts.md describes them.\n",
+     "0 written, " EXITS_REST,
      CLI_OPT_CONFIG | CLI_OPT_KIND | CLI_OPT_STAGE | CLI_OPT_OUTPUT | CLI_OPT_POLICIES, 0,
      run_chart},
     {"report", "report", "report --html FILE" SETTINGS,
@@ -909,31 +933,40 @@ static const remat_cli_command_t commands[] = {
      "the breakdown at the peak, the step's costs, the memory timeline (hover it for\n"
      "each moment's op and bytes), the per-layer chart and table, the per-name table,\n"
      "every preset (or --policies) against the solver's Pareto frontier, the notes and\n"
-     "the configuration. --html - writes it to standard output.\n",
-     CLI_OPT_CONFIG | CLI_OPT_HTML | CLI_OPT_STAGE | CLI_OPT_POLICIES, 0, run_report},
+     "the configuration, to --html FILE (or -o FILE; '-': standard output).\n",
+     "0 written, " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_HTML | CLI_OPT_OUTPUT | CLI_OPT_STAGE | CLI_OPT_POLICIES, 0,
+     run_report},
     {"solve", "solve", "solve" SETTINGS,
      "the fastest placement that fits, why, largest batches, Pareto frontier",
      "Places every checkpoint name of the graph on the device, rematerialized or\n"
-     "offloaded: the fastest step that passes. Prints the choice as remat_policy=custom\n"
+     "offloaded: the fastest step that passes, within the per-device budget with the\n"
+     "safety margin and within the host's RAM (what it offloads, times the chips a\n"
+     "host holds, against host_ram_bytes). Prints the choice as remat_policy=custom\n"
      "overrides, why each name is placed so, the presets beside it and the largest\n"
-     "batch that fits for each. Exit 0 when a placement fits, 1 when none does.\n",
+     "batch that fits for each; --frontier adds the Pareto frontier of (peak, step\n"
+     "time), each point marked fits, HOST-OOM or OOM.\n",
+     "0 a placement passes, 1 none does, " EXITS_REST,
      CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_FRONTIER | CLI_OPT_EXHAUSTIVE |
-         CLI_OPT_EMIT_POLICY,
+         CLI_OPT_EMIT_POLICY | CLI_OPT_OUTPUT,
      TEXT_JSON, run_solve},
-    {"list", "list [KIND]", "list [models|graphs|policies|hardware|keys]",
+    {"list", "list [KIND]", "list [-o FILE] [models|graphs|policies|hardware|keys]",
      "built-in models, graphs, policies, hardware, config keys",
      "Lists the built-ins of one kind with their descriptions, or every kind and the\n"
-     "config keys (the default).\n",
-     0, 0, run_list},
-    {"validate", "validate F", "validate FILE",
-     "check a graph, policy, hardware or config JSON file",
-     "Loads the file by its \"format\" key and says what it holds, or prints the first\n"
-     "error with its JSON path and exits 2. A config (no format key) is also resolved\n"
-     "and analyzed.\n",
-     0, 0, run_validate},
-    {"help", "help [CMD]", "help [COMMAND]", "this text, or one command's", NULL, 0, 0,
-     run_help},
-    {"version", "version", "version", "remat's version", NULL, 0, 0, run_version},
+     "config keys (the default). -o FILE (--output FILE) writes the list to FILE.\n",
+     "0 listed, " EXITS_REST, 0, 0, run_list},
+    {"validate", "validate F", "validate [-o FILE] FILE",
+     "check a graph, policy, hardware or config file (JSON or YAML)",
+     "Loads the file and says what it holds, or prints the first error with its\n"
+     "location and exits 2. A JSON file is told by its \"format\" key (a graph, a\n"
+     "policy, a hardware profile; none: a config); a YAML file is a MaxText config.\n"
+     "A config is also resolved and analyzed (not judged: that is 'check'). '-'\n"
+     "reads the file from standard input. -o FILE (--output FILE) writes the line\n"
+     "to FILE.\n",
+     "0 valid, " EXITS_REST, 0, 0, run_validate},
+    {"help", "help [CMD]", "help [COMMAND]", "this text, or one command's", NULL,
+     "0, 2 an unknown command", 0, 0, run_help},
+    {"version", "version", "version", "remat's version", NULL, "0", 0, 0, run_version},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
@@ -1050,6 +1083,62 @@ static bool is_help_flag(const char *arg) {
     return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
+/* Runs @p cmd with its output where -o says. A command that prints to
+   standard output prints into memory, which reaches the file only when the
+   command ran (exit 0 or 1): a failed run leaves no half-written file (the
+   drawing commands open their files themselves, after their analysis). */
+static int run_to_output(const remat_cli_command_t *cmd, opts_t *o, int argc, char **argv) {
+    o->out = stdout;
+    const bool own = cmd->run != run_timeline && cmd->run != run_chart && cmd->run != run_report;
+    if (!own || !o->output || strcmp(o->output, "-") == 0) {
+        return cmd->run(cmd, o, argc, argv);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    o->out = open_memstream(&text, &len);
+    if (!o->out) {
+        remat_i_oom(4096);
+    }
+    int rc = cmd->run(cmd, o, argc, argv);
+    fclose(o->out);
+    o->out = stdout;
+    if (rc == EXIT_OK || rc == EXIT_NO) {
+        FILE *f = fopen(o->output, "w");
+        bool bad = !f || fwrite(text, 1, len, f) != len;
+        const int why = errno;
+        bad = (f && fclose(f) != 0) || bad;
+        if (bad) {
+            remat_error_t err;
+            remat_error_init(&err);
+            remat_error_set(&err, REMAT_E_IO, o->output, NULL, "cannot write file: %s",
+                            strerror(why ? why : errno));
+            rc = remat_cli_report_error(&err);
+        }
+    }
+    free(text);
+    return rc;
+}
+
+/* A command that parses its own arguments (list, validate): -o FILE
+   (--output FILE) taken out of them, then as run_to_output. */
+static int run_own_arguments(const remat_cli_command_t *cmd, int argc, char **argv) {
+    opts_t o;
+    memset(&o, 0, sizeof o);
+    int w = 0;
+    for (int i = 0; i < argc; i++) {
+        const bool flag = strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0;
+        if (i > 0 && flag && (cmd->run == run_list || cmd->run == run_validate)) {
+            if (i + 1 == argc) {
+                return remat_cli_usage_error("%s needs a file", argv[i]);
+            }
+            o.output = argv[++i];
+            continue;
+        }
+        argv[w++] = argv[i];
+    }
+    return run_to_output(cmd, &o, w, argv);
+}
+
 /* The whole command line as a function, so that a fuzzer can drive the CLI
    in process; main below only forwards to it. */
 int remat_cli_main(int argc, char **argv);
@@ -1075,7 +1164,7 @@ int remat_cli_main(int argc, char **argv) {
             remat_cli_command_help(stdout, cmd);
             return EXIT_OK;
         }
-        return cmd->run(cmd, NULL, argc - 1, argv + 1);
+        return run_own_arguments(cmd, argc - 1, argv + 1);
     }
     /* parse_opts reads argv[0] as the program: the command's name stays
        in front of what the launcher leaves. */
@@ -1107,7 +1196,7 @@ int remat_cli_main(int argc, char **argv) {
             return remat_cli_report_error(&err);
         }
     }
-    rc = cmd->run(cmd, &o, 0, NULL);
+    rc = run_to_output(cmd, &o, 0, NULL);
     remat_i_config_file_release(&file);
     return rc;
 }

@@ -79,6 +79,9 @@ typedef struct remat_cli_opts {
     /* The config file's text, read once before the command runs (every
        build reads this copy: standard input and a pipe read only once). */
     remat_i_config_file_t *file;
+    /* Where a report goes: standard output, or memory that reaches -o's
+       file once the command ran (cli.c, run_to_output). */
+    FILE *out;
 } remat_cli_opts_t;
 
 /* Everything one analysis needs, owned together. */
@@ -139,6 +142,7 @@ typedef struct remat_cli_command {
     const char *synopsis; /* a usage line, after "remat " */
     const char *summary;  /* one line for the overview */
     const char *help;     /* what 'remat help NAME' adds to the summary */
+    const char *exits;    /* its exit codes, as its help lists them */
     unsigned opts;        /* CLI_OPT_* it takes; 0 when it parses its own arguments */
     unsigned formats;     /* CLI_FMT(...) --format accepts; 0 without --format */
     int (*run)(const struct remat_cli_command *cmd, const remat_cli_opts_t *o, int argc,

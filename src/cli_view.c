@@ -186,9 +186,13 @@ int remat_cli_chart(const remat_cli_opts_t *o) {
 }
 
 int remat_cli_report(const remat_cli_opts_t *o) {
-    if (!o->html) {
-        return remat_cli_usage_error("report writes an HTML page: --html FILE ('-' for standard "
-                                     "output)");
+    if (o->html && o->output) {
+        return remat_cli_usage_error("report takes its file once: --html FILE or -o FILE");
+    }
+    const char *html = o->html ? o->html : o->output;
+    if (!html) {
+        return remat_cli_usage_error("report writes an HTML page: --html FILE or -o FILE ('-' "
+                                     "for standard output)");
     }
     remat_error_t err;
     remat_error_init(&err);
@@ -208,11 +212,11 @@ int remat_cli_report(const remat_cli_opts_t *o) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
         const remat_html_t in = {&j->result, &tl, c.rs, c.n, &sol, note[0] ? note : NULL,
                                  o->config, (const char *const *)o->args, (size_t)o->nargs};
-        FILE *f = open_output(o->html, &err);
+        FILE *f = open_output(html, &err);
         st = f ? REMAT_OK : REMAT_E_IO;
         if (f) {
             remat_report_html(f, &in);
-            st = close_output(f, o->html, &err);
+            st = close_output(f, html, &err);
         }
     }
     remat_solution_release(&sol);
@@ -233,9 +237,9 @@ int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
     remat_status_t st = job_timeline(j, o, true, &tl, &err);
     if (st == REMAT_OK) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
-        remat_report_analyze(stdout, &j->result, REMAT_FMT_TEXT);
-        fputc('\n', stdout);
-        remat_chart_term(stdout, &j->result, &tl, 64, 8);
+        remat_report_analyze(o->out, &j->result, REMAT_FMT_TEXT);
+        fputc('\n', o->out);
+        remat_chart_term(o->out, &j->result, &tl, 64, 8);
     }
     if (st == REMAT_OK && !remat_result_passes(&j->result)) {
         /* what would make it fit, after the chart: the text's last lines */
@@ -246,7 +250,7 @@ int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
         st = remat_cli_fixes(o, "analyze", j, &f, lines, &n, &err);
         const remat_fix_report_t fx = {&f, lines, n};
         if (st == REMAT_OK) {
-            remat_report_fixes(stdout, &fx);
+            remat_report_fixes(o->out, &fx);
         }
         remat_fixes_release(&f);
     }
