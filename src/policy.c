@@ -639,7 +639,10 @@ static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t
         const remat_place_t place = asked_place(b, p, layer, keep_all, i, &chosen);
         plan->asked[i] = place;
         plan->fate[i] = REMAT_FATE_TRANSIENT;
-        plan->unused[i] = chosen && t->ntags > 0 && place != REMAT_PLACE_REMAT;
+        /* a name or the predicate asked to keep it: if backward never
+           reads it, that ask is reported (a predicate keeps tensors that
+           carry no name too) */
+        plan->unused[i] = chosen && place != REMAT_PLACE_REMAT;
         *nunused += plan->unused[i];
         if (place != REMAT_PLACE_REMAT) {
             if (t->residual || i == x) {

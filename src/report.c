@@ -443,11 +443,19 @@ void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
                 snprintf(where, sizeof where, "%zu layers from %zu to %zu, profile %zu",
                          pr->nlayers, pr->first, pr->last, p);
             }
-            snprintf(buf, sizeof buf,
-                     "'%s' (%s) is placed %s but no backward op reads it: unused, JAX drops it "
-                     "(%s)",
-                     b->tensors[i].tags[0], b->tensors[i].name, remat_place_name(pr->tensors[i].asked),
-                     where);
+            if (b->tensors[i].ntags > 0) {
+                snprintf(buf, sizeof buf,
+                         "'%s' (%s) is placed %s but no backward op reads it: unused, JAX "
+                         "drops it (%s)",
+                         b->tensors[i].tags[0], b->tensors[i].name,
+                         remat_place_name(pr->tensors[i].asked), where);
+            } else { /* placed by the predicate, with no name */
+                snprintf(buf, sizeof buf,
+                         "tensor '%s' is placed %s by the policy's predicate (an einsum with no "
+                         "batch dimension) but no backward op reads it: unused, JAX drops it "
+                         "(%s)",
+                         b->tensors[i].name, remat_place_name(pr->tensors[i].asked), where);
+            }
             fn(ctx, buf);
         }
     }

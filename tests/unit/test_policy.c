@@ -140,6 +140,31 @@ static void test_unused_reported(void **state) {
     fx_free(f);
 }
 
+/* The predicate keeps a tensor that carries no name too, and when backward
+   never reads it, it is reported unused like a named one: gpt3's MLP down
+   projection before its bias (fc2_mm, an einsum with no batch dimension;
+   the bias add keeps nothing). Under minimal, which places by names only,
+   the same tensor is not reported. */
+static void test_unused_by_predicate(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=gpt3-175b", "per_device_batch_size=1", "num_devices=64",
+                          "base_num_decoder_layers=2",
+                          "remat_policy=dots_with_no_batch_dims_saveable", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    const size_t mm = fx_tensor(f->graph, "fc2_mm");
+    assert_int_equal(f->graph->kinds[0].block.tensors[mm].ntags, 0);
+    assert_true(f->r.profiles[0].tensors[mm].unused);
+    assert_int_equal(f->r.profiles[0].tensors[mm].asked, REMAT_PLACE_DEVICE);
+    assert_int_equal(f->r.profiles[0].tensors[mm].fate, REMAT_FATE_TRANSIENT);
+    fx_free(f);
+    const char *minimal[] = {"model_name=gpt3-175b", "per_device_batch_size=1",
+                             "num_devices=64", "base_num_decoder_layers=2",
+                             "remat_policy=minimal", NULL};
+    f = fx_analyze_ok(NULL, minimal);
+    assert_false(f->r.profiles[0].tensors[mm].unused);
+    fx_free(f);
+}
+
 static void test_unknown_names_rejected(void **state) {
     (void)state;
     /* Custom keys are MaxText's names: another key is not a config key. */
@@ -297,6 +322,7 @@ int main(void) {
         cmocka_unit_test(test_every_preset_by_hand),
         cmocka_unit_test(test_maxtext_kept_sets),
         cmocka_unit_test(test_unused_reported),
+        cmocka_unit_test(test_unused_by_predicate),
         cmocka_unit_test(test_unknown_names_rejected),
         cmocka_unit_test(test_full_keeps_least),
         cmocka_unit_test(test_offload_never_raises_peak),
