@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "remat/chart.h"
 #include "remat/solve.h"
@@ -227,6 +229,26 @@ int remat_cli_report(const remat_cli_opts_t *o) {
     return rc ? rc : st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
 }
 
+/* The terminal chart's width and colour: on a terminal, its width (less
+   the axis and the budget's value) and colour unless NO_COLOR is set or
+   TERM is unset or "dumb" (no-color.org); elsewhere (--chart into a file
+   or a pipe) 64 columns without colour, so that the output stays the same
+   wherever it is read. */
+static bool terminal_style(const remat_cli_opts_t *o, size_t *width) {
+    *width = 64;
+    if (o->out != stdout || !isatty(STDOUT_FILENO)) {
+        return false;
+    }
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+        /* 10 columns of axis on the left, " budget 123.45 GiB" on the right */
+        const long w = (long)ws.ws_col - 10 - 19;
+        *width = w < 24 ? 24 : w > 480 ? 480 : (size_t)w;
+    }
+    const char *term = getenv("TERM"), *nocolor = getenv("NO_COLOR");
+    return term && *term && strcmp(term, "dumb") != 0 && !(nocolor && *nocolor);
+}
+
 int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
     remat_error_t err;
     remat_error_init(&err);
@@ -239,7 +261,9 @@ int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
         remat_report_analyze(o->out, &j->result, REMAT_FMT_TEXT);
         fputc('\n', o->out);
-        remat_chart_term(o->out, &j->result, &tl, 64, 8);
+        size_t width;
+        const bool color = terminal_style(o, &width);
+        remat_chart_term_color(o->out, &j->result, &tl, width, 8, color);
     }
     if (st == REMAT_OK && !remat_result_passes(&j->result)) {
         /* what would make it fit, after the chart: the text's last lines */
