@@ -86,11 +86,16 @@ static void verdict(FILE *out, const remat_result_t *r) {
     esc(out, r->hw->name);
     fputs(", remat_policy=", out);
     esc(out, r->policy->name);
+    char peak[64], budget[64], share[64], assumed[160];
+    remat_i_budget_bytes(r->peak_bytes, peak, sizeof peak);
+    remat_i_budget_bytes(r->budget_bytes, budget, sizeof budget);
+    remat_i_share_text(r->peak_bytes, r->budget_bytes, share, sizeof share);
+    remat_i_budget_assumed(r, assumed, sizeof assumed);
     fprintf(out,
-            "</h1>\n<p id=\"verdict\" class=\"verdict %s\">%s: peak %.2f GiB of %.2f GiB per "
-            "device (%.1f%%)%s</p>\n<p id=\"peak-at\">Peak HBM <b>%" PRIu64 " bytes</b> at ",
-            cls[v], remat_i_verdict_word(v), (double)r->peak_bytes / GIB,
-            (double)r->budget_bytes / GIB, 100.0 * (double)r->peak_bytes / (double)r->budget_bytes,
+            "</h1>\n<p id=\"verdict\" class=\"verdict %s\">%s: peak %s of %s per device%s%s%s "
+            "(%s)%s</p>\n<p id=\"peak-at\">Peak HBM <b>%" PRIu64 " bytes</b> at ",
+            cls[v], remat_i_verdict_word(v), peak, budget, assumed[0] ? " (" : "", assumed,
+            assumed[0] ? ")" : "", share,
             v == REMAT_VERDICT_RISK ? ", inside the safety margin"
             : !r->host_fits         ? "; offloaded bytes exceed the host's RAM"
                                     : "",
