@@ -20,6 +20,7 @@
 
 #include "remat/chart.h"
 #include "chart_internal.h"
+#include "report_internal.h"
 #include "util.h"
 
 static const double GIB = 1073741824.0;
@@ -89,7 +90,8 @@ void remat_chart_term_color(FILE *out, const remat_result_t *r, const remat_time
         level[c] = lround((double)tl->events[best[c]].live_bytes / top * eighths_total);
     }
     const long budget_level = lround(budget / top * eighths_total);
-    char m[256];
+    char m[256], assumed[160];
+    remat_i_budget_assumed(r, assumed, sizeof assumed);
     remat_i_event_text(&tl->events[tl->peak], tl->nstages, m, sizeof m);
     fprintf(out, "live HBM per device over one micro-batch (stage %zu of %zu): peak %.2f GiB at "
                  "%.4f s, %s\n",
@@ -102,7 +104,8 @@ void remat_chart_term_color(FILE *out, const remat_result_t *r, const remat_time
         }
         chart_row(out, level, width, row, budget_level, st);
         if (budget_level / 8 == row) {
-            fprintf(out, " %sbudget %.2f GiB%s", st->budget, budget / GIB, st->reset);
+            fprintf(out, " %sbudget %.2f GiB%s%s", st->budget, budget / GIB,
+                    assumed[0] ? " (assumed)" : "", st->reset);
         }
         fputc('\n', out);
     }

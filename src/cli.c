@@ -759,14 +759,25 @@ static int cmd_validate(FILE *out, int argc, char **argv) {
     /* Read here, whatever the suffix: validate names a file that must be
        there (MaxText's base.yml that is not is no file to check). */
     remat_status_t st = remat_i_read_path(argv[1], REMAT_I_READ_STDIN, &text, &len, &err);
+    int rc = EXIT_OK;
     if (st == REMAT_OK) {
         f = (remat_i_config_file_t){strcmp(argv[1], "-") == 0 ? "<stdin>" : argv[1], text, len,
                                     NULL};
         st = remat_i_config_text_is_yaml(f.name, text) ? validate_config(out, &f, &err)
                                                         : validate_json(out, &f, &err);
+        /* a config's error as check's: a dim that does not divide gets the
+           nearest mesh that does, built from this text */
+        opts_t v;
+        memset(&v, 0, sizeof v);
+        v.config = argv[1];
+        v.file = &f;
+        v.out = out;
+        rc = st ? remat_cli_report_run_error(&v, &err) : EXIT_OK;
+    } else {
+        rc = remat_cli_report_error(&err);
     }
     free(text);
-    return st ? remat_cli_report_error(&err) : EXIT_OK;
+    return rc;
 }
 
 /* ---- the command table ------------------------------------------------- */

@@ -1319,12 +1319,13 @@ static void solve_summary_text(FILE *out, const remat_solution_t *s, const remat
     if (!s->found) {
         fprintf(out, "remat solve: no placement fits\n");
     } else {
-        char b[64], u[64];
+        char b[64], u[64], assumed[160];
         remat_format_bytes(best->peak_bytes, b, sizeof b);
         remat_format_bytes(best->usable_bytes, u, sizeof u);
-        fprintf(out, "remat solve: %s on %s: step %.6f s (MFU %.1f%%), peak %s of %s usable\n",
+        remat_i_budget_assumed(best, assumed, sizeof assumed);
+        fprintf(out, "remat solve: %s on %s: step %.6f s (MFU %.1f%%), peak %s of %s usable%s%s%s\n",
                 best->config->model_name, best->hw->name, best->step_seconds, 100.0 * best->mfu,
-                b, u);
+                b, u, assumed[0] ? " (" : "", assumed, assumed[0] ? ")" : "");
     }
     fprintf(out, "searched %zu names, %" PRIu64 " placements, %" PRIu64
                  " analyses (distinct layer plans)%s\n",
