@@ -117,8 +117,9 @@ static void fix_line(const remat_cli_opts_t *o, const char *cmd, const remat_con
     snprintf(l->settings, sizeof l->settings, "%s", ch->add);
     snprintf(words, sizeof words, "%s", ch->add);
     int n = changed_args(o, c, ch, words, args, CAP);
-    if (!ch->add[0] || !passes(o, n, args)) {
-        l->command[0] = '\0';
+    if (!ch->add[0] || n >= CAP || !passes(o, n, args)) {
+        /* no fix, or more settings than a line is checked with */
+        l->command[0] = l->settings[0] = '\0';
         snprintf(l->comment, sizeof l->comment, "%s", otherwise);
         return;
     }
@@ -135,6 +136,13 @@ static void fix_line(const remat_cli_opts_t *o, const char *cmd, const remat_con
         put_word(l->command, sizeof l->command, args[i]);
     }
     snprintf(l->comment, sizeof l->comment, "%s", comment);
+    if (strlen(l->command) + 1 >= sizeof l->command) {
+        /* cut short, it would not paste: the settings alone, said so */
+        l->command[0] = '\0';
+        snprintf(l->comment, sizeof l->comment,
+                 "%.200s; the command is too long to print: add %.200s to yours", comment,
+                 ch->add);
+    }
 }
 
 static const char *const policy_keys[] = {"remat_policy", NULL};

@@ -41,7 +41,7 @@ static json_t *jint(uint64_t v) {
 
 static json_t *line_json(const remat_fix_line_t *l) {
     json_t *o = json_object();
-    json_object_set_new(o, "settings", l->command[0] ? json_string(l->settings) : json_null());
+    json_object_set_new(o, "settings", l->settings[0] ? json_string(l->settings) : json_null());
     json_object_set_new(o, "command", l->command[0] ? json_string(l->command) : json_null());
     json_object_set_new(o, "comment", json_string(l->comment));
     return o;

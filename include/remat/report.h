@@ -52,8 +52,9 @@ void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt);
     the whole command with them (a line to paste), and what it gives. */
 typedef struct remat_fix_line {
     const char *kind;      /* "placement", "batch" or "slice" (static) */
-    char settings[2048];   /* key=value ... */
-    char command[8192];    /* "remat check ... key=value ..."; "" when there is no fix */
+    char settings[2048];   /* key=value ...; "" when there is no fix */
+    char command[8192];    /* "remat check ... key=value ..."; "" when there is no fix, or
+                              when the command would not fit (the comment then says so) */
     char comment[512];     /* what it gives, or why there is none */
 } remat_fix_line_t;
 

@@ -169,8 +169,7 @@ static void test_unknown_names_rejected(void **state) {
     (void)state;
     /* Custom keys are MaxText's names: another key is not a config key. */
     const char *args[] = {"model_name=llama3-8b", "remat_policy=custom", "mlp_gate=device",
-                          "per_device_batch_size=1",
-                          NULL};
+                          "per_device_batch_size=1", NULL};
     fx_run_t *f = fx_analyze(NULL, args);
     assert_int_equal(f->st, REMAT_E_CONFIG);
     assert_non_null(strstr(f->err.text, "unknown config key 'mlp_gate'"));
@@ -189,8 +188,7 @@ static void test_unknown_names_rejected(void **state) {
     fx_free(ff);
     fx_free(f);
     /* Presets may list names a graph lacks (minimal names kv_proj). */
-    const char *ok[] = {"model_name=llama3-8b", "remat_policy=minimal", "per_device_batch_size=1",
-                        NULL};
+    const char *ok[] = {"model_name=llama3-8b", "remat_policy=minimal", "per_device_batch_size=1", NULL};
     f = fx_analyze_ok(NULL, ok);
     fx_free(f);
     /* A user's policy file is checked: a name neither the graph nor MaxText
