@@ -37,7 +37,7 @@
 
 /* The source a built-in graph carries (and names in errors), with its
    built-in name: the same for the generator's load and the run time's. */
-#define REMAT_I_BUILTIN_GRAPH_SOURCE "<builtin:graphs/%s.json>"
+#define REMAT_I_BUILTIN_GRAPH_SOURCE "built-in graph '%s'"
 
 typedef uint32_t remat_i_str_t;
 

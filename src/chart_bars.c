@@ -106,8 +106,16 @@ void remat_chart_layers(FILE *out, const remat_result_t *r, bool embedded) {
 
 /* A marker of the verdict's shape at (x, y): a filled circle passes, an
    open triangle is inside the margin, a diamond overfills the host, a
-   cross does not fit. */
-static void marker(FILE *out, double x, double y, remat_verdict_t v) {
+   cross does not fit; a point off the scale is an arrow up at the top
+   edge. */
+static void marker(FILE *out, double x, double y, remat_verdict_t v, bool off) {
+    if (off) {
+        fprintf(out,
+                "<path d=\"M%.1f,%.1fl6,9h-4v7h-4v-7h-4z\" fill=\"#b22222\" "
+                "stroke=\"#333333\" stroke-width=\"0.5\"/>\n",
+                x, y);
+        return;
+    }
     switch (v) {
         case REMAT_VERDICT_OK:
             fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#1f3a6e\"/>\n", x, y);
@@ -161,11 +169,22 @@ static void label_rows(const double *y, size_t n, double gap, double top, double
 
 /* The frontier as the boundary of what it dominates: from each point up to
    the next one's peak, then across to its step time. */
+/* A peak's height in the plot, held at the top edge when it is off the
+   scale (the zoom on the budget's neighbourhood leaves far points out). */
+static double clamp_py(const remat_i_frame_t *f, uint64_t peak) {
+    const double y = remat_i_py(f, (double)peak / GIB);
+    return y < f->y ? f->y : y;
+}
+
+static bool off_scale(const remat_i_frame_t *f, uint64_t peak) {
+    return (double)peak / GIB > f->y1;
+}
+
 static void frontier_path(FILE *out, const remat_i_frame_t *f, const remat_solution_t *s) {
     fputs("<path d=\"", out);
     for (size_t i = 0; i < s->npoints; i++) {
         const double x = remat_i_px(f, s->points[i].step_seconds);
-        const double y = remat_i_py(f, (double)s->points[i].peak_bytes / GIB);
+        const double y = clamp_py(f, s->points[i].peak_bytes);
         if (i == 0) {
             fprintf(out, "M%.1f,%.1f", x, y);
         } else {
@@ -175,6 +194,9 @@ static void frontier_path(FILE *out, const remat_i_frame_t *f, const remat_solut
     fputs("\" fill=\"none\" stroke=\"#555555\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>\n",
           out);
     for (size_t i = 0; i < s->npoints; i++) {
+        if (off_scale(f, s->points[i].peak_bytes)) {
+            continue; /* the staircase leaves the plot at its top edge */
+        }
         fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\" stroke=\"#555555\"/>\n",
                 remat_i_px(f, s->points[i].step_seconds),
                 remat_i_py(f, (double)s->points[i].peak_bytes / GIB),
@@ -182,24 +204,84 @@ static void frontier_path(FILE *out, const remat_i_frame_t *f, const remat_solut
     }
 }
 
+/* The solver's placement: a ring around its point and a label that keeps
+   clear of the budget line and its labels. */
+static void solved_mark(FILE *out, const remat_i_frame_t *f, const remat_result_t *r,
+                        const remat_solution_t *s) {
+    const double x = remat_i_px(f, s->best.step_seconds), y = clamp_py(f, s->best.peak_bytes);
+    char t[160];
+    snprintf(t, sizeof t, "remat solve: %.2f GiB, %.3f s", (double)s->best.peak_bytes / GIB,
+             s->best.step_seconds);
+    fprintf(out,
+            "<circle id=\"remat-solved-marker\" cx=\"%.1f\" cy=\"%.1f\" r=\"9\" "
+            "fill=\"none\" stroke=\"#1f7a1f\" stroke-width=\"2.5\"/>\n",
+            x, y);
+    remat_i_box_t avoid[REMAT_I_BUDGET_BOXES];
+    remat_i_budget_boxes(f, r, avoid);
+    /* beside the ring, on the side of the plot with room for the text */
+    const bool right = x > f->x + f->w * 0.5;
+    const char *anchor = right ? "end" : "start";
+    const double lx = right ? x - 13 : x + 13;
+    const double ys[] = {y + 4, y + 24, y - 14, y + 40, y - 30};
+    double ly = ys[0];
+    for (size_t k = 0; k < sizeof ys / sizeof ys[0]; k++) {
+        const remat_i_box_t b = remat_i_text_box(lx, ys[k], anchor, t, true);
+        bool clear = b.y0 >= f->y && b.y1 <= f->y + f->h;
+        for (size_t i = 0; clear && i < REMAT_I_BUDGET_BOXES; i++) {
+            clear = !remat_i_boxes_overlap(&b, &avoid[i]);
+        }
+        if (clear) {
+            ly = ys[k];
+            break;
+        }
+    }
+    remat_i_svg_text(out, lx, ly, anchor,
+                     "id=\"remat-solved-label\" font-weight=\"bold\" fill=\"#1f7a1f\"", t);
+}
+
 /* The data range of the points and the frontier, widened to whole ticks'
    room around them. */
+/* The peaks the plot zooms on: those within POLICIES_ZOOM times the budget
+   (the neighbourhood where a choice is made); a policy past it is drawn
+   off the scale, at the top edge. */
+#define POLICIES_ZOOM 1.6
+
+/* The chart's width, and the room its column of policy names takes (the
+   longest preset's name with an off-scale peak in 12 px type). */
+enum { POLICIES_W = 1120, POLICIES_NAMES_W = 320 };
+
+/* Widens [*lo, *hi] to @p v, and the shown peaks' top to @p peak when it is
+   in the budget's neighbourhood (*least tracks the lowest peak). */
+static void take_point(double step, uint64_t peak, double near, double *lo, double *hi,
+                       double *top, double *least) {
+    *lo = step < *lo ? step : *lo;
+    *hi = step > *hi ? step : *hi;
+    *least = (double)peak < *least ? (double)peak : *least;
+    if ((double)peak <= near && (double)peak > *top) {
+        *top = (double)peak;
+    }
+}
+
+/* The data range of the points and the frontier, widened to whole ticks'
+   room around them; the peaks zoomed on the budget's neighbourhood, or on
+   the lowest peak when every one is past it. */
 static remat_i_frame_t policies_frame(const remat_result_t *const *rs, size_t n,
                                       const remat_solution_t *s) {
-    double x0 = INFINITY, x1 = 0, y1 = (double)rs[0]->budget_bytes;
+    const double budget = (double)rs[0]->budget_bytes, near = budget * POLICIES_ZOOM;
+    double x0 = INFINITY, x1 = 0, top = budget, least = INFINITY;
     for (size_t i = 0; i < n; i++) {
-        x0 = rs[i]->step_seconds < x0 ? rs[i]->step_seconds : x0;
-        x1 = rs[i]->step_seconds > x1 ? rs[i]->step_seconds : x1;
-        y1 = (double)rs[i]->peak_bytes > y1 ? (double)rs[i]->peak_bytes : y1;
+        take_point(rs[i]->step_seconds, rs[i]->peak_bytes, near, &x0, &x1, &top, &least);
     }
     for (size_t i = 0; s && i < s->npoints; i++) {
-        x0 = s->points[i].step_seconds < x0 ? s->points[i].step_seconds : x0;
-        x1 = s->points[i].step_seconds > x1 ? s->points[i].step_seconds : x1;
-        y1 = (double)s->points[i].peak_bytes > y1 ? (double)s->points[i].peak_bytes : y1;
+        take_point(s->points[i].step_seconds, s->points[i].peak_bytes, near, &x0, &x1, &top,
+                   &least);
+    }
+    if (least > near) {
+        top = least;
     }
     const double pad = x1 > x0 ? (x1 - x0) * 0.08 : (x0 > 0 ? x0 * 0.1 : 1);
     return (remat_i_frame_t){78, 56, 480, 420, x0 - pad > 0 ? x0 - pad : 0, x1 + pad, 0,
-                             y1 / GIB * 1.1};
+                             top / GIB * 1.1};
 }
 
 static void policies_legend(FILE *out, double x, double y, bool frontier) {
@@ -211,15 +293,22 @@ static void policies_legend(FILE *out, double x, double y, bool frontier) {
                 {REMAT_VERDICT_HOST_OOM, "host RAM too small"},
                 {REMAT_VERDICT_OOM, "over the budget"}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        marker(out, x + 7, y + 20.0 * (double)i + 7, rows[i].v);
+        marker(out, x + 7, y + 20.0 * (double)i + 7, rows[i].v, false);
         remat_i_svg_text(out, x + 20, y + 20.0 * (double)i + 11, "start", NULL, rows[i].name);
     }
+    marker(out, x + 7, y + 80, REMAT_VERDICT_OOM, true);
+    remat_i_svg_text(out, x + 20, y + 91, "start", NULL, "off the scale (peak in its label)");
     if (frontier) {
         fprintf(out,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555555\" "
                 "stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>\n",
-                x, y + 87, x + 14, y + 87);
-        remat_i_svg_text(out, x + 20, y + 91, "start", NULL, "Pareto frontier (solver)");
+                x, y + 107, x + 14, y + 107);
+        remat_i_svg_text(out, x + 20, y + 111, "start", NULL, "Pareto frontier (solver)");
+        fprintf(out,
+                "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"#1f7a1f\" "
+                "stroke-width=\"2.5\"/>\n",
+                x + 7, y + 127);
+        remat_i_svg_text(out, x + 20, y + 131, "start", NULL, "the solver's placement");
     }
 }
 
@@ -228,8 +317,9 @@ void remat_chart_policies(FILE *out, const remat_result_t *const *rs, size_t n,
     char title[512];
     snprintf(title, sizeof title, "%s on %s: peak HBM against step time, per policy",
              n ? rs[0]->config->model_name : "", n ? rs[0]->hw->name : "");
-    remat_i_svg_begin(out, "remat-policies", 1000, 560, title, embedded);
-    remat_i_svg_text(out, 500, 26, "middle", "font-size=\"15\" font-weight=\"bold\"", title);
+    remat_i_svg_begin(out, "remat-policies", POLICIES_W, 560, title, embedded);
+    remat_i_svg_text(out, POLICIES_W / 2.0, 26, "middle", "font-size=\"15\" font-weight=\"bold\"",
+                     title);
     if (n == 0) {
         remat_i_svg_end(out);
         return;
@@ -244,7 +334,7 @@ void remat_chart_policies(FILE *out, const remat_result_t *const *rs, size_t n,
     double *ys = remat_i_xcalloc(n, sizeof *ys), *ly = remat_i_xcalloc(n, sizeof *ly);
     size_t *order = remat_i_xcalloc(n, sizeof *order);
     for (size_t i = 0; i < n; i++) {
-        ys[i] = remat_i_py(&f, (double)rs[i]->peak_bytes / GIB);
+        ys[i] = clamp_py(&f, rs[i]->peak_bytes);
     }
     label_rows(ys, n, 14, f.y + 4, f.y + f.h, order, ly);
     for (size_t k = 0; k < n; k++) {
@@ -259,14 +349,22 @@ void remat_chart_policies(FILE *out, const remat_result_t *const *rs, size_t n,
                 "<path d=\"M%.1f,%.1fL%.1f,%.1fL%.1f,%.1f\" fill=\"none\" stroke=\"#999999\" "
                 "stroke-width=\"0.75\"/>\n",
                 x + 6, y, f.x + f.w + 6, ly[k], f.x + f.w + 12, ly[k]);
-        marker(out, x, y, remat_result_verdict(r));
-        remat_i_svg_text(out, f.x + f.w + 15, ly[k] + 4, "start", NULL, r->policy->name);
+        const bool off = off_scale(&f, r->peak_bytes);
+        marker(out, x, y, remat_result_verdict(r), off);
+        char name[160];
+        snprintf(name, sizeof name, off ? "%s (%.0f GiB, off the scale)" : "%s",
+                 r->policy->name, (double)r->peak_bytes / GIB);
+        /* the column of names is POLICIES_NAMES_W wide: the legend after it */
+        remat_i_svg_text(out, f.x + f.w + 15, ly[k] + 4, "start", NULL, name);
         fputs("</g>\n", out);
+    }
+    if (has_frontier && frontier->found) {
+        solved_mark(out, &f, rs[0], frontier);
     }
     free(ys);
     free(ly);
     free(order);
-    policies_legend(out, f.x + f.w + 230, f.y + 10, has_frontier);
+    policies_legend(out, f.x + f.w + 15 + POLICIES_NAMES_W, f.y + 10, has_frontier);
     if (note) {
         remat_i_svg_text(out, f.x, f.y + f.h + 56, "start", "fill=\"#555555\"", note);
     }

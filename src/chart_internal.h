@@ -51,6 +51,24 @@ void remat_i_axes(FILE *out, const remat_i_frame_t *f, const char *xlabel, const
 void remat_i_swatch(FILE *out, double x, double y, size_t row, const char *fill,
                     const char *hatch, const char *name);
 
+/* The box a line of text takes at (@p x, @p y) (the baseline) with
+   @p anchor ("start", "middle", "end"), in the charts' 12 px sans-serif:
+   an upper bound of its glyphs' extent (0.62 em a character, 0.66 bold; a
+   cap height of 0.9 em above the baseline, 0.25 em below), so that a box
+   that does not overlap another's leaves the texts apart. */
+typedef struct remat_i_box {
+    double x0, y0, x1, y1;
+} remat_i_box_t;
+remat_i_box_t remat_i_text_box(double x, double y, const char *anchor, const char *text,
+                               bool bold);
+bool remat_i_boxes_overlap(const remat_i_box_t *a, const remat_i_box_t *b);
+
+/* What the budget marks occupy: the budget line's box (its stroke), and
+   the boxes of its two labels ("budget ...", "safety margin ..."). */
+enum { REMAT_I_BUDGET_BOXES = 3 };
+void remat_i_budget_boxes(const remat_i_frame_t *f, const remat_result_t *r,
+                          remat_i_box_t boxes[REMAT_I_BUDGET_BOXES]);
+
 /* The budget line and the safety-margin band below it (a frame in GiB). */
 void remat_i_budget_marks(FILE *out, const char *id, const remat_i_frame_t *f,
                           const remat_result_t *r);

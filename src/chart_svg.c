@@ -204,22 +204,63 @@ void remat_i_swatch(FILE *out, double x, double y, size_t row, const char *fill,
     remat_i_svg_text(out, x + 20, ry + 11, "start", NULL, name);
 }
 
+remat_i_box_t remat_i_text_box(double x, double y, const char *anchor, const char *text,
+                               bool bold) {
+    /* UTF-8 continuation bytes are not characters */
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        n += (*p & 0xc0) != 0x80;
+    }
+    const double w = (double)n * 12.0 * (bold ? 0.66 : 0.62);
+    const double x0 = strcmp(anchor, "end") == 0      ? x - w
+                      : strcmp(anchor, "middle") == 0 ? x - w / 2
+                                                      : x;
+    return (remat_i_box_t){x0, y - 12.0 * 0.9, x0 + w, y + 12.0 * 0.25};
+}
+
+bool remat_i_boxes_overlap(const remat_i_box_t *a, const remat_i_box_t *b) {
+    return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+/* The budget labels' texts and places (one spelling for drawing them and
+   for the boxes others avoid). */
+static void budget_labels(const remat_i_frame_t *f, const remat_result_t *r, char *budget,
+                          char *margin, size_t size, double *y) {
+    const double b = (double)r->budget_bytes / GIB, u = (double)r->usable_bytes / GIB;
+    char assumed[160];
+    remat_i_budget_assumed(r, assumed, sizeof assumed);
+    snprintf(budget, size, "budget %.2f GiB%s", b, assumed[0] ? " (assumed)" : "");
+    snprintf(margin, size, "safety margin %.0f%% (usable %.2f GiB)",
+             100 * r->config->safety_margin, u);
+    *y = remat_i_py(f, b) - 5;
+}
+
+void remat_i_budget_boxes(const remat_i_frame_t *f, const remat_result_t *r,
+                          remat_i_box_t boxes[REMAT_I_BUDGET_BOXES]) {
+    char budget[256], margin[128];
+    double y;
+    budget_labels(f, r, budget, margin, sizeof margin, &y);
+    const double line = remat_i_py(f, (double)r->budget_bytes / GIB);
+    boxes[0] = (remat_i_box_t){f->x, line - 1.5, f->x + f->w, line + 1.5};
+    boxes[1] = remat_i_text_box(f->x + f->w - 4, y, "end", budget, false);
+    boxes[2] = remat_i_text_box(f->x + 6, y, "start", margin, false);
+}
+
 /* The budget line and the safety-margin band under it, in GiB. */
 void remat_i_budget_marks(FILE *out, const char *id, const remat_i_frame_t *f, const remat_result_t *r) {
     const double b = (double)r->budget_bytes / GIB, u = (double)r->usable_bytes / GIB;
-    char t[96];
+    char budget[256], margin[128];
+    double y;
+    budget_labels(f, r, budget, margin, sizeof margin, &y);
     fprintf(out,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#%s-margin)\" "
             "fill-opacity=\"0.6\"/>\n",
             f->x, remat_i_py(f, b), f->w, remat_i_py(f, u) - remat_i_py(f, b), id);
     fprintf(out,
-            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#b22222\" "
-            "stroke-width=\"2\" stroke-dasharray=\"8 4\"/>\n",
-            f->x, remat_i_py(f, b), f->x + f->w, remat_i_py(f, b));
-    snprintf(t, sizeof t, "budget %.2f GiB", b);
-    remat_i_svg_text(out, f->x + f->w - 4, remat_i_py(f, b) - 5, "end", "fill=\"#8b0000\"", t);
-    snprintf(t, sizeof t, "safety margin %.0f%% (usable %.2f GiB)", 100 * r->config->safety_margin,
-             u);
-    remat_i_svg_text(out, f->x + 6, remat_i_py(f, b) - 5, "start", "fill=\"#8b0000\"", t);
+            "<line id=\"%s-budget-line\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+            "stroke=\"#b22222\" stroke-width=\"2\" stroke-dasharray=\"8 4\"/>\n",
+            id, f->x, remat_i_py(f, b), f->x + f->w, remat_i_py(f, b));
+    remat_i_svg_text(out, f->x + f->w - 4, y, "end", "fill=\"#8b0000\"", budget);
+    remat_i_svg_text(out, f->x + 6, y, "start", "fill=\"#8b0000\"", margin);
 }
 

@@ -10,7 +10,9 @@
  * nearest eighth of a row; the scale's top is 5% above the larger of the
  * peak and the budget, so both are inside the chart; the peak's column is
  * the highest column and is marked; output is only these lines (the caller
- * decides when a chart is wanted).
+ * decides when a chart is wanted, how wide, and whether in colour); with
+ * colour every escape sequence is closed on its line, so a line cut by the
+ * terminal leaves no colour behind.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 
 #include "remat/chart.h"
 #include "chart_internal.h"
+#include "report_internal.h"
 #include "util.h"
 
 static const double GIB = 1073741824.0;
@@ -26,17 +29,36 @@ static const double GIB = 1073741824.0;
 static const char *const eighths[9] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
                                        "\u2585", "\u2586", "\u2587", "\u2588"};
 
+/* ANSI SGR sequences: the blocks, the budget, the peak's mark, reset. */
+typedef struct style {
+    const char *bar, *budget, *peak, *reset;
+} style_t;
+
+static const style_t plain = {"", "", "", ""};
+static const style_t colored = {"\033[36m", "\033[31m", "\033[1;33m", "\033[0m"};
+
 /* Row @p row (0 at the bottom) of the chart: each column's block, or the
    budget's rule in the row that holds the budget. */
-static void chart_row(FILE *out, const long *level, size_t width, long row, long budget_level) {
+static void chart_row(FILE *out, const long *level, size_t width, long row, long budget_level,
+                      const style_t *st) {
     const bool budget_row = budget_level / 8 == row;
     if (!budget_row) { /* no trailing blanks: the row ends at its last block */
         while (width > 0 && level[width - 1] <= row * 8) {
             width--;
         }
     }
+    const char *now = "";
     for (size_t c = 0; c < width; c++) {
         const long fill = level[c] - row * 8;
+        const char *want = fill > 0 ? st->bar : st->budget;
+        if (fill <= 0 && !budget_row) {
+            want = "";
+        }
+        if (strcmp(want, now) != 0) {
+            fputs(*now ? st->reset : "", out);
+            fputs(want, out);
+            now = want;
+        }
         if (fill >= 8) {
             fputs(eighths[8], out);
         } else if (fill > 0) {
@@ -45,13 +67,20 @@ static void chart_row(FILE *out, const long *level, size_t width, long row, long
             fputs(budget_row ? "\u2500" : " ", out);
         }
     }
+    fputs(*now ? st->reset : "", out);
 }
 
 void remat_chart_term(FILE *out, const remat_result_t *r, const remat_timeline_t *tl,
                       size_t width, size_t height) {
+    remat_chart_term_color(out, r, tl, width, height, false);
+}
+
+void remat_chart_term_color(FILE *out, const remat_result_t *r, const remat_timeline_t *tl,
+                            size_t width, size_t height, bool color) {
     if (tl->nevents == 0 || width == 0 || height == 0) {
         return;
     }
+    const style_t *st = color ? &colored : &plain;
     size_t *best = remat_i_xcalloc(width, sizeof *best);
     long *level = remat_i_xcalloc(width, sizeof *level);
     remat_i_timeline_columns(tl, best, width);
@@ -61,7 +90,8 @@ void remat_chart_term(FILE *out, const remat_result_t *r, const remat_timeline_t
         level[c] = lround((double)tl->events[best[c]].live_bytes / top * eighths_total);
     }
     const long budget_level = lround(budget / top * eighths_total);
-    char m[256];
+    char m[256], assumed[160];
+    remat_i_budget_assumed(r, assumed, sizeof assumed);
     remat_i_event_text(&tl->events[tl->peak], tl->nstages, m, sizeof m);
     fprintf(out, "live HBM per device over one micro-batch (stage %zu of %zu): peak %.2f GiB at "
                  "%.4f s, %s\n",
@@ -72,9 +102,10 @@ void remat_chart_term(FILE *out, const remat_result_t *r, const remat_timeline_t
         } else {
             fputs("         \u2502", out);
         }
-        chart_row(out, level, width, row, budget_level);
+        chart_row(out, level, width, row, budget_level, st);
         if (budget_level / 8 == row) {
-            fprintf(out, " budget %.2f GiB", budget / GIB);
+            fprintf(out, " %sbudget %.2f GiB%s%s", st->budget, budget / GIB,
+                    assumed[0] ? " (assumed)" : "", st->reset);
         }
         fputc('\n', out);
     }
@@ -83,7 +114,7 @@ void remat_chart_term(FILE *out, const remat_result_t *r, const remat_timeline_t
         fputs("\u2500", out);
     }
     const size_t pc = remat_i_column_of(tl->events[tl->peak].start_seconds, tl->seconds, width);
-    fprintf(out, "\n          %*s\u25b2 peak\n", (int)pc, "");
+    fprintf(out, "\n          %*s%s\u25b2 peak%s\n", (int)pc, "", st->peak, st->reset);
     char end[32];
     const int n = snprintf(end, sizeof end, "%.4f s", tl->seconds);
     const int pad = (int)width - 3 - n;

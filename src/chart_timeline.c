@@ -164,8 +164,38 @@ static void hover_strips(FILE *out, const remat_i_frame_t *f, const remat_timeli
     }
 }
 
+/* Where the peak's label goes: beside the marker above it, else below it,
+   else above or below the budget line's labels, on the side with room; the
+   first place whose box crosses neither the budget line nor its labels nor
+   the marker and stays in the plot (the first one when none does). */
+static void peak_label_place(const remat_i_frame_t *f, const remat_result_t *r, double x,
+                             double y, const char *text, double *lx, double *ly,
+                             const char **anchor) {
+    remat_i_box_t avoid[REMAT_I_BUDGET_BOXES + 1];
+    remat_i_budget_boxes(f, r, avoid);
+    avoid[REMAT_I_BUDGET_BOXES] = (remat_i_box_t){x - 7, y - 7, x + 7, y + 7};
+    const double line = avoid[0].y0 + 1.5;
+    const bool right = x > f->x + f->w * 0.55;
+    const double ys[] = {y - 9, y + 21, line - 22, line + 18, avoid[1].y0 - 6};
+    *anchor = right ? "end" : "start";
+    *lx = right ? x - 9 : x + 9;
+    *ly = ys[0];
+    for (size_t k = 0; k < sizeof ys / sizeof ys[0]; k++) {
+        const remat_i_box_t b = remat_i_text_box(*lx, ys[k], *anchor, text, true);
+        bool clear = b.y0 >= f->y && b.y1 <= f->y + f->h;
+        for (size_t i = 0; clear && i < REMAT_I_BUDGET_BOXES + 1; i++) {
+            clear = !remat_i_boxes_overlap(&b, &avoid[i]);
+        }
+        if (clear) {
+            *ly = ys[k];
+            return;
+        }
+    }
+}
+
 /* The peak's marker and its label: bytes, time and moment. */
-static void peak_mark(FILE *out, const remat_i_frame_t *f, const remat_timeline_t *tl) {
+static void peak_mark(FILE *out, const remat_i_frame_t *f, const remat_result_t *r,
+                      const remat_timeline_t *tl) {
     const remat_event_t *e = &tl->events[tl->peak];
     const double x = f->x + f->w / TL_COLS * ((double)col_of(e->start_seconds, tl->seconds) + 0.5);
     const double y = remat_i_py(f, (double)tl->peak_bytes / GIB);
@@ -177,9 +207,10 @@ static void peak_mark(FILE *out, const remat_i_frame_t *f, const remat_timeline_
             "<circle id=\"remat-peak-marker\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#ffffff\" "
             "stroke=\"#000000\" stroke-width=\"2\"/>\n",
             x, y);
-    const bool right = x > f->x + f->w * 0.55;
-    remat_i_svg_text(out, right ? x - 9 : x + 9, y - 9, right ? "end" : "start",
-                     "id=\"remat-peak-label\" font-weight=\"bold\"", t);
+    double lx, ly;
+    const char *anchor;
+    peak_label_place(f, r, x, y, t, &lx, &ly, &anchor);
+    remat_i_svg_text(out, lx, ly, anchor, "id=\"remat-peak-label\" font-weight=\"bold\"", t);
 }
 
 static void timeline_legend(FILE *out, const char *id, double x, double y,
@@ -227,7 +258,7 @@ void remat_chart_timeline(FILE *out, const remat_result_t *r, const remat_timeli
     }
     remat_i_budget_marks(out, id, &f, r);
     hover_strips(out, &f, tl, best, cats, n);
-    peak_mark(out, &f, tl);
+    peak_mark(out, &f, r, tl);
     timeline_legend(out, id, f.x + f.w + 24, f.y + 10, cats, n);
     free(best);
     remat_i_svg_end(out);

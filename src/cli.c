@@ -5,6 +5,7 @@
  * or chooses an exit code: 0 ok/fits, 1 negative verdict (check), 2 bad input
  * or usage, 3 internal error.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "cli.h"
 #include "config_maxtext.h"
 #include "json_util.h"
+#include "report_internal.h"
 #include "yaml_config.h"
 #include "util.h"
 
@@ -160,7 +162,7 @@ static int take_config_file(opts_t *o) {
     int w = 0;
     for (int i = 0; i < o->nargs; i++) {
         char *a = o->args[i];
-        if (!strchr(a, '=') && remat_i_is_yaml_path(a)) {
+        if (!strchr(a, '=') && (remat_i_is_yaml_path(a) || strcmp(a, "-") == 0)) {
             if (o->config) {
                 return remat_cli_usage_error("two config files, '%s' and '%s': give one", o->config, a);
             }
@@ -229,9 +231,14 @@ void remat_cli_job_release(job_t *j) {
     j->policy = NULL;
 }
 
+remat_status_t remat_cli_config_build(const opts_t *o, remat_config_t *c, remat_error_t *err) {
+    return remat_i_config_build_file(o->config ? o->file : NULL, (size_t)o->nargs, o->args, c,
+                                     err);
+}
+
 remat_status_t remat_cli_job_resolve(job_t *j, const opts_t *o, remat_error_t *err) {
     remat_result_init(&j->result);
-    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, err);
+    remat_status_t st = remat_cli_config_build(o, &j->cfg, err);
     return st ? st : remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, err);
 }
 
@@ -266,10 +273,43 @@ void remat_cli_print_notes(const remat_config_t *c, bool passes) {
     }
 }
 
+static void note_to_stderr(void *ctx, const char *text) {
+    (void)ctx;
+    fprintf(stderr, "remat: note: %s\n", text);
+}
+
+void remat_cli_print_result_notes(const remat_result_t *r) {
+    remat_i_for_each_note(r, note_to_stderr, NULL);
+}
+
 /* analyze's text ends with a chart of live HBM on a terminal, or when
    asked; never in the other formats. */
 static bool wants_chart(const opts_t *o) {
-    return o->fmt == REMAT_FMT_TEXT && (o->chart == 1 || (o->chart < 0 && isatty(STDOUT_FILENO)));
+    return o->fmt == REMAT_FMT_TEXT &&
+           (o->chart == 1 || (o->chart < 0 && o->out == stdout && isatty(STDOUT_FILENO)));
+}
+
+/* analyze's and check's report, with what would make the run fit when it
+   does not pass (text and JSON; CSV and Markdown have no place for it). */
+static remat_status_t report_verdict(const opts_t *o, int which, const job_t *j,
+                                     remat_error_t *err) {
+    const bool want = !remat_result_passes(&j->result) &&
+                      (o->fmt == REMAT_FMT_TEXT || o->fmt == REMAT_FMT_JSON);
+    remat_fixes_t f;
+    remat_fixes_init(&f);
+    remat_fix_line_t lines[3];
+    size_t n = 0;
+    remat_status_t st =
+        want ? remat_cli_fixes(o, which == 0 ? "analyze" : "check", j, &f, lines, &n, err)
+             : REMAT_OK;
+    const remat_fix_report_t fx = {&f, lines, n};
+    if (st == REMAT_OK && which == 0) {
+        remat_report_analyze_with(o->out, &j->result, want ? &fx : NULL, o->fmt);
+    } else if (st == REMAT_OK) {
+        remat_report_check_with(o->out, &j->result, want ? &fx : NULL, o->fmt);
+    }
+    remat_fixes_release(&f);
+    return st;
 }
 
 static int cmd_analyze_like(const opts_t *o, int which) {
@@ -283,24 +323,24 @@ static int cmd_analyze_like(const opts_t *o, int which) {
     remat_error_t err;
     remat_error_init(&err);
     job_t *j = remat_i_xcalloc(1, sizeof *j);
-    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, &err);
+    remat_status_t st = remat_cli_config_build(o, &j->cfg, &err);
     if (st == REMAT_OK) {
         st = job_run(j, &err);
     }
-    int rc = EXIT_OK;
     if (st == REMAT_OK) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
+        if (which == 2) {
+            remat_cli_print_result_notes(&j->result);
+        }
     }
-    if (st) {
-        rc = remat_cli_report_error(&err);
-    } else if (which == 0) {
-        remat_report_analyze(stdout, &j->result, o->fmt);
-    } else if (which == 1) {
-        remat_report_table(stdout, &j->result, o->fmt, o->kinds);
-    } else {
-        remat_report_check(stdout, &j->result, o->fmt);
-        rc = remat_result_passes(&j->result) ? EXIT_OK : EXIT_NO;
+    if (st == REMAT_OK && which == 1) {
+        remat_report_table(o->out, &j->result, o->fmt, o->kinds);
+    } else if (st == REMAT_OK) {
+        st = report_verdict(o, which, j, &err);
     }
+    int rc = st ? remat_cli_report_run_error(o, &err)
+             : which == 2 && !remat_result_passes(&j->result) ? EXIT_NO
+                                                               : EXIT_OK;
     remat_cli_job_release(j);
     free(j);
     return rc;
@@ -312,12 +352,35 @@ static bool policy_is_alias(const char *name) {
     return strcmp(name, "minimal_flash") == 0;
 }
 
+/* A verdict's place in compare's ranking: those that pass, then those
+   inside the safety margin, then those whose offloads break the host's RAM,
+   then those over the budget. */
+static int verdict_rank(remat_verdict_t v) {
+    switch (v) {
+        case REMAT_VERDICT_OK: return 0;
+        case REMAT_VERDICT_RISK: return 1;
+        case REMAT_VERDICT_HOST_OOM: return 2;
+        case REMAT_VERDICT_OOM: return 3;
+    }
+    return 4;
+}
+
+/* compare's order: by verdict (verdict_rank); those that pass or are
+   inside the margin by step time, the host's RAM breakers by how much
+   they put on the host, those over the budget by how far over (all share
+   the budget: by peak); then by peak, step and name. */
 static int rank_cmp(const void *pa, const void *pb) {
     const remat_result_t *a = *(const remat_result_t *const *)pa;
     const remat_result_t *b = *(const remat_result_t *const *)pb;
-    bool fa = remat_result_passes(a), fb = remat_result_passes(b);
-    if (fa != fb) {
-        return fa ? -1 : 1;
+    const int va = verdict_rank(remat_result_verdict(a)), vb = verdict_rank(remat_result_verdict(b));
+    if (va != vb) {
+        return va < vb ? -1 : 1;
+    }
+    if (va == 2 && a->host_bytes_per_host != b->host_bytes_per_host) {
+        return a->host_bytes_per_host < b->host_bytes_per_host ? -1 : 1;
+    }
+    if (va == 3 && a->peak_bytes != b->peak_bytes) {
+        return a->peak_bytes < b->peak_bytes ? -1 : 1;
     }
     if (a->step_seconds != b->step_seconds) {
         return a->step_seconds < b->step_seconds ? -1 : 1;
@@ -365,7 +428,7 @@ int remat_cli_compare_run(const opts_t *o, remat_cli_compare_t *c, remat_status_
     job_t *jobs = c->jobs = remat_i_xcalloc(n, sizeof *jobs);
     c->rs = remat_i_xcalloc(n, sizeof *c->rs);
     c->n = n;
-    *st = remat_config_build(o->config, (size_t)o->nargs, o->args, &jobs[0].cfg, err);
+    *st = remat_cli_config_build(o, &jobs[0].cfg, err);
     for (size_t i = 0; *st == REMAT_OK && i < n; i++) {
         jobs[i].cfg = jobs[0].cfg;
         if (strlen(names[i]) >= sizeof jobs[i].cfg.remat_policy) {
@@ -413,10 +476,10 @@ static int cmd_compare(const opts_t *o) {
     remat_status_t st;
     int rc = remat_cli_compare_run(o, &c, &st, &err);
     if (rc == EXIT_OK && st) {
-        rc = remat_cli_report_error(&err);
+        rc = remat_cli_report_run_error(o, &err);
     } else if (rc == EXIT_OK) {
         remat_cli_print_notes(&c.jobs[0].cfg, c.n && remat_result_passes(c.rs[0]));
-        remat_report_compare(stdout, c.rs, c.n, o->fmt);
+        remat_report_compare(o->out, c.rs, c.n, o->fmt);
     }
     remat_cli_compare_release(&c);
     return rc;
@@ -481,7 +544,7 @@ static remat_status_t solve_describe(solve_run_t *s, remat_error_t *err) {
 
 static remat_status_t solve_placement(solve_run_t *s, const opts_t *o, remat_error_t *err) {
     job_t *j = s->j;
-    remat_status_t st = remat_config_build(o->config, (size_t)o->nargs, o->args, &j->cfg, err);
+    remat_status_t st = remat_cli_config_build(o, &j->cfg, err);
     if (st == REMAT_OK) {
         st = remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, err);
     }
@@ -554,10 +617,10 @@ static int cmd_solve(const opts_t *o) {
         st = emit_solved_policy(&s, o->emit_policy, &err);
     }
     if (st) {
-        rc = remat_cli_report_error(&err);
+        rc = remat_cli_report_run_error(o, &err);
     } else {
         remat_cli_print_notes(&s.j->cfg, s.sol.found);
-        remat_report_solve(stdout, &s.sol, s.rows, s.sol.found ? &s.j->result : NULL, s.pres, s.np,
+        remat_report_solve(o->out, &s.sol, s.rows, s.sol.found ? &s.j->result : NULL, s.pres, s.np,
                            s.batches, s.nb, o->fmt);
         rc = s.sol.found ? EXIT_OK : EXIT_NO;
     }
@@ -565,7 +628,7 @@ static int cmd_solve(const opts_t *o) {
     return rc;
 }
 
-static int cmd_list(int argc, char **argv) {
+static int cmd_list(FILE *out, int argc, char **argv) {
     const char *what = argc > 1 ? argv[1] : "all";
     if (argc > 2 || (strcmp(what, "all") && strcmp(what, "models") && strcmp(what, "graphs") &&
                      strcmp(what, "policies") && strcmp(what, "hardware") && strcmp(what, "keys"))) {
@@ -586,10 +649,10 @@ static int cmd_list(int argc, char **argv) {
            model preset with a "requires" key is one remat refuses; those
            are listed apart, after the ones it analyzes. */
         for (int refused = 0; refused <= (kinds[k].kind == REMAT_BUILTIN_MODEL); refused++) {
-            printf("%s:\n", refused ? "models remat cannot analyze yet" : kinds[k].name);
+            fprintf(out, "%s:\n", refused ? "models remat cannot analyze yet" : kinds[k].name);
             for (size_t i = 0; i < remat_builtin_count(kinds[k].kind); i++) {
                 if (remat_builtin_refused(kinds[k].kind, i) == (refused != 0)) {
-                    printf("  %-34s %s\n", remat_builtin_name(kinds[k].kind, i),
+                    fprintf(out, "  %-34s %s\n", remat_builtin_name(kinds[k].kind, i),
                            remat_builtin_description(kinds[k].kind, i));
                 }
             }
@@ -598,96 +661,121 @@ static int cmd_list(int argc, char **argv) {
     if (strcmp(what, "all") && strcmp(what, "keys")) {
         return EXIT_OK;
     }
-    printf("config keys:\n");
+    fprintf(out, "config keys:\n");
     for (size_t i = 0; i < remat_config_nkeys(); i++) {
-        printf("  %-34s %s\n", remat_config_key_name(i), remat_config_key_help(i));
+        fprintf(out, "  %-34s %s\n", remat_config_key_name(i), remat_config_key_help(i));
     }
     return EXIT_OK;
 }
 
 /* validate's line for a good graph: its layer (or each layer kind) in
    tensors and ops. */
-static void print_graph_ok(const char *path, const remat_graph_t *g) {
+static void print_graph_ok(FILE *out, const char *path, const remat_graph_t *g) {
     const remat_block_t *b = &g->kinds[0].block;
     if (g->nkinds == 1) {
-        printf("%s: ok: graph '%s', layer of %zu tensors and %zu ops%s\n", path, g->name,
+        fprintf(out, "%s: ok: graph '%s', layer of %zu tensors and %zu ops%s\n", path, g->name,
                b->ntensors, b->nops, g->has_head ? ", with a head" : "");
         return;
     }
-    printf("%s: ok: graph '%s', %zu layer kinds (", path, g->name, g->nkinds);
+    fprintf(out, "%s: ok: graph '%s', %zu layer kinds (", path, g->name, g->nkinds);
     for (size_t k = 0; k < g->nkinds; k++) {
         b = &g->kinds[k].block;
-        printf("%s%s: %zu tensors and %zu ops", k ? "; " : "", g->kinds[k].name, b->ntensors,
+        fprintf(out, "%s%s: %zu tensors and %zu ops", k ? "; " : "", g->kinds[k].name, b->ntensors,
                b->nops);
     }
-    printf(")%s\n", g->has_head ? ", with a head" : "");
+    fprintf(out, ")%s\n", g->has_head ? ", with a head" : "");
 }
 
-static int cmd_validate(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "remat: usage: remat validate FILE\n");
-        return EXIT_INPUT;
+/* validate's config: built from its text (read once: "-" is standard
+   input), then resolved and analyzed; the line says what it runs. */
+static remat_status_t validate_config(FILE *out, const remat_i_config_file_t *f,
+                                      remat_error_t *err) {
+    job_t *j = remat_i_xcalloc(1, sizeof *j);
+    remat_status_t st = remat_i_config_build_file(f, 0, NULL, &j->cfg, err);
+    if (st == REMAT_OK) {
+        st = job_run(j, err);
     }
-    const char *path = argv[1];
-    remat_error_t err;
-    remat_error_init(&err);
-    char *text = NULL;
-    remat_status_t st = remat_i_read_file(path, &text, &err);
-    if (st) {
-        return remat_cli_report_error(&err);
+    if (st == REMAT_OK) {
+        remat_cli_print_notes(&j->cfg, true);
+        fprintf(out, "%s: ok: config for %s, remat_policy=%s on %s\n", f->name, j->cfg.model_name,
+               j->policy->name, j->hw.name);
     }
-    json_t *root = remat_i_json_load(text, path, &err);
+    remat_cli_job_release(j);
+    free(j);
+    return st;
+}
+
+/* validate's JSON file, by its "format" key (none: a config). */
+static remat_status_t validate_json(FILE *out, const remat_i_config_file_t *f,
+                                    remat_error_t *err) {
+    const char *path = f->name, *text = f->text;
+    json_t *root = remat_i_json_load(text, path, err);
     if (!root) {
-        free(text);
-        return remat_cli_report_error(&err);
+        return err->code;
     }
     json_t *format = json_object_get(root, "format");
-    const char *f = json_is_string(format) ? json_string_value(format) : "";
-    int rc = EXIT_OK;
-    if (strcmp(f, "remat-graph/1") == 0) {
+    const char *fm = json_is_string(format) ? json_string_value(format) : "";
+    remat_status_t st = REMAT_OK;
+    if (strcmp(fm, "remat-graph/1") == 0) {
         remat_graph_t *g = NULL;
-        st = remat_graph_load_string(text, path, &g, &err);
-        if (st == REMAT_OK) {
-            print_graph_ok(path, g);
+        if ((st = remat_graph_load_string(text, path, &g, err)) == REMAT_OK) {
+            print_graph_ok(out, path, g);
         }
         remat_graph_free(g);
-    } else if (strcmp(f, "remat-policy/1") == 0) {
+    } else if (strcmp(fm, "remat-policy/1") == 0) {
         remat_policy_t *p = NULL;
-        st = remat_policy_load_string(text, path, false, &p, &err);
-        if (st == REMAT_OK) {
-            printf("%s: ok: policy '%s' placing %zu names, %zu layer ranges\n", path, p->name,
+        if ((st = remat_policy_load_string(text, path, false, &p, err)) == REMAT_OK) {
+            fprintf(out, "%s: ok: policy '%s' placing %zu names, %zu layer ranges\n", path, p->name,
                    p->nrules, p->nranges);
         }
         remat_policy_free(p);
-    } else if (strcmp(f, "remat-hardware/2") == 0 || strcmp(f, "remat-hardware/1") == 0) {
+    } else if (strcmp(fm, "remat-hardware/2") == 0 || strcmp(fm, "remat-hardware/1") == 0) {
         remat_hw_t hw;
-        st = remat_hw_load_string(text, path, &hw, &err);
-        if (st == REMAT_OK) {
-            printf("%s: ok: hardware '%s'\n", path, hw.name);
+        if ((st = remat_hw_load_string(text, path, &hw, err)) == REMAT_OK) {
+            fprintf(out, "%s: ok: hardware '%s'\n", path, hw.name);
         }
     } else if (format) {
-        st = remat_error_set(&err, REMAT_E_SCHEMA, path, "$.format",
+        st = remat_error_set(err, REMAT_E_SCHEMA, path, "$.format",
                              "unknown format '%s' (remat-graph/1, remat-policy/1, "
                              "remat-hardware/2, remat-hardware/1; a config has no format key)",
-                             f);
+                             fm);
     } else {
-        /* A config: build it, then resolve and analyze what it names. */
-        job_t *j = remat_i_xcalloc(1, sizeof *j);
-        st = remat_config_build(path, 0, NULL, &j->cfg, &err);
-        if (st == REMAT_OK) {
-            st = job_run(j, &err);
-        }
-        if (st == REMAT_OK) {
-            printf("%s: ok: config for %s, remat_policy=%s on %s\n", path, j->cfg.model_name,
-                   j->policy->name, j->hw.name);
-        }
-        remat_cli_job_release(j);
-        free(j);
-    }
-    if (st) {
-        rc = remat_cli_report_error(&err);
+        st = validate_config(out, f, err);
     }
     json_decref(root);
+    return st;
+}
+
+static int cmd_validate(FILE *out, int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "remat: usage: remat validate FILE ('-': standard input)\n");
+        return EXIT_INPUT;
+    }
+    remat_error_t err;
+    remat_error_init(&err);
+    remat_i_config_file_t f;
+    char *text = NULL;
+    size_t len = 0;
+    /* Read here, whatever the suffix: validate names a file that must be
+       there (MaxText's base.yml that is not is no file to check). */
+    remat_status_t st = remat_i_read_path(argv[1], REMAT_I_READ_STDIN, &text, &len, &err);
+    int rc = EXIT_OK;
+    if (st == REMAT_OK) {
+        f = (remat_i_config_file_t){strcmp(argv[1], "-") == 0 ? "<stdin>" : argv[1], text, len,
+                                    NULL};
+        st = remat_i_config_text_is_yaml(f.name, text) ? validate_config(out, &f, &err)
+                                                        : validate_json(out, &f, &err);
+        /* a config's error as check's: a dim that does not divide gets the
+           nearest mesh that does, built from this text */
+        opts_t v;
+        memset(&v, 0, sizeof v);
+        v.config = argv[1];
+        v.file = &f;
+        v.out = out;
+        rc = st ? remat_cli_report_run_error(&v, &err) : EXIT_OK;
+    } else {
+        rc = remat_cli_report_error(&err);
+    }
     free(text);
     return rc;
 }
@@ -749,13 +837,13 @@ static int run_report(const remat_cli_command_t *c, const opts_t *o, int argc, c
 }
 
 static int run_list(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
-    (void)c, (void)o;
-    return cmd_list(argc, argv);
+    (void)c;
+    return cmd_list(o ? o->out : stdout, argc, argv);
 }
 
 static int run_validate(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
-    (void)c, (void)o;
-    return cmd_validate(argc, argv);
+    (void)c;
+    return cmd_validate(o ? o->out : stdout, argc, argv);
 }
 
 static int run_version(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
@@ -778,36 +866,55 @@ static int run_help(const remat_cli_command_t *c, const opts_t *o, int argc, cha
     (CLI_FMT(REMAT_FMT_TEXT) | CLI_FMT(REMAT_FMT_JSON) | CLI_FMT(REMAT_FMT_CSV) | \
      CLI_FMT(REMAT_FMT_TRACE))
 
+/* The exit codes every command shares past its own 0 and 1. */
+#define EXITS_REST "2 bad input or usage, 3 internal error"
+
 static const remat_cli_command_t commands[] = {
     {"analyze", "analyze", "analyze" SETTINGS,
      "peak HBM per device, breakdown, recompute FLOPs, offload cost",
      "Simulates one training step op by op on one device and prints the peak HBM\n"
-     "with its breakdown and the moment it occurs, the recompute FLOPs, the bytes\n"
-     "offloaded and their PCIe time, the step time and MFU. On a terminal the text\n"
-     "ends with a small chart of live HBM over the step against the budget.\n",
-     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_CHART | CLI_OPT_NO_CHART, ALL_FORMATS,
-     run_analyze},
+     "with its breakdown and the moment it occurs, the margin to the budget, the\n"
+     "recompute FLOPs, the bytes offloaded and their PCIe time, the step time and\n"
+     "MFU. When the step does not pass it ends with what would make it fit: the\n"
+     "solver's fastest placement, the largest batch per policy and the smallest\n"
+     "slice of the chip, each the command to paste. On a terminal the text ends\n"
+     "with a small chart of live HBM over the step against the budget.\n"
+     "With no settings it analyzes remat's default run: MaxText's llama3.1-70b\n"
+     "recipe for tpu7x-128 (tpu-recipes; 64 chips, per_device_batch_size=2,\n"
+     "max_target_length=8192), which fits at 89% of the budget.\n",
+     "0 analyzed, whether or not it fits ('check' is the gate), " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_CHART | CLI_OPT_NO_CHART | CLI_OPT_OUTPUT,
+     ALL_FORMATS, run_analyze},
     {"compare", "compare", "compare" SETTINGS,
      "every preset (or --policies a,b,...) side by side, ranked",
      "Analyzes every built-in preset, or the presets and policy files --policies\n"
-     "names, on one configuration and ranks them: those that pass first, then by\n"
-     "estimated step time. minimal_flash is minimal_with_context under a second\n"
-     "name and is left out of 'every preset'.\n",
-     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_POLICIES, ALL_FORMATS, run_compare},
+     "names, on one configuration and ranks them: those that pass, by estimated\n"
+     "step time; then those inside the safety margin, by step time; then those\n"
+     "whose offloads break the host's RAM; then those over the budget, by how far\n"
+     "over. minimal_flash is minimal_with_context under a second name and is left\n"
+     "out of 'every preset'.\n",
+     "0 compared, " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_POLICIES | CLI_OPT_OUTPUT, ALL_FORMATS,
+     run_compare},
     {"check", "check", "check" SETTINGS,
      "launch gate: exit 0 fits, 1 over budget or inside the margin",
      "One line: the verdict (OK, RISK inside the safety margin, HOST-OOM when the\n"
      "host cannot hold what is offloaded, OOM), the model, the slice, the policy and\n"
-     "the peak against the per-device budget. Exit 0 when the step passes, 1 when\n"
-     "it does not, 2 for bad input.\n",
-     CLI_OPT_CONFIG | CLI_OPT_FORMAT, TEXT_JSON, run_check},
+     "the peak against the per-device budget. When the step does not pass, the\n"
+     "lines after it say what would make it fit, each the command to paste (the\n"
+     "solver's fastest placement, the largest batch per policy, the smallest slice).\n"
+     "Notes (a placement that changes nothing, an assumption relied on) go to\n"
+     "standard error.\n",
+     "0 the step passes, 1 it does not (OOM, RISK, HOST-OOM), " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_OUTPUT, TEXT_JSON, run_check},
     {"table", "table", "table" SETTINGS,
      "per-layer, per-tensor, per-checkpoint-name and per-stage tables",
      "Per layer: kept, offloaded and recomputed bytes and FLOPs. Per tensor of one\n"
      "layer: shape, bytes, placement and fate. Per checkpoint name over all layers.\n"
      "Per pipeline stage: static, in-flight and peak bytes. --kind picks one; CSV\n"
      "holds one table, the per-layer one unless --kind names another.\n",
-     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_KIND, ALL_FORMATS, run_table},
+     "0 written, " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_KIND | CLI_OPT_OUTPUT, ALL_FORMATS, run_table},
     {"timeline", "timeline", "timeline" SETTINGS,
      "the step event by event: times and live bytes by category",
      "Every moment the simulator measures on one pipeline stage (the worst unless\n"
@@ -816,6 +923,7 @@ static const remat_cli_command_t commands[] = {
      "of each category. The highest event is analyze's peak. Layers of one profile\n"
      "that run in a row are folded into one (--unfold lists every layer). --format\n"
      "trace writes Chrome's trace event JSON (always unfolded) for Perfetto.\n",
+     "0 written, " EXITS_REST,
      CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_UNFOLD | CLI_OPT_STAGE | CLI_OPT_OUTPUT,
      TIMELINE_FORMATS, run_timeline},
     {"chart", "chart", "chart" SETTINGS,
@@ -824,8 +932,10 @@ static const remat_cli_command_t commands[] = {
      "default): live HBM over the step by category, the budget, the safety margin and\n"
      "the peak with its moment (--stage picks a pipeline stage). --kind layers: per\n"
      "layer, the bytes kept and offloaded and the recompute FLOPs. --kind policies:\n"
-     "every preset (or --policies) as peak against step time, with the budget and the\n"
-     "solver's Pareto frontier.\n",
+     "every preset (or --policies) as peak against step time near the budget (the\n"
+     "far ones marked at the edge), with the budget, the solver's Pareto frontier\n"
+     "and its placement. docs/charts.md describes them.\n",
+     "0 written, " EXITS_REST,
      CLI_OPT_CONFIG | CLI_OPT_KIND | CLI_OPT_STAGE | CLI_OPT_OUTPUT | CLI_OPT_POLICIES, 0,
      run_chart},
     {"report", "report", "report --html FILE" SETTINGS,
@@ -834,31 +944,40 @@ static const remat_cli_command_t commands[] = {
      "the breakdown at the peak, the step's costs, the memory timeline (hover it for\n"
      "each moment's op and bytes), the per-layer chart and table, the per-name table,\n"
      "every preset (or --policies) against the solver's Pareto frontier, the notes and\n"
-     "the configuration. --html - writes it to standard output.\n",
-     CLI_OPT_CONFIG | CLI_OPT_HTML | CLI_OPT_STAGE | CLI_OPT_POLICIES, 0, run_report},
+     "the configuration, to --html FILE (or -o FILE; '-': standard output).\n",
+     "0 written, " EXITS_REST,
+     CLI_OPT_CONFIG | CLI_OPT_HTML | CLI_OPT_OUTPUT | CLI_OPT_STAGE | CLI_OPT_POLICIES, 0,
+     run_report},
     {"solve", "solve", "solve" SETTINGS,
      "the fastest placement that fits, why, largest batches, Pareto frontier",
      "Places every checkpoint name of the graph on the device, rematerialized or\n"
-     "offloaded: the fastest step that passes. Prints the choice as remat_policy=custom\n"
+     "offloaded: the fastest step that passes, within the per-device budget with the\n"
+     "safety margin and within the host's RAM (what it offloads, times the chips a\n"
+     "host holds, against host_ram_bytes). Prints the choice as remat_policy=custom\n"
      "overrides, why each name is placed so, the presets beside it and the largest\n"
-     "batch that fits for each. Exit 0 when a placement fits, 1 when none does.\n",
+     "batch that fits for each; --frontier adds the Pareto frontier of (peak, step\n"
+     "time), each point marked fits, HOST-OOM or OOM.\n",
+     "0 a placement passes, 1 none does, " EXITS_REST,
      CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_FRONTIER | CLI_OPT_EXHAUSTIVE |
-         CLI_OPT_EMIT_POLICY,
+         CLI_OPT_EMIT_POLICY | CLI_OPT_OUTPUT,
      TEXT_JSON, run_solve},
-    {"list", "list [KIND]", "list [models|graphs|policies|hardware|keys]",
+    {"list", "list [KIND]", "list [-o FILE] [models|graphs|policies|hardware|keys]",
      "built-in models, graphs, policies, hardware, config keys",
      "Lists the built-ins of one kind with their descriptions, or every kind and the\n"
-     "config keys (the default).\n",
-     0, 0, run_list},
-    {"validate", "validate F", "validate FILE",
-     "check a graph, policy, hardware or config JSON file",
-     "Loads the file by its \"format\" key and says what it holds, or prints the first\n"
-     "error with its JSON path and exits 2. A config (no format key) is also resolved\n"
-     "and analyzed.\n",
-     0, 0, run_validate},
-    {"help", "help [CMD]", "help [COMMAND]", "this text, or one command's", NULL, 0, 0,
-     run_help},
-    {"version", "version", "version", "remat's version", NULL, 0, 0, run_version},
+     "config keys (the default). -o FILE (--output FILE) writes the list to FILE.\n",
+     "0 listed, " EXITS_REST, 0, 0, run_list},
+    {"validate", "validate F", "validate [-o FILE] FILE",
+     "check a graph, policy, hardware or config file (JSON or YAML)",
+     "Loads the file and says what it holds, or prints the first error with its\n"
+     "location and exits 2. A JSON file is told by its \"format\" key (a graph, a\n"
+     "policy, a hardware profile; none: a config); a YAML file is a MaxText config.\n"
+     "A config is also resolved and analyzed (not judged: that is 'check'). '-'\n"
+     "reads the file from standard input. -o FILE (--output FILE) writes the line\n"
+     "to FILE.\n",
+     "0 valid, " EXITS_REST, 0, 0, run_validate},
+    {"help", "help [CMD]", "help [COMMAND]", "this text, or one command's", NULL,
+     "0, 2 an unknown command", 0, 0, run_help},
+    {"version", "version", "version", "remat's version", NULL, "0", 0, 0, run_version},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
@@ -975,6 +1094,62 @@ static bool is_help_flag(const char *arg) {
     return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
+/* Runs @p cmd with its output where -o says. A command that prints to
+   standard output prints into memory, which reaches the file only when the
+   command ran (exit 0 or 1): a failed run leaves no half-written file (the
+   drawing commands open their files themselves, after their analysis). */
+static int run_to_output(const remat_cli_command_t *cmd, opts_t *o, int argc, char **argv) {
+    o->out = stdout;
+    const bool own = cmd->run != run_timeline && cmd->run != run_chart && cmd->run != run_report;
+    if (!own || !o->output || strcmp(o->output, "-") == 0) {
+        return cmd->run(cmd, o, argc, argv);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    o->out = open_memstream(&text, &len);
+    if (!o->out) {
+        remat_i_oom(4096);
+    }
+    int rc = cmd->run(cmd, o, argc, argv);
+    fclose(o->out);
+    o->out = stdout;
+    if (rc == EXIT_OK || rc == EXIT_NO) {
+        FILE *f = fopen(o->output, "w");
+        bool bad = !f || fwrite(text, 1, len, f) != len;
+        const int why = errno;
+        bad = (f && fclose(f) != 0) || bad;
+        if (bad) {
+            remat_error_t err;
+            remat_error_init(&err);
+            remat_error_set(&err, REMAT_E_IO, o->output, NULL, "cannot write file: %s",
+                            strerror(why ? why : errno));
+            rc = remat_cli_report_error(&err);
+        }
+    }
+    free(text);
+    return rc;
+}
+
+/* A command that parses its own arguments (list, validate): -o FILE
+   (--output FILE) taken out of them, then as run_to_output. */
+static int run_own_arguments(const remat_cli_command_t *cmd, int argc, char **argv) {
+    opts_t o;
+    memset(&o, 0, sizeof o);
+    int w = 0;
+    for (int i = 0; i < argc; i++) {
+        const bool flag = strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0;
+        if (i > 0 && flag && (cmd->run == run_list || cmd->run == run_validate)) {
+            if (i + 1 == argc) {
+                return remat_cli_usage_error("%s needs a file", argv[i]);
+            }
+            o.output = argv[++i];
+            continue;
+        }
+        argv[w++] = argv[i];
+    }
+    return run_to_output(cmd, &o, w, argv);
+}
+
 /* The whole command line as a function, so that a fuzzer can drive the CLI
    in process; main below only forwards to it. */
 int remat_cli_main(int argc, char **argv);
@@ -1000,7 +1175,7 @@ int remat_cli_main(int argc, char **argv) {
             remat_cli_command_help(stdout, cmd);
             return EXIT_OK;
         }
-        return cmd->run(cmd, NULL, argc - 1, argv + 1);
+        return run_own_arguments(cmd, argc - 1, argv + 1);
     }
     /* parse_opts reads argv[0] as the program: the command's name stays
        in front of what the launcher leaves. */
@@ -1018,7 +1193,23 @@ int remat_cli_main(int argc, char **argv) {
         return EXIT_OK;
     }
     rc = check_options(cmd, &o);
-    return rc ? rc : cmd->run(cmd, &o, 0, NULL);
+    if (rc) {
+        return rc;
+    }
+    remat_i_config_file_t file;
+    memset(&file, 0, sizeof file);
+    o.file = &file;
+    if (o.config) {
+        remat_error_t err;
+        remat_error_init(&err);
+        if (remat_i_config_file_read(o.config, &file, &err)) {
+            remat_i_config_file_release(&file);
+            return remat_cli_report_error(&err);
+        }
+    }
+    rc = run_to_output(cmd, &o, 0, NULL);
+    remat_i_config_file_release(&file);
+    return rc;
 }
 
 /* The fuzz build links this file without its main (fuzz/CMakeLists.txt). */

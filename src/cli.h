@@ -24,6 +24,7 @@
 #include "remat/report.h"
 #include "remat/sim.h"
 #include "remat/solve.h"
+#include "config_internal.h"
 
 /* The options, as bits of a command's opts. */
 enum {
@@ -75,6 +76,12 @@ typedef struct remat_cli_opts {
     int chart;         /* analyze's chart: 1 --chart, 0 --no-chart, -1 on a terminal */
     int nargs;
     char **args;
+    /* The config file's text, read once before the command runs (every
+       build reads this copy: standard input and a pipe read only once). */
+    remat_i_config_file_t *file;
+    /* Where a report goes: standard output, or memory that reaches -o's
+       file once the command ran (cli.c, run_to_output). */
+    FILE *out;
 } remat_cli_opts_t;
 
 /* Everything one analysis needs, owned together. */
@@ -97,6 +104,15 @@ int remat_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1,
 
 /* The config's notes on standard error (keys not modeled, assumptions). */
 void remat_cli_print_notes(const remat_config_t *c, bool passes);
+
+/* The analysis's notes (analyze's "notes": placements that change nothing,
+   assumptions) on standard error, for check, whose standard output is its
+   verdict. */
+void remat_cli_print_result_notes(const remat_result_t *r);
+
+/* The config the options give (the file read once, then the settings). */
+remat_status_t remat_cli_config_build(const remat_cli_opts_t *o, remat_config_t *c,
+                                      remat_error_t *err);
 
 /* Builds @p j's config from the options and resolves its graph, policy and
    hardware (the result is left initialized, not computed). */
@@ -126,6 +142,7 @@ typedef struct remat_cli_command {
     const char *synopsis; /* a usage line, after "remat " */
     const char *summary;  /* one line for the overview */
     const char *help;     /* what 'remat help NAME' adds to the summary */
+    const char *exits;    /* its exit codes, as its help lists them */
     unsigned opts;        /* CLI_OPT_* it takes; 0 when it parses its own arguments */
     unsigned formats;     /* CLI_FMT(...) --format accepts; 0 without --format */
     int (*run)(const struct remat_cli_command *cmd, const remat_cli_opts_t *o, int argc,
@@ -141,6 +158,21 @@ void remat_cli_command_help(FILE *out, const remat_cli_command_t *cmd);
 /* "text, json, csv" for a formats mask, "text (default), ..." with
    @p mark_default. */
 void remat_cli_formats_text(unsigned formats, bool mark_default, char *buf, size_t size);
+
+/* The fixes of job @p j, which does not pass, as check and analyze end
+   with them (cli_fix.c): remat_fixes_find into @p f, then one line each
+   (placement, batch, slice) into @p lines (room for 3), each the command
+   @p cmd as given with the change, printed only once the changed run was
+   built and passed. Release @p f either way. */
+remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,
+                               const remat_cli_job_t *j, remat_fixes_t *f,
+                               remat_fix_line_t *lines, size_t *nlines, remat_error_t *err);
+
+/* An analysis error's line (remat_cli_report_error), and, when a dim did
+   not divide over its mesh shards (REMAT_HINT_MESH_DIVIDE), the nearest
+   mesh of the same devices on which the run binds, as settings to give
+   (cli_fix.c). @p o may be NULL (no suggestion). Its exit code. */
+int remat_cli_report_run_error(const remat_cli_opts_t *o, const remat_error_t *err);
 
 /* The drawing commands (cli_view.c). */
 int remat_cli_timeline(const remat_cli_opts_t *o);

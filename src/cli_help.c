@@ -13,7 +13,7 @@
 
 const remat_cli_option_t remat_cli_options[] = {
     {CLI_OPT_CONFIG, "--config", "FILE",
-     "JSON config with MaxText keys (key=value arguments override it)"},
+     "config file, MaxText YAML or JSON ('-': standard input); key=value overrides it"},
     {CLI_OPT_FORMAT, "--format", "FMT", NULL /* the command's formats */},
     {CLI_OPT_POLICIES, "--policies", "LIST", "comma-separated presets or policy files"},
     {CLI_OPT_KIND, "--kind", "KIND",
@@ -24,7 +24,8 @@ const remat_cli_option_t remat_cli_options[] = {
     {CLI_OPT_EMIT_POLICY, "--emit-policy", "FILE", "write the placement as a policy file"},
     {CLI_OPT_UNFOLD, "--unfold", NULL, "list every layer's events (else identical layers fold)"},
     {CLI_OPT_STAGE, "--stage", "K", "the pipeline stage to show (default: the worst)"},
-    {CLI_OPT_OUTPUT, "--output", "FILE", "write to FILE instead of standard output (also -o)"},
+    {CLI_OPT_OUTPUT, "--output", "FILE",
+     "write to FILE instead of standard output (also -o; report: the HTML page)"},
     {CLI_OPT_HTML, "--html", "FILE", "write the HTML report to FILE ('-': standard output)"},
     {CLI_OPT_CHART, "--chart", NULL, "end with a chart of live HBM even when not a terminal"},
     {CLI_OPT_NO_CHART, "--no-chart", NULL, "no chart of live HBM at the end on a terminal"},
@@ -81,11 +82,32 @@ void remat_cli_overview(FILE *out, const remat_cli_command_t *cmds, size_t n) {
         option_line(out, o, formats, takers == 1 ? owner : NULL);
     }
     fputs("\nconfiguration uses MaxText's keys, e.g.\n"
-          "  remat analyze model_name=llama3-70b per_device_batch_size=2 remat_policy=minimal\n"
-          "  remat check remat_policy=custom query_proj=device mlpwi_0=offload hbm_budget=96GiB\n"
-          "with no key the default is llama3-8b on tpu7x, MaxText's base.yml batch and sequence,\n"
-          "remat_policy=full. exit codes: 0 ok, 1 negative verdict, 2 bad input, 3 internal.\n"
+          "  remat analyze model_name=llama3-70b topology=tpu7x-128 per_device_batch_size=2\n"
+          "  remat check my_run.yml per_device_batch_size=4   # a MaxText YAML config\n"
+          "With no model described, the settings go on top of remat's default run:\n"
+          "MaxText's llama3.1-70b recipe for tpu7x-128 (tpu-recipes), which fits.\n"
+          "exit codes: 0 ok, 1 a negative verdict (check; solve: no placement fits),\n"
+          "2 bad input or usage, 3 internal error.\n"
           "'remat help COMMAND' or 'remat COMMAND --help' describes one command.\n",
+          out);
+}
+
+/* What every command that analyzes takes besides its options. */
+static void settings_help(FILE *out) {
+    fputs("\nsettings: MaxText's keys as key=value, after the options or among them\n"
+          "('remat list keys' lists them; docs/config.md describes them), and:\n"
+          "  FILE.yml           a MaxText YAML config, base_config chains followed\n"
+          "                     (--config FILE takes YAML or JSON; '-' is standard input)\n"
+          "  python3 -m MaxText.train FILE.yml key=value ...\n"
+          "                     a pasted MaxText launch command, as it is\n"
+          "  hbm_budget=BYTES   the budget per device, e.g. 90GiB (default: XLA's usable\n"
+          "                     HBM per device; the GPUs' assume\n"
+          "                     XLA_PYTHON_CLIENT_MEM_FRACTION=0.9, and say so)\n"
+          "  safety_margin=F    the share of the budget check keeps free (default 0.05)\n"
+          "  hbm_reserve=BYTES  bytes held back for the runtime (default 0)\n"
+          "  topology=SLICE     the slice, as MaxText names it (tpu7x-128: 64 chips)\n"
+          "With no model described (no model_name, graph or model size) the settings go\n"
+          "on top of remat's default run: MaxText's llama3.1-70b recipe for tpu7x-128.\n",
           out);
 }
 
@@ -103,8 +125,7 @@ void remat_cli_command_help(FILE *out, const remat_cli_command_t *cmd) {
                 option_line(out, &remat_cli_options[k], cmd->formats, NULL);
             }
         }
-        fputs("\nsettings are MaxText's keys as key=value, after the options or among them\n"
-              "('remat list keys' lists them; docs/config.md describes them).\n",
-              out);
+        settings_help(out);
     }
+    fprintf(out, "\nexit codes: %s.\n", cmd->exits);
 }

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "remat/chart.h"
 #include "remat/solve.h"
@@ -75,7 +77,7 @@ int remat_cli_timeline(const remat_cli_opts_t *o) {
         remat_report_timeline(f, &j->result, &tl, o->fmt);
         st = close_output(f, o->output, &err);
     }
-    int rc = st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+    int rc = st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
     remat_timeline_release(&tl);
     remat_cli_job_release(j);
     free(j);
@@ -182,13 +184,17 @@ int remat_cli_chart(const remat_cli_opts_t *o) {
     int rc = REMAT_EXIT_OK;
     remat_status_t st = kind == REMAT_CHART_POLICIES ? chart_policies(o, &rc, &err)
                                                      : chart_of_run(o, kind, &err);
-    return rc ? rc : st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+    return rc ? rc : st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
 }
 
 int remat_cli_report(const remat_cli_opts_t *o) {
-    if (!o->html) {
-        return remat_cli_usage_error("report writes an HTML page: --html FILE ('-' for standard "
-                                     "output)");
+    if (o->html && o->output) {
+        return remat_cli_usage_error("report takes its file once: --html FILE or -o FILE");
+    }
+    const char *html = o->html ? o->html : o->output;
+    if (!html) {
+        return remat_cli_usage_error("report writes an HTML page: --html FILE or -o FILE ('-' "
+                                     "for standard output)");
     }
     remat_error_t err;
     remat_error_init(&err);
@@ -208,11 +214,11 @@ int remat_cli_report(const remat_cli_opts_t *o) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
         const remat_html_t in = {&j->result, &tl, c.rs, c.n, &sol, note[0] ? note : NULL,
                                  o->config, (const char *const *)o->args, (size_t)o->nargs};
-        FILE *f = open_output(o->html, &err);
+        FILE *f = open_output(html, &err);
         st = f ? REMAT_OK : REMAT_E_IO;
         if (f) {
             remat_report_html(f, &in);
-            st = close_output(f, o->html, &err);
+            st = close_output(f, html, &err);
         }
     }
     remat_solution_release(&sol);
@@ -220,7 +226,27 @@ int remat_cli_report(const remat_cli_opts_t *o) {
     remat_timeline_release(&tl);
     remat_cli_job_release(j);
     free(j);
-    return rc ? rc : st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+    return rc ? rc : st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
+}
+
+/* The terminal chart's width and colour: on a terminal, its width (less
+   the axis and the budget's value) and colour unless NO_COLOR is set or
+   TERM is unset or "dumb" (no-color.org); elsewhere (--chart into a file
+   or a pipe) 64 columns without colour, so that the output stays the same
+   wherever it is read. */
+static bool terminal_style(const remat_cli_opts_t *o, size_t *width) {
+    *width = 64;
+    if (o->out != stdout || !isatty(STDOUT_FILENO)) {
+        return false;
+    }
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+        /* 10 columns of axis on the left, " budget 123.45 GiB" on the right */
+        const long w = (long)ws.ws_col - 10 - 19;
+        *width = w < 24 ? 24 : w > 480 ? 480 : (size_t)w;
+    }
+    const char *term = getenv("TERM"), *nocolor = getenv("NO_COLOR");
+    return term && *term && strcmp(term, "dumb") != 0 && !(nocolor && *nocolor);
 }
 
 int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
@@ -233,11 +259,26 @@ int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
     remat_status_t st = job_timeline(j, o, true, &tl, &err);
     if (st == REMAT_OK) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
-        remat_report_analyze(stdout, &j->result, REMAT_FMT_TEXT);
-        fputc('\n', stdout);
-        remat_chart_term(stdout, &j->result, &tl, 64, 8);
+        remat_report_analyze(o->out, &j->result, REMAT_FMT_TEXT);
+        fputc('\n', o->out);
+        size_t width;
+        const bool color = terminal_style(o, &width);
+        remat_chart_term_color(o->out, &j->result, &tl, width, 8, color);
     }
-    int rc = st ? remat_cli_report_error(&err) : REMAT_EXIT_OK;
+    if (st == REMAT_OK && !remat_result_passes(&j->result)) {
+        /* what would make it fit, after the chart: the text's last lines */
+        remat_fixes_t f;
+        remat_fixes_init(&f);
+        remat_fix_line_t lines[3];
+        size_t n = 0;
+        st = remat_cli_fixes(o, "analyze", j, &f, lines, &n, &err);
+        const remat_fix_report_t fx = {&f, lines, n};
+        if (st == REMAT_OK) {
+            remat_report_fixes(o->out, &fx);
+        }
+        remat_fixes_release(&f);
+    }
+    int rc = st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
     remat_timeline_release(&tl);
     remat_cli_job_release(j);
     free(j);

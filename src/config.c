@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * config.c: the typed key table, value parsing, and the layering of defaults,
- * model preset, config file and key=value arguments (config.h).
+ * config.c: the typed key table, value parsing, the model presets, the
+ * device count and the checks of a built config (config.h);
+ * config_build.c layers the settings.
  *
- * The config is a fixed struct; building it allocates only the list of
- * settings read from the file and the arguments (entry_t), the file's text
- * and its JSON tree. Those allocations are fallible (util.h): a failure is
- * REMAT_E_NOMEM and frees them; the list grows only once its new entry has
- * room, so it is always whole and freeable.
+ * Invariants: the config is a fixed struct (a setting allocates nothing);
+ * a key's value is checked where it is set, and what involves several
+ * keys once every layer is applied (remat_i_config_check_built).
  */
 #include "remat/config.h"
 
@@ -232,7 +231,7 @@ bool remat_config_is_size_key(const char *key) {
 
 void remat_config_defaults(remat_config_t *c) {
     memset(c, 0, sizeof *c);
-    strcpy(c->model_name, "llama3-8b");
+    strcpy(c->model_name, "default");
     strcpy(c->graph, "llama");
     strcpy(c->attention, "flash");
     strcpy(c->hardware, "tpu7x");
@@ -586,60 +585,6 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
                            key);
 }
 
-/* One setting from a file or the command line, as text. */
-typedef struct entry {
-    char key[96];
-    char value[REMAT_RULES_LEN]; /* the longest value a key takes: axis rules */
-    char path[REMAT_ERR_PATH_LEN];
-    const char *source;
-} entry_t;
-
-static remat_status_t json_to_entries(json_t *obj, const char *source, entry_t **out, size_t *n,
-                                      const char *prefix, remat_error_t *err) {
-    const char *key;
-    json_t *v;
-    if (!json_is_object(obj)) {
-        return remat_error_set(err, REMAT_E_SCHEMA, source, prefix,
-                               "a config must be a JSON object of key: value");
-    }
-    json_object_foreach(obj, key, v) {
-        entry_t *grown = remat_i_try_realloc_array(*out, *n + 1, sizeof **out, err);
-        if (!grown) {
-            remat_error_set_source(err, source);
-            return REMAT_E_NOMEM;
-        }
-        *out = grown;
-        entry_t *e = &(*out)[*n];
-        memset(e, 0, sizeof *e);
-        e->source = source;
-        snprintf(e->path, sizeof e->path, "%s.%s", prefix, key);
-        if (strlen(key) >= sizeof e->key) {
-            return remat_error_set(err, REMAT_E_CONFIG, source, e->path, "key is too long");
-        }
-        strcpy(e->key, key);
-        int w;
-        if (json_is_string(v)) {
-            w = snprintf(e->value, sizeof e->value, "%s", json_string_value(v));
-        } else if (json_is_integer(v)) {
-            /* The key's own type decides what a sign means (-1 fills a mesh
-               axis; a size must be positive). */
-            w = snprintf(e->value, sizeof e->value, "%lld", (long long)json_integer_value(v));
-        } else if (json_is_real(v)) {
-            w = snprintf(e->value, sizeof e->value, "%.17g", json_real_value(v));
-        } else if (json_is_boolean(v)) {
-            w = snprintf(e->value, sizeof e->value, "%s", json_is_true(v) ? "true" : "false");
-        } else {
-            return remat_error_set(err, REMAT_E_CONFIG, source, e->path,
-                                   "'%s' must be a string, number or boolean", key);
-        }
-        if (w < 0 || (size_t)w >= sizeof e->value) {
-            return remat_error_set(err, REMAT_E_CONFIG, source, e->path, "value is too long");
-        }
-        (*n)++;
-    }
-    return REMAT_OK;
-}
-
 /* An unknown model_name: the built-in models nearest to @p name, for the
    error. Up to four, nearest first (name order among equals), by edit
    distance, a built-in that starts with @p name (3 bytes or more) counting
@@ -690,13 +635,9 @@ static void nearest_models(const char *name, char *buf, size_t size) {
     }
 }
 
-/* Applies the built-in preset @p name. A preset with a "requires" field
-   names a MaxText model whose layer needs a block remat's graphs lack
-   (models/NAME.json; docs/config.md, "Models"): it is refused, not run as
-   the nearest graph, unless the user brings a graph file (@p own_graph),
-   which then runs with the preset's dims. */
-static remat_status_t apply_model(remat_config_t *c, const char *name, bool own_graph,
-                                  remat_error_t *err) {
+/* Applies the built-in preset @p name (config_internal.h). */
+remat_status_t remat_i_config_apply_model(remat_config_t *c, const char *name, bool own_graph,
+                                          remat_error_t *err) {
     if (strcmp(name, "default") == 0) {
         return REMAT_OK;
     }
@@ -716,8 +657,9 @@ static remat_status_t apply_model(remat_config_t *c, const char *name, bool own_
                                "models, or 'default' for none)",
                                name, count);
     }
-    char source[REMAT_ERR_SOURCE_LEN + 300];
-    snprintf(source, sizeof source, "<builtin:models/%s.json>", name);
+    /* a preset's values are named by the preset, not by where remat keeps it */
+    char source[REMAT_ERR_SOURCE_LEN];
+    snprintf(source, sizeof source, "model_name=%.*s", REMAT_ERR_SOURCE_LEN - 16, name);
     json_t *root;
     remat_status_t st = remat_i_json_parse(text, source, &root, err);
     if (st) {
@@ -729,24 +671,33 @@ static remat_status_t apply_model(remat_config_t *c, const char *name, bool own_
         remat_i_config_note(c, "model_name '%s' needs %s: its dims run on the graph file given",
                             name, json_string_value(req));
     } else if (req) {
-        if (json_is_string(req)) {
-            st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                                 "model_name '%s' needs %s, which remat's graphs do not have yet",
-                                 name, json_string_value(req));
-        } else {
-            st = remat_error_set(err, REMAT_E_INTERNAL, source, "$.requires",
-                                 "'requires' must be a string");
-        }
+        st = json_is_string(req)
+                 ? remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "model_name '%s' needs %s, which remat's graphs do not have "
+                                   "yet",
+                                   name, json_string_value(req))
+                 : remat_error_set(err, REMAT_E_INTERNAL, source, "$.requires",
+                                   "'requires' must be a string");
         json_decref(root);
         return st;
     }
-    entry_t *entries = NULL;
-    size_t n = 0;
-    st = json_to_entries(json_object_get(root, "config"), source, &entries, &n, "$.config", err);
-    for (size_t i = 0; st == REMAT_OK && i < n; i++) {
-        st = remat_config_set(c, entries[i].key, entries[i].value, source, entries[i].path, err);
+    const char *key;
+    json_t *v;
+    json_t *cfg = json_object_get(root, "config");
+    json_object_foreach(cfg, key, v) {
+        char num[40];
+        const char *value = json_is_string(v) ? json_string_value(v) : num;
+        if (json_is_integer(v)) {
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+        } else if (json_is_real(v)) {
+            snprintf(num, sizeof num, "%.17g", json_real_value(v));
+        } else if (!json_is_string(v)) {
+            snprintf(num, sizeof num, "%s", json_is_true(v) ? "true" : "false");
+        }
+        if ((st = remat_config_set(c, key, value, source, key, err)) != REMAT_OK) {
+            break;
+        }
     }
-    free(entries);
     json_decref(root);
     return st;
 }
@@ -841,147 +792,6 @@ static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
     return st;
 }
 
-/* key=value arguments appended to @p entries (*n of them so far). */
-static remat_status_t args_to_entries(size_t nargs, char *const *args, entry_t **out, size_t *pn,
-                                      remat_error_t *err) {
-    entry_t *entries = *out;
-    size_t n = *pn;
-    remat_status_t st = REMAT_OK;
-    for (size_t i = 0; i < nargs; i++) {
-        const char *eq = strchr(args[i], '=');
-        entry_t *grown = remat_i_try_realloc_array(entries, n + 1, sizeof *entries, err);
-        if (!grown) {
-            remat_error_set_source(err, "<command line>");
-            st = REMAT_E_NOMEM;
-            break;
-        }
-        entries = grown;
-        entry_t *e = &entries[n];
-        memset(e, 0, sizeof *e);
-        e->source = "<command line>";
-        snprintf(e->path, sizeof e->path, "%s", args[i]);
-        if (!eq || eq == args[i]) {
-            st = remat_error_set(err, REMAT_E_USAGE, e->source, e->path,
-                                 "expected key=value (MaxText style), e.g. per_device_batch_size=4");
-            break;
-        }
-        if ((size_t)(eq - args[i]) >= sizeof e->key || strlen(eq + 1) >= sizeof e->value) {
-            st = remat_error_set(err, REMAT_E_CONFIG, e->source, NULL,
-                                 "setting '%.40s...' is too long (keys under %zu bytes, values "
-                                 "under %zu)",
-                                 args[i], sizeof e->key, sizeof e->value);
-            break;
-        }
-        memcpy(e->key, args[i], (size_t)(eq - args[i]));
-        strcpy(e->value, eq + 1);
-        n++;
-    }
-    *out = entries;
-    *pn = n;
-    return st;
-}
-
-static remat_status_t json_file_to_entries(const char *file, entry_t **entries, size_t *n,
-                                           remat_error_t *err) {
-    char *text = NULL;
-    remat_status_t st = remat_i_read_file(file, &text, err);
-    if (st) {
-        return st;
-    }
-    json_t *root;
-    st = remat_i_json_parse(text, file, &root, err);
-    free(text);
-    if (st) {
-        return st;
-    }
-    st = json_to_entries(root, file, entries, n, "$", err);
-    json_decref(root);
-    return st;
-}
-
-/* One YAML setting as an entry. A list is text remat's keys do not take,
-   mlp_activations aside; a MaxText key it does not model keeps any value
-   (cut to fit: it is only listed). */
-static remat_status_t yaml_entry(const remat_yaml_setting_t *y, entry_t *e, remat_error_t *err) {
-    memset(e, 0, sizeof *e);
-    e->source = y->source;
-    snprintf(e->path, sizeof e->path, "$.%s (line %d)", y->key, y->line);
-    const bool ours = find_key(y->key) != NULL;
-    if (strlen(y->key) >= sizeof e->key) {
-        return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path, "key is too long");
-    }
-    if (ours && !y->scalar && strcmp(y->key, "mlp_activations") != 0) {
-        return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path,
-                               "'%s' takes one value, not a list or a mapping", y->key);
-    }
-    if (ours && strstr(y->value, "${")) {
-        /* OmegaConf would substitute another key or an environment
-           variable here; remat reads literals only, so say so rather than
-           parse the text as a value. */
-        return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path,
-                               "'%s' is an interpolation ('%s'): remat reads literal values; "
-                               "write the value",
-                               y->key, y->value);
-    }
-    if (ours && strlen(y->value) >= sizeof e->value) {
-        return remat_error_set(err, REMAT_E_CONFIG, y->source, e->path, "value is too long");
-    }
-    strcpy(e->key, y->key);
-    snprintf(e->value, sizeof e->value, "%s", y->value);
-    return REMAT_OK;
-}
-
-/* A MaxText YAML config and its base_config chain, root first. */
-static remat_status_t yaml_to_entries(const char *file, remat_yaml_config_t *yaml,
-                                      entry_t **entries, size_t *n, remat_config_t *c,
-                                      remat_error_t *err) {
-    remat_status_t st = remat_i_yaml_load(file, yaml, err);
-    if (st == REMAT_OK && yaml->maxtext_base) {
-        remat_i_config_note(c, "MaxText's base.yml is not read: remat's defaults are its values "
-                               "at MaxText e591f30 (docs/config.md)");
-    }
-    for (size_t i = 0; st == REMAT_OK && i < yaml->n; i++) {
-        entry_t *grown = remat_i_try_realloc_array(*entries, *n + 1, sizeof **entries, err);
-        if (!grown) {
-            remat_error_set_source(err, file);
-            return REMAT_E_NOMEM;
-        }
-        *entries = grown;
-        st = yaml_entry(&yaml->settings[i], &grown[*n], err);
-        *n += st == REMAT_OK;
-    }
-    return st;
-}
-
-/* The model preset the settings name, applied under them. The model preset
-   goes under everything the user set. A MaxText YAML config stands on
-   base.yml, whose model_name is "default": its defaults are base.yml's, not
-   remat's llama3-8b. */
-static remat_status_t apply_named_model(remat_config_t *c, const char *file,
-                                        const entry_t *entries, size_t n, remat_error_t *err) {
-    const char *model = file && remat_i_is_yaml_path(file) ? "default" : c->model_name;
-    bool own_graph = false;
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(entries[i].key, "model_name") == 0 || strcmp(entries[i].key, "model") == 0) {
-            model = entries[i].value;
-        }
-        own_graph |=
-            strcmp(entries[i].key, "graph") == 0 && remat_i_is_json_name(entries[i].value);
-    }
-    /* The name cut to the buffer, as snprintf would (a name that long is
-       no preset: apply_model says so); copied by hand because GCC's
-       -Wformat-truncation flags the snprintf at -O0. */
-    char model_buf[REMAT_STR_LEN];
-    const size_t mlen = strnlen(model, sizeof model_buf - 1);
-    memcpy(model_buf, model, mlen);
-    model_buf[mlen] = '\0';
-    remat_status_t st = apply_model(c, model_buf, own_graph, err);
-    if (st == REMAT_OK) {
-        memcpy(c->model_name, model_buf, mlen + 1);
-    }
-    return st;
-}
-
 /* MoE settings MaxText would take and remat can analyze: a top-k within
    the experts, and what remat does not model yet refused by name. */
 static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
@@ -1039,7 +849,7 @@ remat_status_t remat_i_config_check_layers(const remat_config_t *c, remat_error_
     return REMAT_OK;
 }
 
-static remat_status_t check_built(remat_config_t *c, remat_error_t *err) {
+remat_status_t remat_i_config_check_built(remat_config_t *c, remat_error_t *err) {
     remat_status_t st = remat_i_config_check_maxtext(c, err);
     if (st == REMAT_OK && !c->mu_dtype_set) {
         c->mu_dtype = c->weight_dtype;
@@ -1075,33 +885,6 @@ static remat_status_t check_built(remat_config_t *c, remat_error_t *err) {
                              c->remat_policy);
     }
     return st;
-}
-
-remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
-                                  remat_config_t *c, remat_error_t *err) {
-    remat_config_defaults(c);
-    entry_t *entries = NULL;
-    size_t n = 0;
-    remat_status_t st = REMAT_OK;
-    remat_yaml_config_t yaml = {0}; /* a YAML file's settings, whose sources entries name */
-    if (file && remat_i_is_yaml_path(file)) {
-        st = yaml_to_entries(file, &yaml, &entries, &n, c, err);
-    } else if (file) {
-        st = json_file_to_entries(file, &entries, &n, err);
-    }
-    if (st == REMAT_OK) {
-        st = args_to_entries(nargs, args, &entries, &n, err);
-    }
-    if (st == REMAT_OK) {
-        st = apply_named_model(c, file, entries, n, err);
-    }
-    for (size_t i = 0; st == REMAT_OK && i < n; i++) {
-        st = remat_config_set(c, entries[i].key, entries[i].value, entries[i].source,
-                              entries[i].path, err);
-    }
-    free(entries);
-    remat_i_yaml_release(&yaml);
-    return st ? st : check_built(c, err);
 }
 
 /* The dense MoE path's slots per expert and sequence (MaxText's
@@ -1146,6 +929,22 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
         return false;
     }
     return true;
+}
+
+const char *remat_i_config_size_formula(const char *key) {
+    static const struct {
+        const char *key, *formula;
+    } derived[] = {{"shared_mlp_dim", "shared_experts x base_moe_mlp_dim"},
+                   {"qk_head_dim", "qk_nope_head_dim + qk_rope_head_dim"},
+                   {"kv_a_dim", "kv_lora_rank + qk_rope_head_dim"},
+                   {"expert_capacity", "from capacity_factor, max_target_length, "
+                                       "num_experts_per_tok and num_experts"}};
+    for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++) {
+        if (strcmp(derived[i].key, key) == 0) {
+            return derived[i].formula;
+        }
+    }
+    return NULL;
 }
 
 size_t remat_i_config_size_field(const char *key) {

@@ -303,7 +303,7 @@ static remat_status_t make_hw(size_t index, void **out, remat_error_t *err) {
     *out = NULL;
     /* names the profile in errors, a failed allocation's as a parse's */
     char source[REMAT_ERR_SOURCE_LEN + 300];
-    snprintf(source, sizeof source, "<builtin:hardware/%s.json>", remat_i_builtins[index].name);
+    snprintf(source, sizeof source, "built-in hardware '%s'", remat_i_builtins[index].name);
     remat_hw_t parsed;
     remat_status_t st = remat_hw_load_string(remat_i_builtins[index].text, source, &parsed, err);
     if (st) {

@@ -140,8 +140,10 @@ bool remat_op_einsum_no_batch_dims(const remat_op_t *op) {
     if (op->kind == REMAT_OP_EINSUM && op->ragged[0]) {
         return false;
     }
+    /* A one-operand einsum lowers to a reduce or a transpose, not a
+       dot_general: no dot predicate matches it. */
     if (op->kind != REMAT_OP_EINSUM || op->nin < 2) {
-        return op->kind == REMAT_OP_EINSUM;
+        return false;
     }
     /* A batch dimension of dot_general is an index shared by both operands
        and kept in the output (b and h in "bshd,bthd->bhst"). */
@@ -583,10 +585,12 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
     op->nsaves = 0;
     switch (op->kind) {
         case REMAT_OP_EINSUM:
-            /* dX needs the weight (always available), dW the activation.
-               A one-operand einsum (a sum over letters, a transpose) keeps
-               nothing: its gradient is the output's broadcast or transposed
-               back, which reads no forward value (JAX keeps none). */
+            /* dX needs the weight (always available), dW the activation. A
+               one-operand einsum is a sum or a transpose: its backward
+               broadcasts the output's gradient and reads no operand (JAX
+               keeps nothing for it: MaxText's MoE combine, written as
+               einsum("BKE,BK->BE", x, ones_like(w)), differentiates as a
+               reduce). */
             for (size_t i = 0; op->nin > 1 && i < op->nin; i++) {
                 if (!T(b, op->in[i])->param) {
                     save(op, op->in[i]);

@@ -345,7 +345,7 @@ remat_status_t remat_policy_builtin(const char *name, remat_policy_t **out, rema
                                list);
     }
     char source[REMAT_ERR_SOURCE_LEN + 300];
-    snprintf(source, sizeof source, "<builtin:policies/%s.json>", name);
+    snprintf(source, sizeof source, "built-in policy '%s'", name);
     return remat_policy_load_string(text, source, true, out, err);
 }
 
@@ -636,7 +636,10 @@ static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t
         const remat_place_t place = asked_place(b, p, layer, i, &chosen);
         plan->asked[i] = place;
         plan->fate[i] = REMAT_FATE_TRANSIENT;
-        plan->unused[i] = chosen && t->ntags > 0 && place != REMAT_PLACE_REMAT;
+        /* a name or the predicate asked to keep it: if backward never
+           reads it, that ask is reported (a predicate keeps tensors that
+           carry no name too) */
+        plan->unused[i] = chosen && place != REMAT_PLACE_REMAT;
         *nunused += plan->unused[i];
         if (place != REMAT_PLACE_REMAT) {
             if (t->residual || i == x) {

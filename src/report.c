@@ -38,6 +38,42 @@ void remat_format_bytes(uint64_t bytes, char *buf, size_t size) {
     snprintf(buf, size, "%.2f GiB", (double)bytes / GIB);
 }
 
+void remat_i_budget_bytes(uint64_t bytes, char *buf, size_t size) {
+    if (bytes >= GIB / 100) {
+        snprintf(buf, size, "%.2f GiB", (double)bytes / GIB);
+    } else if (bytes >= (1u << 20)) {
+        snprintf(buf, size, "%.2f MiB", (double)bytes / (1u << 20));
+    } else if (bytes >= 1024) {
+        snprintf(buf, size, "%.2f KiB", (double)bytes / 1024);
+    } else {
+        snprintf(buf, size, "%" PRIu64 " byte%s", bytes, bytes == 1 ? "" : "s");
+    }
+}
+
+void remat_i_share_text(uint64_t part, uint64_t whole, char *buf, size_t size) {
+    const double pct = 100.0 * (double)part / (double)whole;
+    if (pct < 1000) {
+        snprintf(buf, size, "%.1f%%", pct);
+    } else {
+        snprintf(buf, size, "%.3g times the budget", pct / 100);
+    }
+}
+
+void remat_i_budget_assumed(const remat_result_t *r, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (r->config->hbm_budget || !remat_hw_is_assumed(r->hw, "hbm_limit_bytes")) {
+        return;
+    }
+    const double share = (double)r->hw->hbm_limit_bytes / (double)r->hw->hbm_bytes;
+    if (strncmp(r->hw->name, "tpu", 3) == 0) {
+        snprintf(buf, size, "assumed: %.3g%% of the device's HBM", 100 * share);
+    } else {
+        /* a GPU's XLA takes the share of memory the client is given */
+        snprintf(buf, size, "assumed: XLA_PYTHON_CLIENT_MEM_FRACTION=%.3g of the device's HBM",
+                 share);
+    }
+}
+
 const char *remat_i_step_name(remat_step_t s) {
     static const char *const names[] = {"forward", "fetch", "recompute", "backward"};
     return (unsigned)s < 4 ? names[s] : "?";
@@ -280,6 +316,10 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
     json_object_set_new(o, "budget_source",
                         json_string(r->config->hbm_budget ? "hbm_budget" : "hbm_limit_bytes"));
+    char assumed[160];
+    remat_i_budget_assumed(r, assumed, sizeof assumed);
+    json_object_set_new(o, "budget_assumption", assumed[0] ? json_string(assumed) : json_null());
+    json_object_set_new(o, "default_run", json_boolean(r->config->default_run));
     json_object_set_new(o, "device_hbm_bytes", jint(r->hw->hbm_bytes));
     json_object_set_new(o, "chip_hbm_bytes", jint(r->hw->chip_hbm_bytes));
     json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
@@ -404,11 +444,19 @@ void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
                 snprintf(where, sizeof where, "%zu layers from %zu to %zu, profile %zu",
                          pr->nlayers, pr->first, pr->last, p);
             }
-            snprintf(buf, sizeof buf,
-                     "'%s' (%s) is placed %s but no backward op reads it: unused, JAX drops it "
-                     "(%s)",
-                     b->tensors[i].tags[0], b->tensors[i].name, remat_place_name(pr->tensors[i].asked),
-                     where);
+            if (b->tensors[i].ntags > 0) {
+                snprintf(buf, sizeof buf,
+                         "'%s' (%s) is placed %s but no backward op reads it: unused, JAX "
+                         "drops it (%s)",
+                         b->tensors[i].tags[0], b->tensors[i].name,
+                         remat_place_name(pr->tensors[i].asked), where);
+            } else { /* placed by the predicate, with no name */
+                snprintf(buf, sizeof buf,
+                         "tensor '%s' is placed %s by the policy's predicate (an einsum with no "
+                         "batch dimension) but no backward op reads it: unused, JAX drops it "
+                         "(%s)",
+                         b->tensors[i].name, remat_place_name(pr->tensors[i].asked), where);
+            }
             fn(ctx, buf);
         }
     }
@@ -475,6 +523,11 @@ static void header_text(FILE *out, const remat_result_t *r) {
                  ", dtype %s, weights %s, %s\n",
             r->graph->name, r->nlayers, c->per_device_batch_size, c->max_target_length,
             remat_dtype_name(c->dtype), remat_dtype_name(c->weight_dtype), c->opt_type);
+    if (c->default_run) {
+        fprintf(out, "  remat's default run: MaxText's llama3.1-70b recipe for tpu7x-128 "
+                     "(tpu-recipes, 12.2 s a step), with the settings given on top; a "
+                     "model_name replaces it\n");
+    }
 }
 
 static void analyze_csv(FILE *out, const remat_result_t *r, const char *m) {
@@ -534,19 +587,41 @@ static void layout_text(FILE *out, const remat_result_t *r) {
     }
 }
 
+/* What is left of the budget, or how far over it the peak is, against
+   check's safety margin. */
+static void margin_text(FILE *out, const remat_result_t *r) {
+    char left[64], keep[64], share[64];
+    const double pct = 100.0 * r->config->safety_margin;
+    remat_i_budget_bytes(r->budget_bytes - r->usable_bytes, keep, sizeof keep);
+    if (r->peak_bytes <= r->budget_bytes) {
+        remat_i_budget_bytes(r->budget_bytes - r->peak_bytes, left, sizeof left);
+        remat_i_share_text(r->budget_bytes - r->peak_bytes, r->budget_bytes, share, sizeof share);
+        fprintf(out, "margin       %s free (%s of the budget); check keeps %.0f%% (%s) free: %s\n",
+                left, share, pct, keep, r->fits_margin ? "it passes" : "RISK");
+    } else {
+        remat_i_budget_bytes(r->peak_bytes - r->budget_bytes, left, sizeof left);
+        remat_i_share_text(r->peak_bytes - r->budget_bytes, r->budget_bytes, share, sizeof share);
+        fprintf(out, "margin       none: the peak is %s over the budget (%s of it)\n", left,
+                share);
+    }
+}
+
 /* The peak against the budget, where it happens and what it is made of. */
 static void peak_text(FILE *out, const remat_result_t *r, const char *m) {
-    char a[64], b[64];
-    remat_format_bytes(r->peak_bytes, a, sizeof a);
-    remat_format_bytes(r->budget_bytes, b, sizeof b);
-    fprintf(out, "\npeak HBM     %s of %s per device (%.1f%%): %s\n", a, b,
-            100.0 * (double)r->peak_bytes / (double)r->budget_bytes,
+    char a[64], b[64], share[64], assumed[160];
+    remat_i_budget_bytes(r->peak_bytes, a, sizeof a); /* one unit with the budget's */
+    remat_i_budget_bytes(r->budget_bytes, b, sizeof b);
+    remat_i_share_text(r->peak_bytes, r->budget_bytes, share, sizeof share);
+    remat_i_budget_assumed(r, assumed, sizeof assumed);
+    fprintf(out, "\npeak HBM     %s of %s per device%s (%s): %s\n", a, b,
+            assumed[0] ? " (assumed)" : "", share,
             r->fits_margin ? "fits"
             : r->fits      ? "fits, but inside the safety margin"
                            : "DOES NOT FIT");
+    margin_text(out, r);
     char budget[512];
     budget_text(r, budget, sizeof budget);
-    fprintf(out, "budget       %s\n", budget);
+    fprintf(out, "budget       %s%s%s\n", budget, assumed[0] ? "; " : "", assumed);
     fprintf(out, "peak at      %s\n", m);
     fprintf(out, "\nbreakdown at the peak          bytes        GiB\n");
     for (int c = 0; c < REMAT_CAT_COUNT; c++) {
@@ -613,10 +688,19 @@ static void notes_text(FILE *out, const remat_result_t *r, const char *heading) 
 }
 
 void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt) {
+    remat_report_analyze_with(out, r, NULL, fmt);
+}
+
+void remat_report_analyze_with(FILE *out, const remat_result_t *r,
+                               const remat_fix_report_t *fx, remat_format_t fmt) {
     char m[256];
     remat_format_moment(&r->peak_at, m, sizeof m);
     if (fmt == REMAT_FMT_JSON) {
-        remat_i_emit_json(out, result_json(r, true));
+        json_t *o = result_json(r, true);
+        if (fx) {
+            json_object_set_new(o, "fixes", remat_i_fixes_json(fx));
+        }
+        remat_i_emit_json(out, o);
         return;
     }
     if (fmt == REMAT_FMT_CSV) {
@@ -632,6 +716,9 @@ void remat_report_analyze(FILE *out, const remat_result_t *r, remat_format_t fmt
     peak_text(out, r, m);
     costs_text(out, r);
     notes_text(out, r, "\nnotes\n");
+    if (fx) {
+        remat_report_fixes(out, fx);
+    }
 }
 
 /* ---- table -------------------------------------------------------------- */
@@ -881,8 +968,9 @@ void remat_report_table(FILE *out, const remat_result_t *r, remat_format_t fmt, 
 
 static const column_t compare_cols[] = {
     {"rank", 4, false},          {"remat_policy", 33, false},    {"peak_hbm_bytes", 15, false},
-    {"peak_gib", 9, false},      {"fits", 6, false},             {"recompute_flops", 17, false},
-    {"offload_bytes", 14, false}, {"step_seconds", 12, false},   {"mfu", 6, false}};
+    {"peak_gib", 9, false},      {"of_budget", 9, false},        {"fits", 6, false},
+    {"recompute_flops", 17, false}, {"offload_bytes", 14, false}, {"step_seconds", 12, false},
+    {"mfu", 6, false}};
 
 /* A compare row's fits column: the verdict, in one word. */
 static const char *fits_word(remat_verdict_t v) {
@@ -900,11 +988,13 @@ static void compare_row(const void *ctx, size_t i, remat_format_t fmt, cells_t v
     snprintf(v[1], CELL, "%s", policy_label(r));
     snprintf(v[2], CELL, "%" PRIu64, r->peak_bytes);
     snprintf(v[3], CELL, "%.2f", (double)r->peak_bytes / GIB);
-    snprintf(v[4], CELL, "%s", fits_word(remat_result_verdict(r)));
-    snprintf(v[5], CELL, "%" PRIu64, r->recompute_flops);
-    snprintf(v[6], CELL, "%" PRIu64, r->d2h_bytes);
-    snprintf(v[7], CELL, "%.6f", r->step_seconds);
-    snprintf(v[8], CELL, "%.3f", r->mfu);
+    /* how far under or over the budget, the ranking's key once nothing fits */
+    snprintf(v[4], CELL, "%.1f%%", 100.0 * (double)r->peak_bytes / (double)r->budget_bytes);
+    snprintf(v[5], CELL, "%s", fits_word(remat_result_verdict(r)));
+    snprintf(v[6], CELL, "%" PRIu64, r->recompute_flops);
+    snprintf(v[7], CELL, "%" PRIu64, r->d2h_bytes);
+    snprintf(v[8], CELL, "%.6f", r->step_seconds);
+    snprintf(v[9], CELL, "%.3f", r->mfu);
 }
 
 void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
@@ -924,12 +1014,14 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
         return;
     }
     if (fmt == REMAT_FMT_TEXT && n) {
-        char b[64];
-        remat_format_bytes(rs[0]->budget_bytes, b, sizeof b);
-        fprintf(out, "remat compare: %s on %s, budget %s (margin %.0f%%); ranked: fits first, "
-                     "then estimated step time\n",
-                rs[0]->config->model_name, rs[0]->hw->name, b,
-                100.0 * rs[0]->config->safety_margin);
+        char b[64], assumed[160];
+        remat_i_budget_bytes(rs[0]->budget_bytes, b, sizeof b);
+        remat_i_budget_assumed(rs[0], assumed, sizeof assumed);
+        fprintf(out, "remat compare: %s on %s, budget %s%s%s%s (margin %.0f%%); ranked: those "
+                     "that pass by step time, then those inside the margin, then those over "
+                     "the host's RAM, then the rest by how far over the budget\n",
+                rs[0]->config->model_name, rs[0]->hw->name, b, assumed[0] ? " (" : "", assumed,
+                assumed[0] ? ")" : "", 100.0 * rs[0]->config->safety_margin);
     }
     const table_spec_t spec = {NULL, compare_cols, COUNT(compare_cols), n, compare_row};
     draw_table(out, fmt, &spec, rs);
@@ -959,28 +1051,49 @@ static json_t *check_json(const remat_result_t *r) {
     json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
     json_object_set_new(o, "host_fits", json_boolean(r->host_fits));
     json_object_set_new(o, "peak_at", remat_i_moment_json(&r->peak_at));
+    char assumed[160];
+    remat_i_budget_assumed(r, assumed, sizeof assumed);
+    json_object_set_new(o, "budget_assumption", assumed[0] ? json_string(assumed) : json_null());
+    json_object_set_new(o, "notes", notes_json(r));
     return o;
 }
 
 void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt) {
+    remat_report_check_with(out, r, NULL, fmt);
+}
+
+void remat_report_check_with(FILE *out, const remat_result_t *r, const remat_fix_report_t *fx,
+                             remat_format_t fmt) {
     if (fmt == REMAT_FMT_JSON) {
-        remat_i_emit_json(out, check_json(r));
+        json_t *o = check_json(r);
+        if (fx) {
+            json_object_set_new(o, "fixes", remat_i_fixes_json(fx));
+        }
+        remat_i_emit_json(out, o);
         return;
     }
-    char a[64], b[64], m[256], slice[192];
+    char a[64], b[64], m[256], slice[192], share[64], assumed[160], paren[170] = "";
     remat_format_moment(&r->peak_at, m, sizeof m);
-    remat_format_bytes(r->peak_bytes, a, sizeof a);
-    remat_format_bytes(r->budget_bytes, b, sizeof b);
+    remat_i_budget_bytes(r->peak_bytes, a, sizeof a);
+    remat_i_budget_bytes(r->budget_bytes, b, sizeof b);
+    remat_i_share_text(r->peak_bytes, r->budget_bytes, share, sizeof share);
+    remat_i_budget_assumed(r, assumed, sizeof assumed);
+    if (assumed[0]) {
+        snprintf(paren, sizeof paren, " (%s)", assumed);
+    }
     slice_text(r, slice, sizeof slice);
     remat_verdict_t v = remat_result_verdict(r);
     /* The host note also follows an OOM: both are worth fixing. */
     const char *note = v == REMAT_VERDICT_RISK ? " (inside the safety margin)"
                        : !r->host_fits         ? " (offloaded bytes exceed host RAM)"
                                                : "";
-    fprintf(out, "%s: %s on %s, remat_policy=%s: peak %s (%" PRIu64 " bytes) of %s per device, "
-                 "%.1f%%%s, at %s\n",
+    fprintf(out, "%s: %s on %s, remat_policy=%s: peak %s (%" PRIu64 " bytes) of %s per device%s, "
+                 "%s%s, at %s\n",
             verdicts[v].text, r->config->model_name, slice, policy_label(r), a, r->peak_bytes, b,
-            100.0 * (double)r->peak_bytes / (double)r->budget_bytes, note, m);
+            paren, share, note, m);
+    if (fx) {
+        remat_report_fixes(out, fx);
+    }
 }
 
 /* ---- solve -------------------------------------------------------------- */
@@ -1013,16 +1126,34 @@ static void overrides_text(const remat_choice_t *c, size_t n, char *buf, size_t 
 }
 
 /* Index of the frontier point dominating (peak, step), or -1 when none
-   does (the point is on the frontier). */
+   does (the point is on the frontier): a point that passes when one does,
+   so that nothing reads as beaten by a plan the host's RAM or the budget
+   rules out. */
 static long dominated_by(const remat_solution_t *s, uint64_t peak, double step) {
+    long any = -1;
     for (size_t i = 0; i < s->npoints; i++) {
         const remat_point_t *p = &s->points[i];
         if (p->peak_bytes <= peak && p->step_seconds <= step &&
             (p->peak_bytes < peak || p->step_seconds < step)) {
-            return (long)i;
+            if (p->feasible) {
+                return (long)i;
+            }
+            any = any < 0 ? (long)i : any;
         }
     }
-    return -1;
+    return any;
+}
+
+/* A frontier point's verdict: "fits", "HOST-OOM" (within the budget, but
+   its offloads break the host's RAM), "OOM" (over the usable budget). */
+static const char *point_verdict(const remat_point_t *p, bool json) {
+    if (p->feasible) {
+        return json ? "ok" : "fits";
+    }
+    if (p->fits_budget && !p->host_fits) {
+        return json ? "host_oom" : "HOST-OOM";
+    }
+    return json ? "oom" : "OOM";
 }
 
 /* 1.23 GiB, 45.6 MiB or 789 B: three significant figures for a table. */
@@ -1113,6 +1244,9 @@ static json_t *frontier_json(const remat_solution_t *s) {
         json_object_set_new(p, "peak_hbm_bytes", jint(s->points[i].peak_bytes));
         json_object_set_new(p, "step_seconds", json_real(s->points[i].step_seconds));
         json_object_set_new(p, "feasible", json_boolean(s->points[i].feasible));
+        json_object_set_new(p, "fits_budget", json_boolean(s->points[i].fits_budget));
+        json_object_set_new(p, "host_fits", json_boolean(s->points[i].host_fits));
+        json_object_set_new(p, "verdict", json_string(point_verdict(&s->points[i], true)));
         json_object_set_new(p, "placement",
                             choices_json(s->choices + s->points[i].first, s->nnames));
         json_array_append_new(fr, p);
@@ -1131,6 +1265,8 @@ static json_t *presets_json(const remat_solution_t *s, const remat_result_t *con
         json_object_set_new(p, "peak_hbm_bytes", jint(presets[i]->peak_bytes));
         json_object_set_new(p, "step_seconds", json_real(presets[i]->step_seconds));
         json_object_set_new(p, "dominated_by", d < 0 ? json_null() : jint((uint64_t)d));
+        json_object_set_new(p, "dominated_by_passing",
+                            json_boolean(d >= 0 && s->points[d].feasible));
         json_array_append_new(pr, p);
     }
     return pr;
@@ -1164,6 +1300,14 @@ static json_t *solve_json(const remat_solution_t *s, const remat_explain_row_t *
     }
     json_object_set_new(o, "largest_batch", batches_json(batches, nbatches));
     if (s->npoints) {
+        json_t *faster = json_array(); /* points that beat the optimum but do not pass */
+        for (size_t i = 0; s->found && i < s->npoints; i++) {
+            if (s->points[i].peak_bytes <= s->best.peak_bytes &&
+                s->points[i].step_seconds < s->best.step_seconds) {
+                json_array_append_new(faster, jint(i));
+            }
+        }
+        json_object_set_new(o, "faster_points_that_do_not_pass", faster);
         json_object_set_new(o, "frontier", frontier_json(s));
         json_object_set_new(o, "presets", presets_json(s, presets, npresets));
     }
@@ -1176,12 +1320,13 @@ static void solve_summary_text(FILE *out, const remat_solution_t *s, const remat
     if (!s->found) {
         fprintf(out, "remat solve: no placement fits\n");
     } else {
-        char b[64], u[64];
+        char b[64], u[64], assumed[160];
         remat_format_bytes(best->peak_bytes, b, sizeof b);
         remat_format_bytes(best->usable_bytes, u, sizeof u);
-        fprintf(out, "remat solve: %s on %s: step %.6f s (MFU %.1f%%), peak %s of %s usable\n",
+        remat_i_budget_assumed(best, assumed, sizeof assumed);
+        fprintf(out, "remat solve: %s on %s: step %.6f s (MFU %.1f%%), peak %s of %s usable%s%s%s\n",
                 best->config->model_name, best->hw->name, best->step_seconds, 100.0 * best->mfu,
-                b, u);
+                b, u, assumed[0] ? " (" : "", assumed, assumed[0] ? ")" : "");
     }
     fprintf(out, "searched %zu names, %" PRIu64 " placements, %" PRIu64
                  " analyses (distinct layer plans)%s\n",
@@ -1222,16 +1367,47 @@ static void explain_text(FILE *out, const remat_solution_t *s, const remat_expla
     }
 }
 
+/* Where the solved placement stands against the frontier: on it, or
+   beaten only by points that do not pass, which are named. */
+static void solved_against_frontier(FILE *out, const remat_solution_t *s) {
+    if (!s->found) {
+        fprintf(out, "no placement passes: every point above is over the usable budget or the "
+                     "host's RAM\n");
+        return;
+    }
+    const remat_point_t *b = &s->best;
+    char faster[256] = "";
+    size_t len = 0, n = 0;
+    for (size_t i = 0; i < s->npoints && len < sizeof faster; i++) {
+        const remat_point_t *p = &s->points[i];
+        if (p->peak_bytes <= b->peak_bytes && p->step_seconds < b->step_seconds) {
+            len += (size_t)snprintf(faster + len, sizeof faster - len, "%s%zu (%s)",
+                                    n++ ? ", " : "", i, point_verdict(p, false));
+        }
+    }
+    fprintf(out, "solved       %10.2f GiB %12.6f s  ", (double)b->peak_bytes / GIB,
+            b->step_seconds);
+    if (n == 0) {
+        fprintf(out, "on the frontier: the fastest placement that passes\n");
+    } else {
+        fprintf(out, "the fastest placement that passes; point%s %s %s faster at no higher "
+                     "peak but do%s not pass\n",
+                n > 1 ? "s" : "", faster, n > 1 ? "are" : "is", n > 1 ? "" : "es");
+    }
+}
+
 static void frontier_text(FILE *out, const remat_solution_t *s,
                           const remat_result_t *const *presets, size_t npresets) {
     char line[2048];
-    fprintf(out, "\nPareto frontier (peak HBM, step time)\n");
+    fprintf(out, "\nPareto frontier (peak HBM, step time) over every placement: fits, HOST-OOM "
+                 "(the host's RAM cannot hold its offloads), OOM (over the usable budget)\n");
     for (size_t i = 0; i < s->npoints; i++) {
         overrides_text(s->choices + s->points[i].first, s->nnames, line, sizeof line);
-        fprintf(out, "  %2zu %10.2f GiB %12.6f s %-4s %s\n", i,
+        fprintf(out, "  %2zu %10.2f GiB %12.6f s %-8s %s\n", i,
                 (double)s->points[i].peak_bytes / GIB, s->points[i].step_seconds,
-                s->points[i].feasible ? "fits" : "", line + strlen("remat_policy=custom "));
+                point_verdict(&s->points[i], false), line + strlen("remat_policy=custom "));
     }
+    solved_against_frontier(out, s);
     fprintf(out, "presets against the frontier\n");
     for (size_t i = 0; i < npresets; i++) {
         long d = dominated_by(s, presets[i]->peak_bytes, presets[i]->step_seconds);
@@ -1239,8 +1415,11 @@ static void frontier_text(FILE *out, const remat_solution_t *s,
                 (double)presets[i]->peak_bytes / GIB, presets[i]->step_seconds);
         if (d < 0) {
             fprintf(out, "on the frontier\n");
-        } else {
+        } else if (s->points[d].feasible) {
             fprintf(out, "dominated by point %ld\n", d);
+        } else {
+            fprintf(out, "dominated only by point %ld, which does not pass (%s)\n", d,
+                    point_verdict(&s->points[d], false));
         }
     }
 }

@@ -86,11 +86,16 @@ static void verdict(FILE *out, const remat_result_t *r) {
     esc(out, r->hw->name);
     fputs(", remat_policy=", out);
     esc(out, r->policy->name);
+    char peak[64], budget[64], share[64], assumed[160];
+    remat_i_budget_bytes(r->peak_bytes, peak, sizeof peak);
+    remat_i_budget_bytes(r->budget_bytes, budget, sizeof budget);
+    remat_i_share_text(r->peak_bytes, r->budget_bytes, share, sizeof share);
+    remat_i_budget_assumed(r, assumed, sizeof assumed);
     fprintf(out,
-            "</h1>\n<p id=\"verdict\" class=\"verdict %s\">%s: peak %.2f GiB of %.2f GiB per "
-            "device (%.1f%%)%s</p>\n<p id=\"peak-at\">Peak HBM <b>%" PRIu64 " bytes</b> at ",
-            cls[v], remat_i_verdict_word(v), (double)r->peak_bytes / GIB,
-            (double)r->budget_bytes / GIB, 100.0 * (double)r->peak_bytes / (double)r->budget_bytes,
+            "</h1>\n<p id=\"verdict\" class=\"verdict %s\">%s: peak %s of %s per device%s%s%s "
+            "(%s)%s</p>\n<p id=\"peak-at\">Peak HBM <b>%" PRIu64 " bytes</b> at ",
+            cls[v], remat_i_verdict_word(v), peak, budget, assumed[0] ? " (" : "", assumed,
+            assumed[0] ? ")" : "", share,
             v == REMAT_VERDICT_RISK ? ", inside the safety margin"
             : !r->host_fits         ? "; offloaded bytes exceed the host's RAM"
                                     : "",
@@ -201,21 +206,24 @@ static void names_table(FILE *out, const remat_result_t *r) {
 
 static void policies_table(FILE *out, const remat_result_t *const *rs, size_t n) {
     fputs("<table id=\"policies-table\">\n<tr><th>rank</th><th class=\"l\">remat_policy</th>"
-          "<th>peak bytes</th><th>GiB</th><th class=\"l\">verdict</th><th>step s</th>"
+          "<th>peak bytes</th><th>GiB</th><th>of budget</th><th class=\"l\">verdict</th>"
+          "<th>step s</th>"
           "<th>recompute FLOPs</th><th>offload bytes</th></tr>\n",
           out);
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "<tr><td>%zu</td><td class=\"l\">", i + 1);
         esc(out, rs[i]->policy->name);
         fprintf(out,
-                "</td><td>%" PRIu64 "</td><td>%.2f</td><td class=\"l\">%s</td><td>%.6f</td>"
-                "<td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
+                "</td><td>%" PRIu64 "</td><td>%.2f</td><td>%.1f%%</td><td class=\"l\">%s</td>"
+                "<td>%.6f</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
                 rs[i]->peak_bytes, (double)rs[i]->peak_bytes / GIB,
+                100.0 * (double)rs[i]->peak_bytes / (double)rs[i]->budget_bytes,
                 remat_i_verdict_word(remat_result_verdict(rs[i])), rs[i]->step_seconds,
                 rs[i]->recompute_flops, rs[i]->d2h_bytes);
     }
-    fputs("</table>\n<p>Ranked as <code>remat compare</code> ranks: passing first, then by step "
-          "time.</p>\n",
+    fputs("</table>\n<p>Ranked as <code>remat compare</code> ranks: those that pass, by step "
+          "time; then those inside the safety margin, by step time; then those whose offloads "
+          "break the host's RAM; then those over the budget, by how far over.</p>\n",
           out);
 }
 

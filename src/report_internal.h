@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "remat/report.h"
 #include "remat/sim.h"
 
 /* "forward", "fetch", "recompute", "backward". */
@@ -35,6 +36,23 @@ void remat_i_csv_cell(FILE *out, const char *text, bool quoted);
 /* Calls @p fn with each of the result's notes for people, in order. */
 typedef void (*remat_i_note_fn)(void *ctx, const char *text);
 void remat_i_for_each_note(const remat_result_t *r, remat_i_note_fn fn, void *ctx);
+
+/* A budget for a line of text: "94.75 GiB", or in MiB, KiB or bytes when
+   under a hundredth of a GiB (hbm_budget=1 was "0.00 GiB"). */
+void remat_i_budget_bytes(uint64_t bytes, char *buf, size_t size);
+
+/* @p part of @p whole as "89.2%", or "3.24e+10 times the budget" from
+   1000% up (hbm_budget=1 printed 14263588618200.0%). */
+void remat_i_share_text(uint64_t part, uint64_t whole, char *buf, size_t size);
+
+/* Why the budget is what it is when it rests on an assumption (the
+   profile's hbm_limit_bytes marked assumed, no hbm_budget set): "assumed:
+   XLA_PYTHON_CLIENT_MEM_FRACTION=0.9 of the device's HBM"; else "". Every
+   place that prints the budget prints this beside it. */
+void remat_i_budget_assumed(const remat_result_t *r, char *buf, size_t size);
+
+/* The fixes as check's and analyze's JSON carry them (report_fixes.c). */
+json_t *remat_i_fixes_json(const remat_fix_report_t *fx);
 
 /* "OK", "RISK", "HOST-OOM" or "OOM", as check prints it. */
 const char *remat_i_verdict_word(remat_verdict_t v);

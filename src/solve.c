@@ -438,7 +438,7 @@ static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
     c->checked = true;
     c->s->evaluated++;
     eval_t e = {{c->r.peak_bytes, c->r.step_seconds, remat_result_passes(&c->r),
-                 save_assign(c, a), 0},
+                 save_assign(c, a), 0, c->r.fits_margin, c->r.host_fits},
                 host_over(&c->r, c->hw), order};
     for (size_t sk = 0; sk < c->r.nstages; sk++) {
         uint64_t f = c->r.stages[sk].floor_bytes;

@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * util.c: allocators, JSON paths, edit distance, file reading (see util.h).
+ * No read blocks forever and every read is capped (see "reading a file").
  * Every allocation goes through injected(), which counts it in this thread
  * and says whether it is the one the hook fails; the x allocators are the
  * try_ allocators plus an abort, so the two families count alike.
  */
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Per thread, so that a test's injection cannot hit another thread. */
 static _Thread_local uint64_t alloc_count, alloc_fail_at, alloc_failures;
@@ -178,56 +184,208 @@ size_t remat_i_edit_distance(const char *a, const char *b) {
     return row[lb];
 }
 
-remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *err) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return remat_error_set(err, REMAT_E_IO, path, NULL, "cannot open file");
+/* ---- reading a file ----------------------------------------------------
+ * Every read is capped (REMAT_MAX_INPUT_BYTES) and none blocks forever: a
+ * path is opened without blocking (a FIFO's open would otherwise wait for a
+ * writer) and what it is, is asked of the descriptor it was opened with, so
+ * that a file swapped between a check and the open cannot slip through. A
+ * regular file is read to its end; a directory or a device is an error; a
+ * pipe (a FIFO, `--config <(...)`, standard input) is read as its writer
+ * writes, with a wait bounded by REMAT_PIPE_WAIT_MS, and a FIFO that no
+ * writer opens is an error. */
+
+/* A growing buffer for the text read, always NUL-terminated once read. */
+typedef struct rbuf {
+    char *buf;
+    size_t len, cap;
+} rbuf_t;
+
+/* Room for @p more bytes after the text; false (NOMEM in @p err) when
+   there is none to be had. */
+static bool rbuf_room(rbuf_t *b, size_t more, remat_error_t *err) {
+    if (b->len + more + 1 <= b->cap) {
+        return true;
     }
-    size_t cap = 4096, len = 0;
-    char *buf = remat_i_try_malloc(cap, err);
-    bool big = false;
-    while (buf) {
-        if (len + 1 >= cap) {
-            char *grown = remat_i_try_realloc(buf, cap * 2, err);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0 || (big = len > REMAT_MAX_INPUT_BYTES)) {
-            break;
-        }
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more + 1) {
+        cap *= 2;
     }
-    if (!buf) {
-        fclose(f);
-        remat_error_set_source(err, path);
+    char *grown = remat_i_try_realloc(b->buf, cap, err);
+    if (!grown) {
+        return false;
+    }
+    b->buf = grown;
+    b->cap = cap;
+    return true;
+}
+
+static remat_status_t too_large(const char *name, remat_error_t *err) {
+    return remat_error_set(err, REMAT_E_IO, name, NULL, "larger than %zu MiB, the most remat reads",
+                           REMAT_MAX_INPUT_BYTES >> 20);
+}
+
+/* Reads what @p fd holds once ready (a regular file, or a pipe that
+   poll() said is readable) into @p b. *@p eof is set at the end. */
+static remat_status_t read_some(int fd, const char *name, rbuf_t *b, bool *eof, bool *again,
+                                remat_error_t *err) {
+    *eof = *again = false;
+    if (!rbuf_room(b, 65536, err)) {
         return REMAT_E_NOMEM;
     }
-    if (big) {
-        fclose(f);
-        free(buf);
-        return remat_error_set(err, REMAT_E_IO, path, NULL, "larger than %zu MiB",
-                               REMAT_MAX_INPUT_BYTES >> 20);
+    ssize_t n = read(fd, b->buf + b->len, 65536);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        *again = true;
+        return REMAT_OK;
     }
-    bool bad = ferror(f) != 0;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return remat_error_set(err, REMAT_E_IO, path, NULL, "read error");
+    if (n < 0) {
+        return remat_error_set(err, REMAT_E_IO, name, NULL, "read error: %s", strerror(errno));
     }
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
-        free(buf);
-        return remat_error_set(err, REMAT_E_SYNTAX, path, NULL, "file contains a NUL byte");
+    b->len += (size_t)n;
+    b->buf[b->len] = '\0';
+    *eof = n == 0;
+    return b->len > REMAT_MAX_INPUT_BYTES ? too_large(name, err) : REMAT_OK;
+}
+
+/* A pipe: waits for its writer, boundedly. A descriptor remat opened is
+   non-blocking and read first (poll would wait the whole time on a FIFO
+   no writer has opened); standard input's is not remat's to change, so it
+   is polled before each read, and a read after poll never blocks. A FIFO
+   that no writer has opened reads as an end of file with nothing read
+   and no hang-up: after a short grace for a writer that is opening it,
+   that is an error. */
+static remat_status_t read_pipe(int fd, const char *name, bool ours, bool fifo, rbuf_t *b,
+                                remat_error_t *err) {
+    for (bool ready = ours;;) {
+        bool eof = false, again = false;
+        remat_status_t st = ready ? read_some(fd, name, b, &eof, &again, err) : REMAT_OK;
+        if (st || (eof && b->len > 0) || (eof && !fifo)) {
+            return st;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        const bool no_writer = eof; /* a FIFO, nothing read, no writer */
+        int r = poll(&p, 1, no_writer ? REMAT_FIFO_GRACE_MS : REMAT_PIPE_WAIT_MS);
+        if (r < 0 && errno == EINTR) {
+            ready = false;
+            continue;
+        }
+        if (r <= 0 && no_writer) {
+            return remat_error_set(err, REMAT_E_IO, name, NULL,
+                                   "a FIFO (named pipe) with no writer: remat reads a regular "
+                                   "file, a pipe being written or '-' (standard input)");
+        }
+        if (r <= 0) {
+            return remat_error_set(err, REMAT_E_IO, name, NULL,
+                                   "no data from the pipe in %d s: its writer is stuck",
+                                   REMAT_PIPE_WAIT_MS / 1000);
+        }
+        if (no_writer && !(p.revents & POLLIN)) {
+            return REMAT_OK; /* a writer came and went with nothing: empty */
+        }
+        ready = true;
     }
-    *out = buf;
+}
+
+static remat_status_t read_regular(int fd, const char *name, const struct stat *sb, rbuf_t *b,
+                                   remat_error_t *err) {
+    if (sb->st_size > (off_t)REMAT_MAX_INPUT_BYTES) {
+        return too_large(name, err);
+    }
+    bool eof = false, again = false;
+    while (!eof) {
+        remat_status_t st = read_some(fd, name, b, &eof, &again, err);
+        if (st) {
+            return st;
+        }
+    }
     return REMAT_OK;
+}
+
+/* What a path that is not a file nor a pipe is, for its error. */
+static const char *kind_of(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device"
+                      : S_ISBLK(m)                 ? "a block device"
+                      : S_ISSOCK(m)                ? "a socket"
+                                                   : "not a regular file";
+}
+
+static remat_status_t open_error(const char *path, remat_error_t *err) {
+    const char *why = errno == ENOENT ? "no such file" : errno == EACCES ? "permission denied"
+                      : errno == ELOOP ? "a loop of symbolic links"
+                      : errno == ENOTDIR ? "a component of the path is not a directory"
+                                         : strerror(errno);
+    return remat_error_set(err, REMAT_E_IO, path, NULL, "cannot open file: %s", why);
+}
+
+/* Reads @p fd (opened for @p name) into @p b by what it is. */
+static remat_status_t read_fd(int fd, const char *name, unsigned flags, bool is_stdin, rbuf_t *b,
+                              remat_error_t *err) {
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        return remat_error_set(err, REMAT_E_IO, name, NULL, "cannot stat: %s", strerror(errno));
+    }
+    if (S_ISREG(sb.st_mode)) {
+        /* a regular file never blocks: the descriptor's flag goes */
+        if (!is_stdin) {
+            (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        }
+        return read_regular(fd, name, &sb, b, err);
+    }
+    if ((flags & REMAT_I_READ_REGULAR) && !is_stdin) {
+        return remat_error_set(err, REMAT_E_IO, name, NULL, "%s, not a regular file",
+                               S_ISFIFO(sb.st_mode) ? "a FIFO (named pipe)" : kind_of(sb.st_mode));
+    }
+    if (S_ISFIFO(sb.st_mode) || (is_stdin && S_ISSOCK(sb.st_mode))) {
+        return read_pipe(fd, name, !is_stdin, S_ISFIFO(sb.st_mode) && !is_stdin, b, err);
+    }
+    if (is_stdin && S_ISCHR(sb.st_mode)) {
+        /* a terminal: the user types the config and ends it */
+        bool eof = false, again = false;
+        while (!eof) {
+            remat_status_t st = read_some(fd, name, b, &eof, &again, err);
+            if (st) {
+                return st;
+            }
+        }
+        return REMAT_OK;
+    }
+    return remat_error_set(err, REMAT_E_IO, name, NULL, "%s, not a file%s", kind_of(sb.st_mode),
+                           S_ISCHR(sb.st_mode) ? " ('-' reads standard input)" : "");
+}
+
+remat_status_t remat_i_read_path(const char *path, unsigned flags, char **out, size_t *len,
+                                 remat_error_t *err) {
+    *out = NULL;
+    const bool is_stdin = (flags & REMAT_I_READ_STDIN) && strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "<stdin>" : path;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        return open_error(path, err);
+    }
+    rbuf_t b = {0};
+    remat_status_t st = read_fd(fd, name, flags, is_stdin, &b, err);
+    if (!is_stdin) {
+        close(fd);
+    }
+    if (st == REMAT_OK && !b.buf && !(b.buf = remat_i_try_calloc(1, 1, err))) {
+        st = REMAT_E_NOMEM;
+    }
+    if (st == REMAT_OK && strlen(b.buf) != b.len) {
+        st = remat_error_set(err, REMAT_E_SYNTAX, name, NULL, "file contains a NUL byte");
+    }
+    if (st) {
+        remat_error_set_source(err, name); /* out of memory names the file too */
+        free(b.buf);
+        return st;
+    }
+    *out = b.buf;
+    if (len) {
+        *len = b.len;
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *err) {
+    return remat_i_read_path(path, 0, out, NULL, err);
 }
 
 bool remat_i_is_json_name(const char *name) {

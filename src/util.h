@@ -133,8 +133,25 @@ void remat_i_jpath_key(remat_jpath_t *p, const char *key);
 void remat_i_jpath_index(remat_jpath_t *p, size_t i);
 void remat_i_jpath_pop(remat_jpath_t *p);
 
-/* Reads a whole file into a new NUL-terminated buffer (free() it).
-   Errors are REMAT_E_IO naming the path, or REMAT_E_NOMEM. */
+/* How remat_i_read_path reads. */
+enum remat_i_read_flags {
+    REMAT_I_READ_REGULAR = 1u << 0, /* a regular file only (base_config): no pipe, no device */
+    REMAT_I_READ_STDIN = 1u << 1    /* "-" is standard input (a config given as "-") */
+};
+
+/* Reads a whole file into a new NUL-terminated buffer (free() it), its
+   length into *@p len when @p len is not NULL. A regular file is read to
+   its end; a pipe (a FIFO, /dev/fd/N of `<(...)`) as its writer writes,
+   waiting at most REMAT_PIPE_WAIT_MS for data, and a FIFO no writer opens
+   within REMAT_FIFO_GRACE_MS is an error; a directory or a device is an
+   error; so is anything past REMAT_MAX_INPUT_BYTES or holding a NUL byte.
+   Errors are REMAT_E_IO or REMAT_E_SYNTAX naming the path ("<stdin>" for
+   standard input), or REMAT_E_NOMEM. */
+remat_status_t remat_i_read_path(const char *path, unsigned flags, char **out, size_t *len,
+                                 remat_error_t *err);
+
+/* remat_i_read_path(path, 0, out, NULL, err): graph, policy, hardware and
+   config files. */
 remat_status_t remat_i_read_file(const char *path, char **out, remat_error_t *err);
 
 /* REMAT_MAX_INPUT_BYTES: remat/limits.h */

@@ -27,6 +27,7 @@ typedef struct remat_yaml_setting {
        500_000 -> 500000, ~ -> ""); a list or mapping in flow style. */
     char *value;
     bool scalar; /* false for a list or a mapping */
+    bool cut;    /* the text was cut at its buffer's size (4 KiB) */
     int line;    /* 1-based line in its file */
     const char *source; /* the file it came from: one of the config's sources */
 } remat_yaml_setting_t;
@@ -46,12 +47,23 @@ typedef struct remat_yaml_config {
    that is not there (named directly or as a base), or a file named base.yml
    with no base_config of its own, is MaxText's base config and ends the
    chain (maxtext_base). Errors name the
-   file and the line: REMAT_E_IO, REMAT_E_SYNTAX, REMAT_E_SCHEMA (a root that
-   is not a mapping, a key that is not a string, a chain too long or a cycle),
-   REMAT_E_NOMEM. On error @p out is released. */
+   file and the line: REMAT_E_IO (a base_config that is not a regular file
+   among them), REMAT_E_SYNTAX, REMAT_E_SCHEMA (a root that is not a
+   mapping, a key that is not a string, a chain too long or a cycle,
+   aliases that expand past the budget, nesting past REMAT_YAML_MAX_DEPTH),
+   REMAT_E_NOMEM. An empty document sets nothing. On error @p out is
+   released. */
 remat_status_t remat_i_yaml_load(const char *path, remat_yaml_config_t *out, remat_error_t *err);
 
-/* Parses one YAML text (no chain) and appends its settings to @p out; sets
+/* As remat_i_yaml_load, the file's own text given (read once by the
+   caller: standard input cannot be read twice); @p name names it in errors
+   and is where its base_config is looked up from ("<stdin>": the working
+   directory). A path of "-" to remat_i_yaml_load reads standard input. */
+remat_status_t remat_i_yaml_load_text(const char *name, const char *text, size_t len,
+                                      remat_yaml_config_t *out, remat_error_t *err);
+
+/* Parses one YAML text (no chain) and appends its settings to @p out (a
+   merge key's, "<<: *anchor", first, as PyYAML merges them); sets
    *base_config to a copy of its base_config value (caller frees) or NULL.
    @p source must outlive @p out. */
 remat_status_t remat_i_yaml_parse(const char *text, size_t len, const char *source,

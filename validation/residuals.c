@@ -311,7 +311,7 @@ static bool analyze_case(json_t *c, row_t *row) {
     remat_result_init(&r);
     bool ok = false;
     char source[REMAT_STR_LEN + 32]; /* a built-in graph's source, as remat_resolve names it */
-    snprintf(source, sizeof source, "<builtin:graphs/%s.json>", row->graph);
+    snprintf(source, sizeof source, "built-in graph '%s'", row->graph);
     if (remat_config_build(NULL, n, args, &cfg, &err) || remat_resolve(&cfg, &g, &p, &hw, &err) ||
         remat_analyze(g, &cfg, p, &hw, &r, &err)) {
         remat_error_format(&err, row->error, sizeof row->error);

@@ -63,6 +63,14 @@ void remat_chart_term(FILE *out, const remat_result_t *r, const remat_timeline_t
                       size_t width, size_t height);
 
 /**
+ * remat_chart_term with ANSI colours when @p color: the blocks in one
+ * colour, the budget's rule and value in red, the peak's mark in bold
+ * (for a colour terminal; remat_chart_term is this without colour).
+ */
+void remat_chart_term_color(FILE *out, const remat_result_t *r, const remat_timeline_t *tl,
+                            size_t width, size_t height, bool color);
+
+/**
  * The fill of band @p i of @p n (0 is the bottom) as "#rrggbb" into @p buf
  * (8 bytes): a ramp whose lightness rises with @p i.
  */

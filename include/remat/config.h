@@ -3,9 +3,12 @@
  * remat/config.h: the model/run configuration, with MaxText's key names.
  *
  * A config is built in layers: base defaults (MaxText's base.yml), then the
- * model preset named by model_name (models/NAME.json), then a JSON config file,
- * then key=value arguments; later layers win. Every key is typed and checked;
- * an unknown key is an error that suggests the nearest known one.
+ * model preset named by model_name (models/NAME.json), then remat's default
+ * run when the settings describe no model (no model_name, graph or model
+ * size), then a config file (JSON, or MaxText YAML with its base_config
+ * chain), then key=value arguments; later layers win. Every key is typed
+ * and checked; an unknown key is an error that suggests the nearest known
+ * one.
  */
 #ifndef REMAT_CONFIG_H
 #define REMAT_CONFIG_H
@@ -88,6 +91,8 @@ typedef struct remat_config {
     uint64_t sa_block_kv;             /* the flash kernel's key block (a window's whole blocks) */
     int64_t num_slices;               /* slices of the topology; -1 (MaxText's default): one */
     bool num_devices_assumed;         /* nothing gave the device count: one device */
+    bool default_run;                 /* no model was described: remat's default run stands
+                                         under the settings (remat_config_default_run) */
     bool gpu_assumed;                 /* hardware=gpu picked h100 */
     /* For the user, not the analysis: notes one per line, each ending in
        '\n' (assumptions made, MaxText settings adjusted), and the MaxText
@@ -97,16 +102,30 @@ typedef struct remat_config {
     size_t nunused;
 } remat_config_t;
 
-/** Sets MaxText's base.yml defaults (and remat's own: tpu7x, llama3-8b). */
+/** Sets MaxText's base.yml defaults (model_name "default", its 16-layer
+    model) and remat's own (tpu7x, remat_policy=full). */
 void remat_config_defaults(remat_config_t *c);
 
 /**
- * Builds a config from an optional JSON file (@p file, may be NULL) and
- * key=value arguments (@p args, may be 0). The model preset named by the last
- * model_name among them is applied under the user's keys.
+ * Builds a config from an optional config file (@p file, may be NULL: JSON,
+ * or MaxText YAML when it ends in .yml/.yaml or does not open with '{';
+ * "-" reads standard input) and key=value arguments (@p args, may be 0).
+ * The model preset named by the last model_name among them is applied
+ * under the user's keys. When they describe no model (no model_name, graph
+ * or model size), remat's default run stands under them (its topology only
+ * when they name no slice) and c->default_run is set. A remat_policy other
+ * than custom in a later layer (the file over the default run, the
+ * arguments over the file) replaces the custom placements of the layers
+ * under it. A config file that sets nothing is an error.
  */
 remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
                                   remat_config_t *c, remat_error_t *err);
+
+/** remat's default run, the settings a build with no model stands on: a
+    published MaxText recipe that fits (docs/config.md, "The default run").
+    The count, and the i-th setting as key=value (NULL past the count). */
+size_t remat_config_default_run_count(void);
+const char *remat_config_default_run(size_t i);
 
 /** Applies one key=value (string form) to @p c. @p source/@p path for errors. */
 remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *value,

@@ -30,10 +30,19 @@ typedef enum remat_status {
 #define REMAT_ERR_PATH_LEN 160
 #define REMAT_ERR_TEXT_LEN 768
 
+/* What a caller can do about an error beyond reading it. */
+typedef enum remat_error_hint {
+    REMAT_HINT_NONE = 0,
+    /* a tensor dim does not divide over its mesh shards: another mesh of
+       the same devices may (the CLI names the nearest that does) */
+    REMAT_HINT_MESH_DIVIDE
+} remat_error_hint_t;
+
 typedef struct remat_error {
     remat_status_t code;
+    remat_error_hint_t hint;
     int line, column;                   /* 1-based; 0 when unknown */
-    char source[REMAT_ERR_SOURCE_LEN];  /* file name, "<builtin:llama>", "<args>" */
+    char source[REMAT_ERR_SOURCE_LEN];  /* file name, "built-in graph 'llama.flash'", "<command line>" */
     char json_path[REMAT_ERR_PATH_LEN]; /* "$.layer.ops[3].in[1]" or "" */
     char text[REMAT_ERR_TEXT_LEN];      /* lowercase, no trailing period */
 } remat_error_t;

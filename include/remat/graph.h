@@ -162,7 +162,7 @@ struct remat_graph_index; /* opaque: the simulator's index of a graph */
 typedef struct remat_graph {
     char *name;
     char *description;
-    char *source;         /* file name or "<builtin:NAME>" */
+    char *source;         /* file name or "built-in graph 'NAME'" */
     size_t ndims;
     remat_dim_t *dims;
     size_t nkinds;        /* 1..REMAT_MAX_KINDS; every block has the same layer input */

@@ -64,8 +64,23 @@
    error rather than a read until memory runs out. */
 #define REMAT_MAX_INPUT_BYTES ((size_t)64 << 20)
 
+/* No read blocks forever: a pipe whose writer sends nothing for this long
+   (milliseconds) is an error, and a FIFO that no writer opens within the
+   grace is one at once (a writer that is opening it gets the grace). */
+#define REMAT_PIPE_WAIT_MS 60000
+#define REMAT_FIFO_GRACE_MS 200
+
 /* A YAML config's base_config chain, the file itself included. */
 #define REMAT_YAML_MAX_CHAIN 16
+
+/* A YAML document's lists and mappings nest at most this deep, and the
+   walks that write its values as text (aliases expanded) visit at most
+   REMAT_YAML_MAX_VISITS nodes and write at most REMAT_YAML_MAX_TEXT bytes
+   in all: a config far past any MaxText config's size, and a bound on an
+   alias bomb's work. */
+#define REMAT_YAML_MAX_DEPTH 64
+#define REMAT_YAML_MAX_VISITS (1 << 18)
+#define REMAT_YAML_MAX_TEXT (4 << 20)
 
 /* The solver: checkpoint names it searches (2 x 3^39 placements fit 64
    bits), and the layer plans one search may make (docs/solver.md, Limits:

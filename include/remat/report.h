@@ -48,6 +48,35 @@ void remat_report_compare(FILE *out, const remat_result_t *const *rs, size_t n,
 /** `remat check`: the one-line verdict (text) or a small JSON object. */
 void remat_report_check(FILE *out, const remat_result_t *r, remat_format_t fmt);
 
+/** One fix as check and analyze end with it: the settings that change,
+    the whole command with them (a line to paste), and what it gives. */
+typedef struct remat_fix_line {
+    const char *kind;      /* "placement", "batch" or "slice" (static) */
+    char settings[2048];   /* key=value ...; "" when there is no fix */
+    char command[8192];    /* "remat check ... key=value ..."; "" when there is no fix, or
+                              when the command would not fit (the comment then says so) */
+    char comment[512];     /* what it gives, or why there is none */
+} remat_fix_line_t;
+
+/** The fixes of a run that does not pass: what remat_fixes_find found and
+    their lines. */
+typedef struct remat_fix_report {
+    const remat_fixes_t *fixes;
+    const remat_fix_line_t *lines;
+    size_t nlines;
+} remat_fix_report_t;
+
+/** check and analyze with the fixes of a run that does not pass (@p fx may
+    be NULL): text ends with them, one pasteable line each; JSON carries
+    them as "fixes" (docs/json-output.md). */
+void remat_report_check_with(FILE *out, const remat_result_t *r, const remat_fix_report_t *fx,
+                             remat_format_t fmt);
+void remat_report_analyze_with(FILE *out, const remat_result_t *r,
+                               const remat_fix_report_t *fx, remat_format_t fmt);
+
+/** The fixes as text alone ("what would make it fit", one line each). */
+void remat_report_fixes(FILE *out, const remat_fix_report_t *fx);
+
 /** A policy's largest fitting per_device_batch_size (0: none fits). */
 typedef struct remat_batch_row {
     const char *policy;

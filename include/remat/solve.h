@@ -33,6 +33,8 @@ typedef struct remat_point {
     bool feasible;  /* fits the budget with the margin, and host RAM */
     size_t first;   /* index of its choices in remat_solution_t.choices */
     uint64_t floor_bytes; /* the largest stage floor (remat_stage_row_t.floor_bytes) */
+    bool fits_budget;     /* the peak is within the budget with the margin (usable) */
+    bool host_fits;       /* the offloaded bytes fit in the host's RAM */
 } remat_point_t;
 
 typedef struct remat_solution {
@@ -108,5 +110,50 @@ remat_status_t remat_solve_explain(const remat_graph_t *g, const remat_config_t 
 remat_status_t remat_largest_batch(const remat_graph_t *g, const remat_config_t *cfg,
                                    const remat_policy_t *policy, const remat_hw_t *hw,
                                    double *out, remat_error_t *err);
+
+/* What would make a run pass: the fixes check and analyze end with when
+   the verdict is not OK (remat_fixes_find). */
+typedef struct remat_fix_batch {
+    char policy[REMAT_STR_LEN]; /* a preset, or the run's own remat_policy */
+    bool own;                   /* the run's own policy (its placements kept) */
+    double batch;               /* the largest per_device_batch_size that passes; 0: none */
+    uint64_t peak_bytes;        /* at that batch */
+    double step_seconds;        /* at that batch */
+} remat_fix_batch_t;
+
+/* The slices remat_fixes_find tries go up to this many devices. */
+#define REMAT_FIX_MAX_DEVICES ((uint64_t)1 << 16)
+
+typedef struct remat_fixes {
+    bool placement_found;        /* the solver found a placement that passes */
+    char placement_note[256];    /* why the solver did not search ("": it did) */
+    size_t nchoices;
+    remat_choice_t *choices;     /* owned: the placement, as remat_policy=custom keys */
+    uint64_t placement_peak_bytes;
+    double placement_step_seconds;
+    size_t nbatches;             /* the run's own policy and every preset */
+    remat_fix_batch_t *batches;  /* owned: largest batch first (then the run's own
+                                    policy, then sequences per second) */
+    bool slice_found;            /* a slice of the run's chip up to
+                                    REMAT_FIX_MAX_DEVICES devices passes */
+    char topology[64];           /* the smallest one, as MaxText names it */
+    uint64_t slice_devices, slice_chips, slice_peak_bytes;
+    double slice_step_seconds;
+} remat_fixes_t;
+
+void remat_fixes_init(remat_fixes_t *f);
+void remat_fixes_release(remat_fixes_t *f);
+
+/**
+ * Finds what would make the run (@p cfg under @p policy on @p g and @p hw)
+ * pass, each change alone: the solver's fastest placement, each policy's
+ * largest batch, the smallest slice of the chip (doubling from one chip,
+ * num_slices kept). Every fix found passes by analysis; a change that does
+ * not apply (a mesh that does not divide a slice, a search too large) is
+ * left out. Releases @p out first; release it after.
+ */
+remat_status_t remat_fixes_find(const remat_graph_t *g, const remat_config_t *cfg,
+                                const remat_policy_t *policy, const remat_hw_t *hw,
+                                remat_fixes_t *out, remat_error_t *err);
 
 #endif

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_internal.h"
 #include "graph_internal.h"
 #include "sim_rooms.h"
 #include "util.h"
@@ -274,7 +275,7 @@ static void dim_rules(const name_info_t *const *info, size_t rank, const uint64_
 
 /* Whether every dim takes its name's first rule (remat_mesh_first_rules). */
 static bool first_rules(const bind_ctx_t *x, const name_info_t *const *info, size_t rank) {
-    const uint64_t *rules[REMAT_MAX_RANK];
+    const uint64_t *rules[REMAT_MAX_RANK] = {0}; /* all set below; GCC cannot tell under LTO */
     unsigned axes[REMAT_MAX_RANK];
     dim_rules(info, rank, rules);
     return remat_mesh_first_rules(x->mesh, rules, rank, axes);
@@ -284,7 +285,7 @@ static bool first_rules(const bind_ctx_t *x, const name_info_t *const *info, siz
    shards, into @p axes, @p shards and @p kept. */
 static void resolve_rules(const bind_ctx_t *x, const name_info_t *const *info, size_t rank,
                           unsigned *axes, uint64_t *shards, uint64_t *kept) {
-    const uint64_t *rules[REMAT_MAX_RANK];
+    const uint64_t *rules[REMAT_MAX_RANK] = {0};
     dim_rules(info, rank, rules);
     remat_mesh_tensor_axes_ruled(x->mesh, rules, rank, axes);
     for (size_t j = 0; j < rank; j++) {
@@ -293,20 +294,48 @@ static void resolve_rules(const bind_ctx_t *x, const name_info_t *const *info, s
     }
 }
 
+/* The mesh axes of @p axes that shard (more than one device), as the
+   user sets them: "fsdp=128", "fsdp=64 x tensor=2". */
+static void sharding_text(const remat_mesh_t *mesh, unsigned axes, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int a = 0; a < REMAT_AXIS_COUNT && len < size; a++) {
+        if ((axes & (1u << a)) && mesh->shards[a] > 1) {
+            len += (size_t)snprintf(buf + len, size - len, "%s%s=%llu", len ? " x " : "",
+                                    remat_axis_name((remat_axis_t)a),
+                                    (unsigned long long)mesh->shards[a]);
+        }
+    }
+}
+
 /* The error of dim @p j of tensor @p t, whose @p shards over mesh axes
-   @p axes do not divide its size. */
+   @p axes do not divide its size: named by the config key the dim takes
+   its size from and the mesh axes that shard it, the user's settings,
+   with the hint that another mesh may divide it. */
 static remat_status_t no_divide(const bind_ctx_t *x, const remat_tensor_t *t, size_t j,
                                 unsigned axes, uint64_t shards, remat_error_t *err) {
     const remat_graph_t *g = x->g;
-    char text[128];
+    const remat_dim_t *dim = &g->dims[t->dim[j]];
+    char mesh[160], size[160];
     const char *logical = dim_logical(g, t, j);
-    remat_mesh_axes_text(axes, text, sizeof text);
-    return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
-                           "tensor '%s' dim '%s' of %llu does not divide over %llu "
-                           "shards (%s, logical axis %s)",
-                           t->name, g->dims[t->dim[j]].name,
-                           (unsigned long long)x->dimsize[t->dim[j]], (unsigned long long)shards,
-                           text, logical ? logical : "(none)");
+    sharding_text(x->mesh, axes, mesh, sizeof mesh);
+    if (dim->from) {
+        snprintf(size, sizeof size, "%s=%llu (dim '%s' of tensor '%s')", dim->from,
+                 (unsigned long long)x->dimsize[t->dim[j]], dim->name, t->name);
+    } else {
+        snprintf(size, sizeof size, "tensor '%s' dim '%s' of %llu", t->name, dim->name,
+                 (unsigned long long)x->dimsize[t->dim[j]]);
+    }
+    const bool fresh = err && err->code == REMAT_OK;
+    remat_status_t st =
+        remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                        "%s does not divide over its %llu shards (logical axis %s over mesh %s)",
+                        size, (unsigned long long)shards, logical ? logical : "(none)",
+                        mesh[0] ? mesh : "(none)");
+    if (fresh) {
+        err->hint = REMAT_HINT_MESH_DIVIDE;
+    }
+    return st;
 }
 
 /* Tensor @p t's shape bound into @p s: each dim per device, sharded, and
@@ -785,11 +814,17 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
             an->dim_size[d] = moe_buffer_factor(an);
         }
         if (an->dim_size[d] == 0) {
+            /* a built-in graph's JSON path is no place the user can go: the
+               settings are */
             char path[REMAT_NAME_LEN + 16];
             snprintf(path, sizeof path, "$.dims.%s", dim->name);
-            return remat_error_set(err, REMAT_E_CONFIG, g->source, path,
-                                   "dim '%s' binds to %s, which is 0 with this config", dim->name,
-                                   dim->from);
+            const char *formula = remat_i_config_size_formula(dim->from);
+            return remat_error_set(err, REMAT_E_CONFIG, g->source,
+                                   strncmp(g->source, "built-in ", 9) == 0 ? NULL : path,
+                                   "dim '%s' takes its size from %s%s%s%s, which is 0 with "
+                                   "these settings",
+                                   dim->name, dim->from, formula ? " (" : "",
+                                   formula ? formula : "", formula ? ")" : "");
         }
         uint64_t div = 1;
         if (dim->div && (st = size_of(an->cfg, dim->div, f[1], &div, err))) {

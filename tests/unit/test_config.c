@@ -19,21 +19,84 @@ static remat_status_t build(const char *const *args, remat_config_t *c, remat_er
     return remat_config_build(NULL, n, (char *const *)args, c, err);
 }
 
-static void test_defaults_are_maxtext_and_llama3_8b(void **state) {
+/* With no model described, the default run: its model, slice, batch,
+   sequence, optimizer and placements, and the note that says so. */
+static void test_default_run(void **state) {
     (void)state;
     remat_config_t c;
     remat_error_t err;
     const char *none[] = {NULL};
     assert_int_equal(build(none, &c, &err), REMAT_OK);
-    assert_string_equal(c.model_name, "llama3-8b");
+    assert_true(c.default_run);
+    assert_string_equal(c.model_name, "llama3.1-70b");
+    assert_string_equal(c.topology, "tpu7x-128");
     assert_string_equal(c.hardware, "tpu7x");
+    assert_int_equal(c.num_devices, 128);
+    assert_true(c.per_device_batch_size == 2);
+    assert_int_equal(c.max_target_length, 8192);
+    assert_int_equal(c.base_emb_dim, 8192); /* from the llama3.1-70b preset */
+    assert_string_equal(c.remat_policy, "custom");
+    assert_int_equal(c.ncustom, 5);
+    assert_int_equal(c.mu_dtype, REMAT_DTYPE_BF16);
+    assert_int_equal(c.weight_dtype, REMAT_DTYPE_F32);
+    assert_non_null(strstr(c.notes, "default run"));
+    /* its settings are the table's */
+    assert_int_equal(remat_config_default_run_count(), 12);
+    assert_string_equal(remat_config_default_run(0), "model_name=llama3.1-70b");
+    assert_null(remat_config_default_run(12));
+}
+
+/* Settings that describe no model go on top of the default run; a
+   slice replaces its topology; a preset policy replaces its placements,
+   a placement adds to them. */
+static void test_default_run_under_settings(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    const char *minimal[] = {"remat_policy=minimal", "per_device_batch_size=4", NULL};
+    assert_int_equal(build(minimal, &c, &err), REMAT_OK);
+    assert_true(c.default_run);
+    assert_string_equal(c.remat_policy, "minimal");
+    assert_int_equal(c.ncustom, 0);
+    assert_true(c.per_device_batch_size == 4);
+    assert_int_equal(c.num_devices, 128);
+    const char *more[] = {"mlpwo=offload", NULL};
+    assert_int_equal(build(more, &c, &err), REMAT_OK);
+    assert_int_equal(c.ncustom, 6);
+    const char *slice[] = {"num_devices=256", NULL};
+    assert_int_equal(build(slice, &c, &err), REMAT_OK);
+    assert_string_equal(c.topology, "");
+    assert_int_equal(c.num_devices, 256);
+    const char *v5p[] = {"topology=v5p-256", NULL};
+    assert_int_equal(build(v5p, &c, &err), REMAT_OK);
+    assert_string_equal(c.hardware, "tpu-v5p");
+    assert_int_equal(c.num_devices, 128);
+    /* within one layer a placement and a preset stay an error */
+    const char *clash[] = {"remat_policy=full", "mlpwo=offload", NULL};
+    assert_int_equal(build(clash, &c, &err), REMAT_E_CONFIG);
+    assert_non_null(strstr(err.text, "applies only with remat_policy=custom"));
+}
+
+/* A model (its name, its graph, a size of it) replaces the default run
+   whole: MaxText's base.yml defaults under it, on one device. */
+static void test_model_replaces_default_run(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    const char *named[] = {"model_name=llama3-8b", NULL};
+    assert_int_equal(build(named, &c, &err), REMAT_OK);
+    assert_false(c.default_run);
     assert_string_equal(c.remat_policy, "full");
     assert_true(c.per_device_batch_size == 12);
     assert_int_equal(c.max_target_length, 2048);
-    assert_int_equal(c.base_emb_dim, 4096);     /* from the llama3-8b preset */
-    assert_int_equal(c.vocab_size, 128256);
-    assert_int_equal(c.weight_dtype, REMAT_DTYPE_F32);
+    assert_true(c.num_devices_assumed);
     assert_int_equal(c.mu_dtype, REMAT_DTYPE_F32); /* follows weight_dtype */
+    const char *sized[] = {"base_num_decoder_layers=4", NULL};
+    assert_int_equal(build(sized, &c, &err), REMAT_OK);
+    assert_false(c.default_run);
+    assert_string_equal(c.model_name, "default"); /* MaxText's base.yml model */
+    assert_int_equal(c.base_emb_dim, 2048);
+    assert_int_equal(c.base_num_decoder_layers, 4);
 }
 
 static void test_arguments_override_preset(void **state) {
@@ -72,10 +135,19 @@ static void test_values_are_checked(void **state) {
                             {"base_emb_dim=4.5", NULL},   {"dtype=int8", NULL},
                             {"scan_layers=maybe", NULL},  {"safety_margin=1.5", NULL},
                             {"opt_type=lion", NULL},      {"attention=ring", NULL},
-                            {"hbm_budget=lots", NULL},    {"query_proj=device", NULL},
+                            {"hbm_budget=lots", NULL},
+                            {"remat_policy=full query_proj=device", NULL},
                             {"model_name=gpt5", NULL},    {"noequals", NULL}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        remat_status_t st = build(bad[i], &c, &err);
+        char copy[128];
+        snprintf(copy, sizeof copy, "%s", bad[i][0]);
+        const char *args[4] = {copy, NULL, NULL, NULL};
+        char *space = strchr(copy, ' ');
+        if (space) { /* two settings */
+            *space = '\0';
+            args[1] = space + 1;
+        }
+        remat_status_t st = build(args, &c, &err);
         if (st == REMAT_OK) {
             fail_msg("'%s' was accepted", bad[i][0]);
         }
@@ -114,11 +186,12 @@ static void test_micro_batch(void **state) {
     remat_config_t c;
     remat_error_t err;
     uint64_t b = 0;
-    const char *ga[] = {"per_device_batch_size=8", "gradient_accumulation_steps=4", NULL};
+    const char *ga[] = {"per_device_batch_size=8", "gradient_accumulation_steps=4",
+                        "num_devices=1", NULL};
     assert_int_equal(build(ga, &c, &err), REMAT_OK);
     assert_int_equal(remat_config_size(&c, "per_device_batch_size", &b, &err), REMAT_OK);
     assert_int_equal(b, 8); /* accumulation repeats the micro-batch */
-    const char *frac[] = {"per_device_batch_size=0.5", NULL};
+    const char *frac[] = {"per_device_batch_size=0.5", "num_devices=1", NULL};
     assert_int_equal(build(frac, &c, &err), REMAT_OK);
     assert_int_equal(remat_config_size(&c, "per_device_batch_size", &b, &err), REMAT_E_CONFIG);
 }
@@ -222,19 +295,22 @@ static void test_slices_multiply(void **state) {
     const char *topo[] = {"topology=v6e-256", "num_slices=4", "dcn_data_parallelism=4", NULL};
     assert_int_equal(build(topo, &c, &err), REMAT_OK);
     assert_int_equal(c.num_devices, 1024);
-    const char *mesh[] = {"ici_fsdp_parallelism=8", "dcn_data_parallelism=-1", "num_slices=2",
+    const char *mesh[] = {"model_name=llama3-8b", "ici_fsdp_parallelism=8",
+                          "dcn_data_parallelism=-1", "num_slices=2",
                           NULL};
     assert_int_equal(build(mesh, &c, &err), REMAT_OK);
     assert_int_equal(c.num_devices, 16);
     assert_false(c.num_devices_assumed);
-    const char *whole[] = {"ici_fsdp_parallelism=8", "dcn_data_parallelism=2", NULL};
+    const char *whole[] = {"model_name=llama3-8b", "ici_fsdp_parallelism=8",
+                           "dcn_data_parallelism=2", NULL};
     assert_int_equal(build(whole, &c, &err), REMAT_OK);
     assert_int_equal(c.num_devices, 16);
-    const char *clash[] = {"ici_fsdp_parallelism=8", "dcn_data_parallelism=2", "num_slices=4",
+    const char *clash[] = {"model_name=llama3-8b", "ici_fsdp_parallelism=8",
+                           "dcn_data_parallelism=2", "num_slices=4",
                            NULL};
     assert_int_equal(build(clash, &c, &err), REMAT_E_CONFIG);
     assert_non_null(strstr(err.text, "num_slices=4"));
-    const char *none[] = {"per_device_batch_size=1", NULL};
+    const char *none[] = {"model_name=llama3-8b", "per_device_batch_size=1", NULL};
     assert_int_equal(build(none, &c, &err), REMAT_OK);
     assert_true(c.num_devices_assumed);
     assert_int_equal(c.num_devices, 1);
@@ -242,7 +318,9 @@ static void test_slices_multiply(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_are_maxtext_and_llama3_8b),
+        cmocka_unit_test(test_default_run),
+        cmocka_unit_test(test_default_run_under_settings),
+        cmocka_unit_test(test_model_replaces_default_run),
         cmocka_unit_test(test_arguments_override_preset),
         cmocka_unit_test(test_unknown_key_suggests),
         cmocka_unit_test(test_values_are_checked),

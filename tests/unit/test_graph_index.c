@@ -106,7 +106,7 @@ static void test_chain_is_numbered(void **state) {
 static void test_binding_by_id(void **state) {
     (void)state;
     char *text = chain_graph();
-    const char *args[] = {"per_device_batch_size=2", "num_devices=2",
+    const char *args[] = {"model_name=llama3-8b", "per_device_batch_size=2", "num_devices=2",
                           "ici_tensor_parallelism=2", "ici_fsdp_parallelism=1", NULL};
     fx_run_t *f = fx_analyze_ok(text, args);
     const remat_tensor_row_t *w = row_of(f, "w47"), *x = row_of(f, "x47");
@@ -130,16 +130,16 @@ static void test_binding_by_id(void **state) {
 static void test_divide_error_by_id(void **state) {
     (void)state;
     char *text = chain_graph();
-    const char *args[] = {"num_devices=3", "ici_tensor_parallelism=3",
+    const char *args[] = {"model_name=llama3-8b", "num_devices=3", "ici_tensor_parallelism=3",
                           "ici_fsdp_parallelism=1", NULL};
     fx_run_t *f = fx_analyze(text, args);
     assert_int_equal(f->st, REMAT_OK); /* mlp (tensor) shards d0 only */
     fx_free(f);
-    const char *bad[] = {"num_devices=5", "ici_tensor_parallelism=5",
+    const char *bad[] = {"model_name=llama3-8b", "num_devices=5", "ici_tensor_parallelism=5",
                          "ici_fsdp_parallelism=1", NULL};
     f = fx_analyze(text, bad);
     assert_int_equal(f->st, REMAT_E_CONFIG);
-    assert_non_null(strstr(f->err.text, "tensor 'w47' dim 'd0' of 96 does not divide over 5"));
+    assert_non_null(strstr(f->err.text, "tensor 'w47' dim 'd0' of 96 does not divide over its 5 shards"));
     fx_free(f);
     free(text);
 }
@@ -149,7 +149,7 @@ static void test_divide_error_by_id(void **state) {
 static void test_graph_without_index(void **state) {
     (void)state;
     char *text = chain_graph();
-    const char *args[] = {"num_devices=1", NULL};
+    const char *args[] = {"model_name=llama3-8b", "num_devices=1", NULL};
     fx_run_t *f = fx_analyze_ok(text, args);
     const struct remat_graph_index *index = f->graph->index;
     f->graph->index = NULL;

@@ -640,7 +640,7 @@ static void test_vocab_tiling(void **state) {
     assert_int_equal(f->r.breakdown[REMAT_CAT_GRADS], 1056);
     assert_int_equal(f->r.recompute_flops, 0);
     fx_free(f);
-    const char *two[] = {"num_vocab_tiling=2", NULL};
+    const char *two[] = {"model_name=llama3-8b", "num_vocab_tiling=2", NULL};
     f = fx_analyze_with(fx_head_graph, headed_base, two);
     assert_int_equal(f->r.peak_bytes, 5528);
     assert_int_equal(f->r.peak_at.where, REMAT_AT_HEAD_POST);
@@ -788,39 +788,42 @@ static void expect_error(const char *const *args, const char *needle) {
     if (!strstr(f->err.text, needle)) {
         fail_msg("error '%s' lacks '%s'", f->err.text, needle);
     }
+    /* a dim that does not divide over its shards says so to the caller */
+    assert_int_equal(f->err.hint == REMAT_HINT_MESH_DIVIDE,
+                     strstr(needle, "does not divide over its") != NULL);
     fx_free(f);
 }
 
 static void test_mesh_errors(void **state) {
     (void)state;
-    const char *mismatch[] = {"num_devices=8", "ici_fsdp_parallelism=4", "ici_tensor_parallelism=4",
+    const char *mismatch[] = {"model_name=llama3-8b", "num_devices=8", "ici_fsdp_parallelism=4", "ici_tensor_parallelism=4",
                               "per_device_batch_size=1", NULL};
     expect_error(mismatch, "mesh fsdp=4 x tensor=4 has 16 devices, but num_devices=8");
-    const char *fill[] = {"num_devices=12", "ici_tensor_parallelism=8", "per_device_batch_size=1",
+    const char *fill[] = {"model_name=llama3-8b", "num_devices=12", "ici_tensor_parallelism=8", "per_device_batch_size=1",
                           NULL};
     expect_error(fill, "does not divide num_devices=12");
     /* heads shard over MaxText's heads rule: tensor + tensor_sequence +
        autoregressive, 64 x 1 x 1 */
-    const char *uneven[] = {"num_devices=64", "ici_fsdp_parallelism=1", "ici_tensor_parallelism=64",
+    const char *uneven[] = {"model_name=llama3-8b", "num_devices=64", "ici_fsdp_parallelism=1", "ici_tensor_parallelism=64",
                             "per_device_batch_size=1", NULL};
-    expect_error(uneven, "tensor 'wq' dim 'heads' of 32 does not divide over 64 shards (tensor+"
-                         "tensor_sequence+autoregressive, logical axis heads)");
-    const char *axis[] = {"logical_axis_rules=activation_embed:tensr", "per_device_batch_size=1",
+    expect_error(uneven, "base_num_query_heads=32 (dim 'heads' of tensor 'wq') does not divide "
+                         "over its 64 shards (logical axis heads over mesh tensor=64)");
+    const char *axis[] = {"model_name=llama3-8b", "logical_axis_rules=activation_embed:tensr", "per_device_batch_size=1",
                           NULL};
     expect_error(axis, "unknown mesh axis 'tensr'");
     const char *two[] = {"ici_data_parallelism=-1", "per_device_batch_size=1", NULL};
     expect_error(two, "both -1");
-    const char *stages[] = {"num_devices=3", "ici_pipeline_parallelism=3", "per_device_batch_size=1",
+    const char *stages[] = {"model_name=llama3-8b", "num_devices=3", "ici_pipeline_parallelism=3", "per_device_batch_size=1",
                             NULL};
     expect_error(stages, "32 layers do not split evenly over 3 pipeline stages");
-    const char *cp[] = {"attention=dot_product", "num_devices=2", "ici_context_parallelism=2",
+    const char *cp[] = {"model_name=llama3-8b", "attention=dot_product", "num_devices=2", "ici_context_parallelism=2",
                         "per_device_batch_size=1", NULL};
     expect_error(cp, "context parallelism is modelled for flash attention");
     /* MaxText's mesh has no sequence axis any more */
-    const char *seq[] = {"num_devices=2", "ici_sequence_parallelism=2", "per_device_batch_size=1",
+    const char *seq[] = {"model_name=llama3-8b", "num_devices=2", "ici_sequence_parallelism=2", "per_device_batch_size=1",
                          NULL};
     expect_error(seq, "MaxText's mesh has no 'sequence' axis");
-    const char *dseq[] = {"dcn_sequence_parallelism=2", "per_device_batch_size=1", NULL};
+    const char *dseq[] = {"model_name=llama3-8b", "dcn_sequence_parallelism=2", "per_device_batch_size=1", NULL};
     expect_error(dseq, "no 'sequence' axis");
 }
 

@@ -144,11 +144,36 @@ static void test_unused_reported(void **state) {
     fx_free(f);
 }
 
+/* The predicate keeps a tensor that carries no name too, and when backward
+   never reads it, it is reported unused like a named one: gpt3's MLP down
+   projection before its bias (fc2_mm, an einsum with no batch dimension;
+   the bias add keeps nothing). Under minimal, which places by names only,
+   the same tensor is not reported. */
+static void test_unused_by_predicate(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=gpt3-175b", "per_device_batch_size=1", "num_devices=64",
+                          "base_num_decoder_layers=2",
+                          "remat_policy=dots_with_no_batch_dims_saveable", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    const size_t mm = fx_tensor(f->graph, "fc2_mm");
+    assert_int_equal(f->graph->kinds[0].block.tensors[mm].ntags, 0);
+    assert_true(f->r.profiles[0].tensors[mm].unused);
+    assert_int_equal(f->r.profiles[0].tensors[mm].asked, REMAT_PLACE_DEVICE);
+    assert_int_equal(f->r.profiles[0].tensors[mm].fate, REMAT_FATE_TRANSIENT);
+    fx_free(f);
+    const char *minimal[] = {"model_name=gpt3-175b", "per_device_batch_size=1",
+                             "num_devices=64", "base_num_decoder_layers=2",
+                             "remat_policy=minimal", NULL};
+    f = fx_analyze_ok(NULL, minimal);
+    assert_false(f->r.profiles[0].tensors[mm].unused);
+    fx_free(f);
+}
+
 static void test_unknown_names_rejected(void **state) {
     (void)state;
     /* Custom keys are MaxText's names: another key is not a config key. */
-    const char *args[] = {"remat_policy=custom", "mlp_gate=device", "per_device_batch_size=1",
-                          NULL};
+    const char *args[] = {"model_name=llama3-8b", "remat_policy=custom", "mlp_gate=device",
+                          "per_device_batch_size=1", NULL};
     fx_run_t *f = fx_analyze(NULL, args);
     assert_int_equal(f->st, REMAT_E_CONFIG);
     assert_non_null(strstr(f->err.text, "unknown config key 'mlp_gate'"));
@@ -167,7 +192,7 @@ static void test_unknown_names_rejected(void **state) {
     fx_free(ff);
     fx_free(f);
     /* Presets may list names a graph lacks (minimal names kv_proj). */
-    const char *ok[] = {"remat_policy=minimal", "per_device_batch_size=1", NULL};
+    const char *ok[] = {"model_name=llama3-8b", "remat_policy=minimal", "per_device_batch_size=1", NULL};
     f = fx_analyze_ok(NULL, ok);
     fx_free(f);
     /* A user's policy file is checked: a name neither the graph nor MaxText
@@ -269,9 +294,9 @@ static void test_offload_never_raises_peak(void **state) {
         }
     }
     /* Offloading one name on top of a policy, via custom keys. */
-    const char *a[] = {"per_device_batch_size=2", "remat_policy=custom", "mlpwi_0=device",
+    const char *a[] = {"model_name=llama3-8b", "per_device_batch_size=2", "remat_policy=custom", "mlpwi_0=device",
                        "mlpwi_1=device", NULL};
-    const char *b[] = {"per_device_batch_size=2", "remat_policy=custom", "mlpwi_0=offload",
+    const char *b[] = {"model_name=llama3-8b", "per_device_batch_size=2", "remat_policy=custom", "mlpwi_0=offload",
                        "mlpwi_1=device", NULL};
     fx_run_t *fa = fx_analyze(NULL, a), *fb = fx_analyze(NULL, b);
     assert_true(fb->r.peak_bytes <= fa->r.peak_bytes);
@@ -299,6 +324,7 @@ int main(void) {
         cmocka_unit_test(test_every_preset_by_hand),
         cmocka_unit_test(test_maxtext_kept_sets),
         cmocka_unit_test(test_unused_reported),
+        cmocka_unit_test(test_unused_by_predicate),
         cmocka_unit_test(test_unknown_names_rejected),
         cmocka_unit_test(test_full_keeps_least),
         cmocka_unit_test(test_offload_never_raises_peak),

@@ -37,6 +37,7 @@
 
 #include "remat/report.h"
 #include "remat/solve.h"
+#include "report_internal.h"
 
 enum { PEAK_FULL = 48 + 64 + 64 + 768 + 1536 + 768, PEAK_MINIMAL = 3312 };
 
@@ -591,18 +592,21 @@ static void test_text_report(void **state) {
         size_t nl = split_lines(mem_close(&m), lines, 64);
         assert_string_equal(lines[0], "remat analyze: default on tpu7x, remat_policy=full");
         /* the peak line, its figures from the result */
-        char peak[64], budget[64], want[256];
-        remat_format_bytes(r->peak_bytes, peak, sizeof peak);
-        remat_format_bytes(r->budget_bytes, budget, sizeof budget);
-        snprintf(want, sizeof want, "peak HBM     %s of %s per device (%.1f%%): %s", peak, budget,
-                 100.0 * (double)r->peak_bytes / (double)r->budget_bytes, verdicts[k].text);
+        char peak[64], budget[64], share[64], want[256];
+        remat_i_budget_bytes(r->peak_bytes, peak, sizeof peak);
+        remat_i_budget_bytes(r->budget_bytes, budget, sizeof budget);
+        remat_i_share_text(r->peak_bytes, r->budget_bytes, share, sizeof share);
+        snprintf(want, sizeof want, "peak HBM     %s of %s per device (%s): %s", peak, budget,
+                 share, verdicts[k].text);
         size_t i = 0;
         while (i < nl && strncmp(lines[i], "peak HBM", 8) != 0) {
             i++;
         }
         assert_true(i < nl);
         assert_string_equal(lines[i], want);
-        assert_string_equal(lines[i + 2], "peak at      layer 2 backward, op 'fc2'");
+        /* the margin, then the budget's source, then the moment */
+        assert_int_equal(strncmp(lines[i + 1], "margin       ", 13), 0);
+        assert_string_equal(lines[i + 3], "peak at      layer 2 backward, op 'fc2'");
         check_text_breakdown(lines, nl, r);
         free(m.text);
         fx_free(f);

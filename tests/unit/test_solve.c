@@ -10,6 +10,7 @@
  * thread, and errors are not cached.
  */
 #include "fixtures.h"
+#include "builtin_graphs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,15 +115,15 @@ static void test_exact_on_builtin_graphs(void **state) {
     (void)state;
     static const char *const graphs[][5] = {
         {"model_name=llama3-8b", "per_device_batch_size=2", "attention=flash", NULL,
-         "graphs/llama.flash.json"},
+         "graph 'llama.flash'"},
         {"model_name=llama3-8b", "per_device_batch_size=2", "attention=dot_product", NULL,
-         "graphs/llama.dot_product.json"},
+         "graph 'llama.dot_product'"},
         {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=flash", NULL,
-         "graphs/gpt3.flash.json"},
+         "graph 'gpt3.flash'"},
         {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=dot_product", NULL,
-         "graphs/gpt3.dot_product.json"},
+         "graph 'gpt3.dot_product'"},
         {"model_name=gpt3-175b", "per_device_batch_size=1", "attention=dot_product",
-         "dropout_rate=0.1", "graphs/gpt3.dot_product.dropout.json"}};
+         "dropout_rate=0.1", "graph 'gpt3.dot_product.dropout'"}};
     for (size_t gi = 0; gi < sizeof graphs / sizeof graphs[0]; gi++) {
         const char *args[] = {graphs[gi][0], "base_num_decoder_layers=4", graphs[gi][1],
                               graphs[gi][2], "hbm_budget=1", "safety_margin=0",
@@ -539,7 +540,7 @@ static void test_resolve_copies_parsed_builtins(void **state) {
         remat_error_t err;
         remat_error_init(&err);
         char source[128];
-        snprintf(source, sizeof source, "<builtin:graphs/%s.json>", graphs[k][2]);
+        snprintf(source, sizeof source, REMAT_I_BUILTIN_GRAPH_SOURCE, graphs[k][2]);
         assert_int_equal(remat_graph_load_string(remat_builtin_find(REMAT_BUILTIN_GRAPH,
                                                                     graphs[k][2]),
                                                  source, &fresh, &err),
@@ -567,7 +568,7 @@ static void test_resolve_copies_parsed_builtins(void **state) {
 /* An error is not cached: an unknown preset fails the same way twice. */
 static void test_resolve_errors_are_not_cached(void **state) {
     (void)state;
-    const char *args[] = {"remat_policy=no_such_policy", NULL};
+    const char *args[] = {"model_name=llama3-8b", "remat_policy=no_such_policy", NULL};
     char first[768] = "", line[768] = "";
     for (int k = 0; k < 2; k++) {
         fx_run_t *f = fx_analyze(NULL, args);
@@ -639,6 +640,70 @@ static void test_resolve_from_threads(void **state) {
     }
 }
 
+
+/* What would make a run pass: each fix found passes when applied alone;
+   the batch rows run largest first with the run's own policy among them;
+   a run nothing can fix has none. */
+static void test_fixes(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=llama3.1-405b", "topology=tpu7x-256", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    assert_false(remat_result_passes(&f->r));
+    remat_fixes_t fx;
+    remat_fixes_init(&fx);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    remat_result_t r;
+    remat_result_init(&r);
+    /* the placement */
+    assert_true(fx.placement_found);
+    remat_policy_t *p = remat_solve_policy(fx.choices, fx.nchoices, "fix");
+    assert_int_equal(remat_analyze(f->graph, &f->cfg, p, &f->hw, &r, &err), REMAT_OK);
+    assert_true(remat_result_passes(&r));
+    assert_int_equal(r.peak_bytes, fx.placement_peak_bytes);
+    remat_policy_free(p);
+    /* the batches: ordered, the run's own policy there, the first passes */
+    size_t own = 0;
+    for (size_t i = 0; i < fx.nbatches; i++) {
+        own += fx.batches[i].own;
+        assert_true(i == 0 || fx.batches[i - 1].batch >= fx.batches[i].batch);
+    }
+    assert_int_equal(own, 1);
+    assert_true(fx.batches[0].batch > 0 && fx.batches[0].batch < f->cfg.per_device_batch_size);
+    /* no slice: the activations at batch 12 outgrow a device however many */
+    assert_false(fx.slice_found);
+    remat_fixes_release(&fx);
+    fx_free(f);
+    /* a slice fixes a model too large for its chips */
+    const char *small[] = {"model_name=llama3-70b", "per_device_batch_size=4", NULL};
+    f = fx_analyze_ok(NULL, small);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    assert_true(fx.slice_found);
+    assert_string_equal(fx.topology, "tpu7x-32");
+    remat_config_t c = f->cfg;
+    c.num_devices = fx.slice_devices;
+    assert_int_equal(remat_analyze(f->graph, &c, f->policy, &f->hw, &r, &err), REMAT_OK);
+    assert_true(remat_result_passes(&r));
+    c.num_devices = fx.slice_devices / 2; /* and the slice half its size does not */
+    assert_int_equal(remat_analyze(f->graph, &c, f->policy, &f->hw, &r, &err), REMAT_OK);
+    assert_false(remat_result_passes(&r));
+    remat_fixes_release(&fx);
+    fx_free(f);
+    /* a budget of one byte: nothing */
+    const char *none[] = {"model_name=llama3-8b", "num_devices=8", "hbm_budget=1", NULL};
+    f = fx_analyze_ok(NULL, none);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    assert_false(fx.placement_found);
+    assert_false(fx.slice_found);
+    for (size_t i = 0; i < fx.nbatches; i++) {
+        assert_true(fx.batches[i].batch == 0);
+    }
+    remat_fixes_release(&fx);
+    remat_result_release(&r);
+    fx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         /* first: the cache is empty, so the threads race to fill it */
@@ -653,6 +718,7 @@ int main(void) {
         cmocka_unit_test(test_largest_batch),
         cmocka_unit_test(test_resolve_copies_parsed_builtins),
         cmocka_unit_test(test_resolve_errors_are_not_cached),
+        cmocka_unit_test(test_fixes),
     };
     return cmocka_run_group_tests_name("solve", tests, NULL, NULL);
 }

@@ -23,7 +23,7 @@ fi
 set -e
 rm -rf "$OUT"
 mkdir -p "$OUT"
-"$REMAT" report --html "$OUT/report.html" topology=tpu7x-8 per_device_batch_size=2
+"$REMAT" report --html "$OUT/report.html" model_name=llama3-8b topology=tpu7x-8 per_device_batch_size=2
 # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start;
 # the page is remat's own. A profile of its own keeps $HOME untouched.
 run() {
