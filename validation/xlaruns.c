@@ -306,6 +306,44 @@ static int fit_reserve(json_t *runs, json_t *limits, bool md) {
     return 0;
 }
 
+/* The tallies of a table: every counted run, its part, its chip. */
+static const char *const CHIPS[] = {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x"};
+#define NCHIPS (sizeof CHIPS / sizeof CHIPS[0])
+
+typedef struct tallies {
+    tally_t all, train, test, chip[NCHIPS];
+    size_t skipped; /* runs the harness could not compile */
+} tallies_t;
+
+/* Prints a row per counted run of @p runs and tallies it; false (with a
+   message) on a malformed entry. */
+static bool table(json_t *runs, json_t *limits, const char *path, split_t split, bool md,
+                  tallies_t *t) {
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *run = json_array_get(runs, i);
+        const char *status = vr_str(run, "status");
+        row_t row;
+        if (!read_row(run, limits, &row, path, i)) {
+            return false;
+        }
+        if (!status || (strcmp(status, "fits") != 0 && strcmp(status, "oom") != 0) ||
+            !in_split(row.id, split)) {
+            t->skipped += status && strcmp(status, "error") == 0;
+            continue;
+        }
+        analyze_row(run, NULL, &row);
+        print_row(&row, md);
+        count(&row, &t->all);
+        count(&row, fnv1a(row.id) % 3 == 0 ? &t->test : &t->train);
+        for (size_t c = 0; c < NCHIPS; c++) {
+            if (strcmp(row.hardware, CHIPS[c]) == 0) {
+                count(&row, &t->chip[c]);
+            }
+        }
+    }
+    return true;
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: remat_xlaruns [--markdown] [--check] [--fit-reserve] [--split=all|train|test] "
                     "[--close-floor=F] [--far-misses-ceiling=N] [--verdict-floor=F] "
@@ -371,33 +409,25 @@ int main(int argc, char **argv) {
         json_decref(root);
         return rc;
     }
-    tally_t all = {0}, train = {0}, test = {0};
-    size_t skipped = 0;
+    tallies_t t;
+    memset(&t, 0, sizeof t);
     print_header(md);
-    for (size_t i = 0; i < json_array_size(runs); i++) {
-        json_t *run = json_array_get(runs, i);
-        const char *status = vr_str(run, "status");
-        row_t row;
-        if (!read_row(run, limits, &row, path, i)) {
-            json_decref(root);
-            return 2;
-        }
-        if (!status || (strcmp(status, "fits") != 0 && strcmp(status, "oom") != 0) ||
-            !in_split(row.id, split)) {
-            skipped += status && strcmp(status, "error") == 0;
-            continue;
-        }
-        analyze_row(run, NULL, &row);
-        print_row(&row, md);
-        count(&row, &all);
-        count(&row, fnv1a(row.id) % 3 == 0 ? &test : &train);
+    if (!table(runs, limits, path, split, md, &t)) {
+        json_decref(root);
+        return 2;
     }
     printf("\n");
-    print_tally("all", &all, md);
-    print_tally("training part", &train, md);
-    print_tally("held-out part", &test, md);
+    print_tally("all", &t.all, md);
+    print_tally("training part", &t.train, md);
+    print_tally("held-out part", &t.test, md);
+    for (size_t c = 0; c < NCHIPS; c++) {
+        if (t.chip[c].runs) {
+            print_tally(CHIPS[c], &t.chip[c], md);
+        }
+    }
     printf("%s%zu runs the harness could not compile are not counted; %zu runs remat could not "
-           "analyze\n", md ? "- " : "  ", skipped, all.errors);
+           "analyze\n", md ? "- " : "  ", t.skipped, t.all.errors);
+    tally_t all = t.all;
     bool ok = meets(&all, &f) && all.errors == 0;
     json_decref(root);
     return check && !ok ? 1 : 0;
