@@ -12,12 +12,13 @@ REMAT=$1
 OUT=$2
 rm -rf "$OUT" && mkdir -p "$OUT" && cd "$OUT" || exit 1
 fail=0
-# expect RC PATTERN CMD...: the command exits RC within 5 s, its stderr is
+# expect RC PATTERN CMD...: the command exits RC within 30 s (a read that blocks
+# would never end; a sanitized build on a busy machine needs more than a few), its stderr is
 # one line matching PATTERN (empty: anything on stdout, nothing checked)
 expect() {
     want=$1 pat=$2
     shift 2
-    timeout 5 "$@" >out.txt 2>err.txt
+    timeout 30 "$@" >out.txt 2>err.txt
     rc=$?
     if [ "$rc" != "$want" ]; then
         echo "FAIL ($rc, expected $want): $*"; cat err.txt; fail=1; return
