@@ -168,8 +168,12 @@ static void placement_line(const remat_cli_opts_t *o, const char *cmd, const rem
              "%.3f s)",
              (double)f->placement_peak_bytes / (1u << 30), f->placement_step_seconds,
              j->result.step_seconds);
-    snprintf(otherwise, sizeof otherwise, "no placement of the checkpoint names fits%s%s",
-             f->placement_note[0] ? ": " : " at this batch on this slice", f->placement_note);
+    if (f->placement_note[0]) { /* the search could not answer: say why, not "none fits" */
+        snprintf(otherwise, sizeof otherwise, "no placement found: %s", f->placement_note);
+    } else {
+        snprintf(otherwise, sizeof otherwise,
+                 "no placement of the checkpoint names fits at this batch on this slice");
+    }
     l->kind = "placement";
     fix_line(o, cmd, &j->cfg, &ch, comment, otherwise, l);
 }

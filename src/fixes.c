@@ -48,7 +48,7 @@ static remat_status_t find_placement(const remat_graph_t *g, const remat_config_
     remat_solution_init(&sol);
     remat_error_t e;
     remat_error_init(&e);
-    remat_status_t st = remat_solve(g, cfg, hw, 0, &sol, &e);
+    remat_status_t st = remat_solve(g, cfg, hw, REMAT_SOLVE_QUICK, &sol, &e);
     if (inapplicable(st)) {
         snprintf(f->placement_note, sizeof f->placement_note, "%.255s", e.text);
         st = REMAT_OK;

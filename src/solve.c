@@ -231,7 +231,8 @@ typedef struct ctx {
     size_t cap, used;
     remat_place_t *assigns;  /* arena of evaluated placements, n each */
     size_t nassigns, assigns_cap;
-    uint64_t plans;          /* layer plans made, bounded by REMAT_SOLVE_MAX_PLANS */
+    uint64_t plans;          /* layer plans made, bounded by max_plans */
+    uint64_t max_plans;      /* REMAT_SOLVE_MAX_PLANS, or _QUICK_PLANS (REMAT_SOLVE_QUICK) */
     remat_place_t *cur, *tmp;
     unsigned char *key;      /* the plan's fates, as the memo key */
     remat_point_t best;      /* the incumbent, when found */
@@ -390,12 +391,15 @@ static void archive_add(ctx_t *c, uint64_t peak, double step) {
 }
 
 static remat_status_t evaluate(ctx_t *c, const remat_place_t *a, eval_t *out) {
-    if (++c->plans > REMAT_SOLVE_MAX_PLANS) {
+    if (++c->plans > c->max_plans) {
         return remat_error_set(c->err, REMAT_E_GRAPH, c->g->source, NULL,
                                "the search over %zu checkpoint names (%llu placements) did "
-                               "not finish within %llu layer plans; search fewer names",
+                               "not finish within %llu layer plans; %s",
                                c->n, (unsigned long long)c->s->space,
-                               (unsigned long long)REMAT_SOLVE_MAX_PLANS);
+                               (unsigned long long)c->max_plans,
+                               c->max_plans < REMAT_SOLVE_MAX_PLANS
+                                   ? "remat solve searches further"
+                                   : "search fewer names");
     }
     for (size_t i = 0; i < c->n; i++) {
         c->policy->rules[i].place = a[i];
@@ -958,7 +962,9 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
                                         "names, so every placement is enumerated"
                                       : "--exhaustive enumerates every placement");
     }
-    ctx_t c = {.g = g, .cfg = cfg, .hw = hw, .s = s, .n = s->nnames, .err = err};
+    ctx_t c = {.g = g, .cfg = cfg, .hw = hw, .s = s, .n = s->nnames, .err = err,
+               .max_plans = (flags & REMAT_SOLVE_QUICK) ? REMAT_SOLVE_QUICK_PLANS
+                                                        : REMAT_SOLVE_MAX_PLANS};
     c.policy = remat_i_xcalloc(1, sizeof *c.policy);
     c.policy->name = remat_i_xstrdup("solve");
     c.policy->description = remat_i_xstrdup("");

@@ -224,7 +224,9 @@ static remat_status_t on_end(ydoc_t *d) {
     if (!grow(&d->kids, &d->kcap, d->nkids + n, sizeof *d->kids, d->err)) {
         return REMAT_E_NOMEM;
     }
-    memcpy(d->kids + d->nkids, d->pending + at, n * sizeof *d->kids);
+    if (n > 0) { /* an empty collection may come before any buffer exists: no NULL + 0 */
+        memcpy(d->kids + d->nkids, d->pending + at, n * sizeof *d->kids);
+    }
     d->nodes[id].first = d->nkids;
     d->nodes[id].n = n;
     d->nkids += n;

@@ -87,6 +87,13 @@
    7 to 16 s and under 300 MB in a Release build). A build may set the
    second lower; the fuzz targets do. */
 #define REMAT_SOLVE_MAX_NAMES 40
+/* The layer plans a quick search (REMAT_SOLVE_QUICK: the fix lines check
+   and analyze print) may make before it gives up: a launch gate answers in
+   well under a second whatever the model (DeepSeek's 17 names reach the
+   full bound in seconds). */
+#ifndef REMAT_SOLVE_QUICK_PLANS
+#define REMAT_SOLVE_QUICK_PLANS 20000
+#endif
 #ifndef REMAT_SOLVE_MAX_PLANS
 #define REMAT_SOLVE_MAX_PLANS 1000000
 #endif

@@ -56,8 +56,10 @@ typedef struct remat_solution {
 
 typedef enum remat_solve_flags {
     REMAT_SOLVE_EXHAUSTIVE = (1u << 0), /* enumerate every placement (for checking) */
-    REMAT_SOLVE_FRONTIER = (1u << 1)    /* also list the Pareto frontier (Pareto branch
+    REMAT_SOLVE_FRONTIER = (1u << 1),   /* also list the Pareto frontier (Pareto branch
                                            and bound; enumerated with EXHAUSTIVE) */
+    REMAT_SOLVE_QUICK = (1u << 2)       /* give up after REMAT_SOLVE_QUICK_PLANS layer
+                                           plans instead of REMAT_SOLVE_MAX_PLANS */
 } remat_solve_flags_t;
 
 void remat_solution_init(remat_solution_t *s);

@@ -83,6 +83,11 @@ static void test_structures(void **state) {
     assert_string_equal(get(&c, "mesh")->value, "[data, fsdp]");
     assert_string_equal(get(&c, "m")->value, "{k: 1, j: [a]}");
     remat_i_yaml_release(&c);
+    /* An empty list that closes before any item exists (the fuzzer's find). */
+    c = parse_ok("r: [[a, [b, []]]]\ne: {}\n");
+    assert_string_equal(get(&c, "r")->value, "[[a, [b, []]]]");
+    assert_string_equal(get(&c, "e")->value, "{}");
+    remat_i_yaml_release(&c);
 }
 
 static void test_axis_rules(void **state) {
