@@ -151,7 +151,13 @@ static const key_t_ keys[] = {
      "MaxText's norm after attention; true is refused"},
     {"use_post_ffw_norm", K_BOOL, F(use_post_ffw_norm), "MaxText's norm after the MLP; true is refused"},
     {"num_pipeline_microbatches", K_U64, F(num_pipeline_microbatches),
-     "micro-batches per step through the pipeline (default: the stage count)"},
+     "micro-batches per step through the pipeline (default: the stage count; a multiple of it)"},
+    {"num_layers_per_pipeline_stage", K_U64, F(num_layers_per_pipeline_stage),
+     "layers a stage runs per pipeline iteration; the layers repeat over the stages "
+     "L / (stages x this) times (MaxText default 1)"},
+    {"pipeline_delay_activation_forwarding", K_BOOL, F(pipeline_delay_activation_forwarding),
+     "a stage's output reaches the next stage one iteration later: 2 (S - 1) bubble "
+     "iterations, not S - 1 (MaxText default false)"},
     MESH("data", 0), MESH("fsdp", 1), MESH("fsdp_transpose", 2), MESH("sequence", 3),
     MESH("tensor", 4), MESH("tensor_sequence", 5), MESH("context", 6), MESH("expert", 7),
     MESH("pipeline", 8), MESH("context_usp_ulysses", 9), MESH("autoregressive", 10),
@@ -249,6 +255,7 @@ void remat_config_defaults(remat_config_t *c) {
     c->per_device_batch_size = 12;
     c->gradient_accumulation_steps = 1;
     c->num_vocab_tiling = 1;
+    c->num_layers_per_pipeline_stage = 1;
     c->num_devices = 1;
     c->dtype = REMAT_DTYPE_BF16;
     c->weight_dtype = REMAT_DTYPE_F32;

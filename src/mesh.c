@@ -56,10 +56,9 @@ static const remat_axis_rule_t default_rules[] = {
     /* vocabulary. MaxText also shards these over `stage`: it runs the
        embedding and the loss outside the pipeline on the whole batch, so
        each device holds global / (data x stage x fsdp ...) sequences of
-       them. remat runs the head with each micro-batch on the first and last
-       stage instead, so the stage axis is left out: with MaxText's default
-       num_pipeline_microbatches (the stage count) a device's head sees the
-       same number of sequences either way. */
+       them. remat divides the head's batch dims by the stages where it
+       binds them (sim/bind.c: bind_dim_sizes), so the stage axis is left
+       out here. */
     R("activation_embed_and_logits_batch", A(DATA) | A(FSDP) | A(FSDP_TRANSPOSE) | A(EXPERT),
       0x346e07adu),
     R("activation_embed_and_logits_batch_sequence",

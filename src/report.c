@@ -310,6 +310,7 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "devices_per_chip", jint(r->hw->devices_per_chip));
     json_object_set_new(o, "mesh", mesh_json(r));
     json_object_set_new(o, "pipeline_microbatches", jint(r->microbatches));
+    json_object_set_new(o, "pipeline_iterations", jint(r->pipeline_iterations));
     json_object_set_new(o, "worst_stage", jint(r->worst_stage));
     json_object_set_new(o, "stages", stages_json(r));
     json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
@@ -580,10 +581,11 @@ static void layout_text(FILE *out, const remat_result_t *r) {
     }
     if (r->nstages > 1) {
         const remat_stage_row_t *w = &r->stages[r->worst_stage];
-        fprintf(out, "  pipeline %zu stages, %" PRIu64 " micro-batches (1F1B); worst stage %zu "
-                     "(layers %zu-%zu, %zu micro-batches in flight)\n",
-                r->nstages, r->microbatches, w->index, w->first_layer, w->last_layer,
-                w->in_flight);
+        fprintf(out, "  pipeline %zu stages, %" PRIu64 " micro-batches, circular: %" PRIu64
+                     " iterations, each stage's layers %" PRIu64 " times, every iteration's "
+                     "residuals kept to the backward; worst stage %zu (layers %zu-%zu)\n",
+                r->nstages, r->microbatches, r->pipeline_iterations, r->pipeline_repeats,
+                w->index, w->first_layer, w->last_layer);
     }
 }
 

@@ -41,6 +41,9 @@ typedef struct remat_config {
     int64_t ici[REMAT_AXIS_COUNT];    /* ici_<axis>_parallelism; -1 fills */
     int64_t dcn[REMAT_AXIS_COUNT];    /* dcn_<axis>_parallelism */
     uint64_t num_pipeline_microbatches; /* 0: one per stage */
+    uint64_t num_layers_per_pipeline_stage; /* layers a stage runs per pipeline iteration (1) */
+    bool pipeline_delay_activation_forwarding; /* a stage's output reaches the next one
+                                                  iteration later: d = 2 bubble slots a stage */
     bool use_qwix_quantization;
     bool optimizer_memory_host_offload, parameter_memory_host_offload;
     bool fsdp_prefetch;               /* the next layer's weights are gathered early */

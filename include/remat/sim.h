@@ -36,7 +36,7 @@ typedef enum remat_cat {
     REMAT_CAT_GATHERED,    /* FSDP all-gathered weights of the layer run (and the next) */
     REMAT_CAT_GRAD_BUFFER, /* full-size weight gradients before the reduce-scatter */
     REMAT_CAT_KV_GATHER,   /* context-parallel all-gathered K and V */
-    REMAT_CAT_INFLIGHT,    /* pipeline: residuals of other micro-batches in flight */
+    REMAT_CAT_INFLIGHT,    /* pipeline: residuals of its other iterations, kept to the backward */
     REMAT_CAT_SCAN_WEIGHTS, /* the scanned layers' weights, copied layer-first in the compute
                                dtype for the scan (MaxText's NNX scan), live through both scans */
     REMAT_CAT_COUNT
@@ -114,6 +114,9 @@ typedef struct remat_name_row {
 
 /* One pipeline stage (the whole model when there is no pipeline). */
 typedef struct remat_stage_row {
+    /* in_flight: the micro-batches whose residuals the stage holds at once
+       (all M of MaxText's circular pipeline; 1 without one); inflight_bytes:
+       the residuals of every iteration but the simulated micro-batch's */
     size_t index, first_layer, last_layer, in_flight;
     uint64_t peak_bytes, static_bytes, inflight_bytes;
     /* static + in flight + this micro-batch's residuals kept in HBM + the
@@ -145,6 +148,11 @@ typedef struct remat_result {
     size_t nstages, worst_stage;
     remat_stage_row_t *stages;
     uint64_t microbatches;
+    /* MaxText's circular pipeline: each stage's layers repeat `repeats`
+       times (L / (stages x num_layers_per_pipeline_stage)); the scan runs
+       microbatches x repeats + bubble iterations (bubble: stages - 1, twice
+       that with pipeline_delay_activation_forwarding). No pipeline: 1 and 1. */
+    uint64_t pipeline_repeats, pipeline_iterations;
     /* compute */
     uint64_t forward_flops, backward_flops, recompute_flops, model_flops;
     double recompute_share; /* recompute / model */

@@ -165,6 +165,8 @@ static void result_begin(const remat_analyzer_t *an, const remat_policy_t *polic
     memcpy(r->mesh.shards, an->mesh.shards, sizeof r->mesh.shards);
     memcpy(r->dim_size, an->dim_size, sizeof r->dim_size);
     r->microbatches = an->microbatches;
+    r->pipeline_repeats = an->repeats;
+    r->pipeline_iterations = an->microbatches * an->repeats + an->bubble; /* < 2^63: L, M bound */
     r->param_count = an->param_count;
     r->active_param_count = an->active_param_count;
 }

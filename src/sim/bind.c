@@ -830,7 +830,11 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
         if (dim->div && (st = size_of(an->cfg, dim->div, f[1], &div, err))) {
             return st;
         }
-        if (f[2] == REMAT_I_DIM_BATCH) {
+        /* the head's batch is split over the stages, a layer's over the
+           micro-batches (M is a multiple of the stages: check_mesh) */
+        const bool batch = f[2] == REMAT_I_DIM_BATCH;
+        const uint64_t hdiv = batch ? div * an->nstages : div;
+        if (batch) {
             div *= an->microbatches;
         }
         if (an->dim_size[d] % div) {
@@ -841,6 +845,7 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
                                    dim->div ? " / " : " / pipeline micro-batches ",
                                    dim->div ? dim->div : "");
         }
+        an->head_dim_size[d] = an->dim_size[d] / hdiv;
         an->dim_size[d] /= div;
     }
     return REMAT_OK;
@@ -853,10 +858,18 @@ static remat_status_t check_mesh(const remat_analyzer_t *an, remat_error_t *err)
     if (g->ndims > SIM_MAX_DIMS) {
         return remat_error_set(err, REMAT_E_GRAPH, g->source, "$.dims", "at most 64 dims");
     }
-    if (an->nlayers % an->nstages) {
+    const uint64_t lps = an->cfg->num_layers_per_pipeline_stage;
+    if (an->nstages > 1 && (lps == 0 || an->nlayers % (an->nstages * lps))) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "%zu layers do not split evenly over %zu pipeline stages",
-                               an->nlayers, an->nstages);
+                               "%zu layers do not split evenly over %zu pipeline stages of "
+                               "num_layers_per_pipeline_stage=%llu",
+                               an->nlayers, an->nstages, (unsigned long long)lps);
+    }
+    if (an->nstages > 1 && an->microbatches % an->nstages) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "num_pipeline_microbatches=%llu is not a multiple of the %zu "
+                               "pipeline stages (MaxText requires one)",
+                               (unsigned long long)an->microbatches, an->nstages);
     }
     for (size_t k = 0; an->mesh.shards[REMAT_AXIS_CONTEXT] > 1 && k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
@@ -924,9 +937,11 @@ static void block_envelope(const remat_block_t *b, const bound_t *bd, wide_sum_t
 
 /* The step holds at most: static memory (params, optimizer state,
    gradients, an accumulator: at most 5x the param bytes), residuals of
-   every layer for each micro-batch in flight (at most 2x, all layers), one
-   layer's transients, the reserve (less than the transients) and the head.
-   Sixteen times the blocks' envelope covers all of it. */
+   every layer for each micro-batch in flight (a pipeline's M micro-batches
+   and its bubble: at most M + 2 times all layers), one layer's
+   transients, the reserve (less than the transients) and the head.
+   Sixteen times the blocks' envelope, the layers' M + 2 times, covers all
+   of it. */
 static remat_status_t check_envelope(const remat_analyzer_t *an, remat_error_t *err) {
     wide_sum_t lb = {0, 0}, lf = {0, 0}, hb = {0, 0}, hf = {0, 0};
     /* Every kind's envelope as if every layer ran each: an upper bound. */
@@ -939,6 +954,9 @@ static remat_status_t check_envelope(const remat_analyzer_t *an, remat_error_t *
     remat_acc_t lbytes = wide_total(lb), lflops = wide_total(lf);
     const remat_acc_t hbytes = wide_total(hb), hflops = wide_total(hf);
     remat_acc_mul(&lbytes, an->nlayers);
+    if (an->nstages > 1) {
+        remat_acc_mul(&lbytes, an->microbatches + 2);
+    }
     remat_acc_add(&lbytes, hbytes.value);
     remat_acc_mul(&lbytes, 16);
     remat_acc_mul(&lflops, an->nlayers);
@@ -1099,7 +1117,13 @@ static remat_status_t bind_blocks(remat_analyzer_t *an, bind_ctx_t *x, remat_err
             return st;
         }
     }
-    return g->has_head ? bind_block(x, g->nkinds, &an->hb, err) : REMAT_OK;
+    if (!g->has_head) {
+        return REMAT_OK;
+    }
+    /* the head's batch differs with a pipeline: its shapes bind anew */
+    x->dimsize = an->head_dim_size;
+    memset(x->sdone, 0, g->index->nshapes);
+    return bind_block(x, g->nkinds, &an->hb, err);
 }
 
 remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
@@ -1107,8 +1131,14 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     an->nstages = (size_t)an->mesh.shards[REMAT_AXIS_STAGE];
     an->microbatches = remat_mesh_microbatches(&an->mesh, an->cfg);
     remat_status_t st;
-    if ((st = check_mesh(an, err)) || (st = bind_dim_sizes(an, err)) ||
-        (st = bind_kinds(an, err))) {
+    if ((st = check_mesh(an, err))) {
+        return st;
+    }
+    an->repeats = an->nstages > 1
+                      ? an->nlayers / (an->nstages * an->cfg->num_layers_per_pipeline_stage)
+                      : 1;
+    an->bubble = (an->nstages - 1) * (an->cfg->pipeline_delay_activation_forwarding ? 2u : 1u);
+    if ((st = bind_dim_sizes(an, err)) || (st = bind_kinds(an, err))) {
         return st;
     }
     bind_ctx_t x;

@@ -205,8 +205,20 @@ struct remat_analyzer {
     const remat_config_t *cfg;
     const remat_hw_t *hw;
     uint64_t dim_size[SIM_MAX_DIMS]; /* bound per-device size of each graph dim */
+    /* The head's: MaxText runs the embedding and the loss outside the
+       pipeline, on every device, over the whole step's batch sharded over
+       the stage axis too: the batch dims are microbatches / nstages times a
+       layer's (the same without a pipeline). */
+    uint64_t head_dim_size[SIM_MAX_DIMS];
     uint64_t microbatches;
     size_t nlayers, nstages;
+    /* MaxText's circular pipeline (layers/pipeline.py): each of its
+       microbatches x repeats + bubble iterations runs
+       num_layers_per_pipeline_stage layers on one micro-batch on every
+       stage; a stage's layers repeat `repeats` = L / (stages x that) times.
+       bubble = d (stages - 1), d = 2 with delayed activation forwarding.
+       No pipeline: repeats 1, bubble 0. */
+    uint64_t repeats, bubble;
     /* The kind of every layer (remat_kind_t's rule): kb[kind_of[l]],
        below, is layer l's block. */
     static_part_t kpart[REMAT_MAX_KINDS]; /* one layer's params, per kind */
@@ -283,6 +295,21 @@ static inline remat_status_t sum_checked(uint64_t *acc, uint64_t a, uint64_t tim
     }
     *acc = sum.value;
     return REMAT_OK;
+}
+
+/* *out = what a stage holds of @p stage_bytes (one micro-batch through its
+   layers) over the whole pipeline: the scan over iterations keeps each
+   iteration's residuals to the backward, M micro-batches through every
+   repeat of the stage's layers and the bubble's iterations (a repeat's
+   share each, layers run on nothing that still save their inputs). No
+   pipeline: @p stage_bytes. */
+static inline remat_status_t pipeline_held(const remat_analyzer_t *an, uint64_t stage_bytes,
+                                           uint64_t *out, const char *what,
+                                           remat_error_t *err) {
+    assert(an->repeats >= 1 && (an->nstages > 1 || (an->microbatches == 1 && !an->bubble)));
+    *out = 0;
+    remat_status_t st = sum_checked(out, stage_bytes, an->microbatches, what, err);
+    return st ? st : sum_checked(out, stage_bytes / an->repeats, an->bubble, what, err);
 }
 
 /* Most configs quantize nothing (an empty string): one byte tells, and

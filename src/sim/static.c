@@ -10,9 +10,10 @@
  *    error otherwise;
  *  - a stage's static categories sum to its static bytes, and what moves to
  *    host RAM is in neither;
- *  - a head param is counted once per stage that runs it: in the pre part
- *    when the embedding uses it, in the post part too only when the loss
- *    runs on another stage (tied embeddings on one stage count once).
+ *  - a head param is counted once on every stage (MaxText runs the
+ *    embedding and the loss on every stage, outside the pipeline): in the
+ *    pre part when the embedding uses it, else in the post part (tied
+ *    embeddings count once).
  */
 #include <string.h>
 
@@ -153,7 +154,7 @@ static void head_params(remat_analyzer_t *an, uint64_t *global, uint64_t *active
         if (in_pre) {
             add_param(&an->pre, &an->hb, t, i);
         }
-        if (in_post && (!in_pre || an->nstages > 1)) {
+        if (in_post && !in_pre) { /* every stage runs both parts: a shared param once */
             add_param(&an->post, &an->hb, t, i);
         }
         if (in_post) {
@@ -205,9 +206,9 @@ static remat_status_t stage_params(const remat_analyzer_t *an, size_t k, uint64_
         return st;
     }
     *layers = *count;
-    const static_part_t *parts[2] = {
-        an->g->has_head && k == 0 ? &an->pre : NULL,
-        an->g->has_head && k == an->nstages - 1 ? &an->post : NULL};
+    /* every stage runs the head (step.c): MaxText splits no head param by stage */
+    const static_part_t *parts[2] = {an->g->has_head ? &an->pre : NULL,
+                                     an->g->has_head ? &an->post : NULL};
     for (int i = 0; i < 2; i++) {
         if (parts[i]) {
             *count += parts[i]->count;

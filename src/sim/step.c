@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * step.c: the step composed from layer profiles, stage by stage: static
- * memory and the residuals of micro-batches in flight, the head's embedding,
- * the stage's layers forward, the head's loss forward and backward (or the
- * output leaving and its gradient arriving), the layers backward, the
- * embedding backward.
+ * memory and the residuals of the pipeline's other iterations, the head's
+ * embedding (every stage runs the head: MaxText's is outside its pipeline),
+ * the stage's layers forward, the head's loss forward and backward (for a
+ * graph with no head, the output leaving and its gradient arriving), the
+ * layers backward, the embedding backward.
  *
  * Layers of one kind with the same plan share one profile computed once;
  * the step composes profiles, which is exact because a layer's bytes depend
@@ -402,8 +403,8 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
 
 /* ---- a stage ------------------------------------------------------------ */
 
-/* The stage's start: the head's embedding forward on the first stage, the
-   input arriving from the previous stage on any other. */
+/* The stage's start: the head's embedding forward; with no head, the
+   input arriving. */
 static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, step_t *stp) {
     const remat_graph_t *g = an->g;
     const remat_block_t *H = &g->head;
@@ -472,8 +473,8 @@ static void head_post_tiled(const remat_analyzer_t *an, scratch_t *s, uint64_t g
 }
 
 /* The stage's turn from forward to backward: the head's loss forward and
-   backward on the last stage; on any other, the output leaves (for the
-   next stage) and its gradient arrives in its place. The weight gradients
+   backward; with no head, the output leaves (for the next stage) and its
+   gradient arrives in its place. The weight gradients
    exist from the layers' backward on: XLA allocates the backward scan's
    stacked gradients as that scan begins, after the head's backward (the
    compiler's live ranges at e591f30: none at the loss). */
@@ -679,8 +680,14 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
     }
 }
 
-/* Stage @p k's peak: its static memory, the residuals of the micro-batches
-   it holds in flight, and one micro-batch's step. */
+/* Stage @p k's peak: its static memory, the residuals of the pipeline's
+   other iterations, and one micro-batch's step. MaxText's pipeline is
+   circular (layers/pipeline.py at e591f30): every stage runs its layers for
+   each of the M micro-batches and the bubble, and the scan over iterations
+   keeps each one's residuals to the backward (pipeline_held): the v4-16
+   llama2-7b compile with 2 stages and 4 micro-batches holds 65 layer
+   inputs, 4 x 16 + 1 (docs/validation.md). The embedding and the loss run
+   on every stage, outside the pipeline, on the step's whole batch. */
 static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *r,
                                 stage_static_t *ss, remat_error_t *err) {
     const size_t stages = an->nstages, Ls = an->nlayers / stages;
@@ -692,24 +699,23 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     if (st) {
         return st;
     }
-    /* 1F1B: stage k holds the residuals of min(stages - k, micro-batches)
-       micro-batches; the step below is the last of them. */
-    row->in_flight = stages - k < r->microbatches ? stages - k : (size_t)r->microbatches;
-    uint64_t stage_saved = 0; /* below 2^62: part of the simulated live bytes */
+    row->in_flight = (size_t)r->microbatches;
+    uint64_t stage_saved = 0, held; /* below 2^62: part of the simulated live bytes */
     for (size_t l = row->first_layer, e; l <= row->last_layer; l = e + 1) {
         e = run_end(an, l, row->last_layer);
         stage_saved += r->layers[l].saved_device_bytes * (e - l + 1); /* a run's equal rows */
     }
-    if ((st = sum_checked(&row->inflight_bytes, stage_saved, row->in_flight - 1,
-                                  "in-flight bytes", err))) {
+    /* the step below simulates one micro-batch's: the rest are in flight */
+    if ((st = pipeline_held(an, stage_saved, &held, "in-flight bytes", err))) {
         return st;
     }
+    row->inflight_bytes = held - stage_saved;
     ss->cats[REMAT_CAT_INFLIGHT] = (int64_t)row->inflight_bytes;
     row->static_bytes = ss->bytes;
     step_t stp;
     const bool has_head = an->g->has_head;
     assert(row->first_layer == Ls * k && row->last_layer == Ls * k + Ls - 1);
-    simulate_stage(an, k, has_head && k == 0, has_head && k == stages - 1, ss, &stp);
+    simulate_stage(an, k, has_head, has_head, ss, &stp);
     row->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
     memcpy(row->breakdown, stp.m.peak_cats, sizeof row->breakdown);
     row->peak_at = stp.at;

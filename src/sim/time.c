@@ -244,12 +244,6 @@ static double compute_peak(const remat_analyzer_t *an) {
     return is_fp8(an->cfg) ? an->hw->flops_fp8 : an->hw->flops_bf16;
 }
 
-/* Whether the head's op at position @p p runs on stage @p k: the embedding
-   on the first, the loss on the last. */
-static bool head_op_on(const remat_analyzer_t *an, size_t p, size_t k) {
-    return p < an->g->head_npre ? k == 0 : k == an->nstages - 1;
-}
-
 /* Whether the head's op at position @p p runs forward twice: the chunked
    loss (num_vocab_tiling > 1) re-runs each chunk's forward in its backward. */
 static bool head_reruns(const remat_analyzer_t *an, size_t p) {
@@ -284,9 +278,11 @@ static remat_status_t run_counts(remat_result_t *r, const remat_layer_row_t *row
 }
 
 /* FLOPs and offload bytes per step on a device of the worst stage: its
-   layers (and head parts) for every micro-batch (gradient accumulation
-   and pipeline micro-batches); the layer rows are per micro-batch. Runs
-   of identical layers share one row's terms. */
+   layers for every micro-batch (gradient accumulation and pipeline
+   micro-batches; the layer rows are per micro-batch), and the head once
+   per accumulation step (it runs on the whole batch: every stage runs it
+   outside MaxText's pipeline). Runs of identical layers share one row's
+   terms. */
 static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_t *r,
                                        uint64_t steps, remat_error_t *err) {
     const remat_stage_row_t *w = &r->stages[r->worst_stage];
@@ -299,13 +295,13 @@ static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_
         }
     }
     const bound_t *hb = &an->hb;
+    const uint64_t accum = an->cfg->gradient_accumulation_steps;
     for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
         size_t j = an->g->head.order[p];
-        if (head_op_on(an, p, w->index) &&
-            ((st = sum_checked(&r->forward_flops, hb->fwd[j], steps, "FLOPs", err)) ||
-             (st = sum_checked(&r->backward_flops, hb->bwd[j], steps, "FLOPs", err)) ||
-             (head_reruns(an, p) &&
-              (st = sum_checked(&r->recompute_flops, hb->fwd[j], steps, "FLOPs", err))))) {
+        if ((st = sum_checked(&r->forward_flops, hb->fwd[j], accum, "FLOPs", err)) ||
+            (st = sum_checked(&r->backward_flops, hb->bwd[j], accum, "FLOPs", err)) ||
+            (head_reruns(an, p) &&
+             (st = sum_checked(&r->recompute_flops, hb->fwd[j], accum, "FLOPs", err)))) {
             return st;
         }
     }
@@ -313,15 +309,16 @@ static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_
 }
 
 /* What the step sums layer by layer in floating point, in one pass over
-   the layers: each stage's time for one micro-batch (its layers', then its
-   head ops' rooflines), every layer's model and re-run FLOPs, and the
+   the layers: each stage's layers' time for one micro-batch, the head ops'
+   rooflines (once a step), every layer's model and re-run FLOPs, and the
    worst stage's transfer seconds per step, exposed (what the compute does
    not hide), exposed collective and re-run. Each sum adds the same terms
    in the same order as a pass of its own would, so it rounds alike; in
    one pass the sums do not wait on each other (separate passes ran at a
    floating add's latency). */
 typedef struct fsums {
-    double slowest, model, rec;                      /* across stages */
+    double slowest, model, rec;                      /* the stages' layers */
+    double head, head_model;                         /* the head's, once per step */
     double d2h, exposed, collective, rerun;          /* the worst stage's */
 } fsums_t;
 
@@ -369,35 +366,34 @@ static void step_fsums(const remat_analyzer_t *an, const remat_result_t *r, uint
                        fsums_t *f) {
     memset(f, 0, sizeof *f);
     for (size_t k = 0; k < an->nstages; k++) {
-        double t = stage_layers(an, r, k, (double)steps, f);
-        for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
-            if (head_op_on(an, p, k)) {
-                size_t j = an->g->head.order[p];
-                t += an->hb.fwd_s[j] * (head_reruns(an, p) ? 2 : 1) + an->hb.bwd_s[j];
-            }
-        }
-        f->slowest = max2(t, f->slowest);
+        f->slowest = max2(stage_layers(an, r, k, (double)steps, f), f->slowest);
     }
-    for (size_t j = 0; an->g->has_head && j < an->g->head.nops; j++) {
-        f->model += (double)(an->hb.fwd[j] + an->hb.bwd[j]);
+    for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
+        size_t j = an->g->head.order[p];
+        f->head += an->hb.fwd_s[j] * (head_reruns(an, p) ? 2 : 1) + an->hb.bwd_s[j];
+        f->head_model += (double)(an->hb.fwd[j] + an->hb.bwd[j]);
     }
 }
 
 /* The pipeline runs at its slowest stage: the stage with the peak is not
-   always the one with the most work (the loss head sits on the last).
-   Across stages, model and hardware FLOPs per device are averaged. */
+   always the one with the most work (mixed layer stacks). Across stages,
+   model and hardware FLOPs per device are averaged. */
 static void utilization(const remat_analyzer_t *an, remat_result_t *r, uint64_t steps,
                         const fsums_t *f) {
     const size_t stages = an->nstages;
     const double flops_peak = compute_peak(an);
     const double slowest = f->slowest;
-    const double all_model = f->model * ((double)steps / (double)stages);
+    const double accum = (double)an->cfg->gradient_accumulation_steps;
+    const double all_model = f->model * ((double)steps / (double)stages) + f->head_model * accum;
     const double all_rec = f->rec * ((double)steps / (double)stages);
-    /* 1F1B: m micro-batches through p stages take m + p - 1 slots of one
-       micro-batch's stage time; gradient accumulation repeats that. */
-    r->bubble_fraction = (double)(stages - 1) / (double)(r->microbatches + stages - 1);
-    r->step_seconds = slowest * (double)an->cfg->gradient_accumulation_steps *
-                      (double)(r->microbatches + stages - 1);
+    /* MaxText's circular pipeline: M R + bubble iterations of L / (S R)
+       layers each, M + bubble / R slots of one micro-batch's stage time
+       (layers/pipeline.py; base.yml's bubble fraction (S - 1) / (M R + S - 1)),
+       then the head once on the whole batch; gradient accumulation repeats
+       the step. */
+    const double slots = (double)r->microbatches + (double)an->bubble / (double)an->repeats;
+    r->bubble_fraction = ((double)an->bubble / (double)an->repeats) / slots;
+    r->step_seconds = (slowest * slots + f->head) * accum;
     if (r->step_seconds > 0) {
         r->mfu = all_model / (r->step_seconds * flops_peak);
         r->hfu = (all_model + all_rec) / (r->step_seconds * flops_peak);

@@ -31,9 +31,9 @@ remat_verdict_t remat_result_verdict(const remat_result_t *r) {
     return v;
 }
 
-/* Host RAM: offloaded residuals of a device's layers for every micro-batch
-   in flight, plus host-resident params/optimizer, for each device of the
-   host (TPU7x: two per chip). */
+/* Host RAM: offloaded residuals of a device's layers for every pipeline
+   iteration (pipeline_held), plus host-resident params/optimizer, for each
+   device of the host (TPU7x: two per chip). */
 static remat_status_t host_ram(const remat_analyzer_t *an, remat_result_t *r,
                                remat_error_t *err) {
     const remat_stage_row_t *w = &r->stages[r->worst_stage];
@@ -43,7 +43,7 @@ static remat_status_t host_ram(const remat_analyzer_t *an, remat_result_t *r,
         off_stage += r->layers[l].offloaded_bytes * (e - l + 1); /* a run's equal rows */
     }
     remat_status_t st;
-    if ((st = sum_checked(&per_device, off_stage, w->in_flight, "host bytes", err)) ||
+    if ((st = pipeline_held(an, off_stage, &per_device, "host bytes", err)) ||
         (st = sum_checked(&per_device, r->host_static_bytes, 1, "host bytes", err)) ||
         (st = sum_checked(&r->host_bytes_per_host, per_device, an->hw->devices_per_host,
                                   "host bytes", err))) {

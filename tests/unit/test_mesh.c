@@ -73,17 +73,19 @@ static void test_megatron_table2(void **state) {
 /* The mini layer (fixtures.c) in a 2-stage pipeline of 4 layers, 2
    micro-batches. per_device_batch_size=2 on 2 devices: 4 sequences a step,
    2 a micro-batch, all on each stage (no batch sharding).
-   Stage 0 holds micro-batches 1 and 2 (1F1B: stages - 0), stage 1 one.
+   MaxText's circular pipeline: each stage's 2 layers repeat R = 4 / 2 = 2
+   times, one layer an iteration; 2 x 2 + 1 = 5 iterations (1 of bubble),
+   each keeping its layer's residuals to the backward.
    Static per stage: 2 layers x 64 params: params 512, adamw 1024 (the
    gradients, 512, come at the stage's turn to backward). Reserve 0.
-   full keeps x (16 B) a layer: in flight 1 x 2 x 16 = 32 on stage 0.
-   Stage 0: 1536 + 32 + x0 16; layer 0: 1584 + 64, then 1600; layer 1:
-   1664, then 1616; the output leaves for stage 1, its gradient comes back
-   and the gradients arrive: 2128; layer 1 backward peaks at 2128 + 112 =
-   2240 (test_sim.c's profile).
-   Stage 1: 1536 + x 16 = 1552; after forward x2, x3 and y3: 1584; the
-   output leaves, its gradient and the gradients arrive: 2096; backward
-   2096 + 112 = 2208. */
+   full keeps x (16 B) a layer: one micro-batch through the stage keeps
+   32, the 5 iterations 5 x 16 = 80 = 2 x 32 + 32 / 2; the simulated
+   micro-batch's 32 aside, 48 in flight on every stage.
+   Stage 1 without in-flight bytes (the old test's figures): 1536 + x 16 =
+   1552; after forward x2, x3 and y3: 1584; the output leaves, its gradient
+   and the gradients arrive: 2096; backward 2096 + 112 = 2208 (test_sim.c's
+   profile); with them 2256. Stage 0 walks the same bytes: 2256 at its
+   layer 1, and it is the worst stage (the first of equals). */
 static void test_pipeline_by_hand(void **state) {
     (void)state;
     const char *args[] = {"model_name=default",        "per_device_batch_size=2",
@@ -96,27 +98,47 @@ static void test_pipeline_by_hand(void **state) {
     assert_int_equal(f->r.microbatches, 2);
     const remat_stage_row_t *s0 = &f->r.stages[0], *s1 = &f->r.stages[1];
     assert_int_equal(s0->in_flight, 2);
-    assert_int_equal(s1->in_flight, 1);
-    /* stage 0 holds L = 4 layers' worth: 2 micro-batches x 2 layers x 16 B */
-    assert_int_equal(s0->inflight_bytes + 2 * f->r.layers[0].saved_device_bytes, 4 * 16);
+    assert_int_equal(s1->in_flight, 2);
+    assert_int_equal(f->r.pipeline_repeats, 2);
+    assert_int_equal(f->r.pipeline_iterations, 5);
+    assert_int_equal(f->r.layers[0].saved_device_bytes, 16);
+    assert_int_equal(s0->inflight_bytes, 48);
+    assert_int_equal(s1->inflight_bytes, 48);
     assert_int_equal(s0->static_bytes, 1536);
-    assert_int_equal(s0->peak_bytes, 2240);
-    assert_int_equal(s1->peak_bytes, 2208);
+    assert_int_equal(s0->peak_bytes, 2256);
+    assert_int_equal(s1->peak_bytes, 2256);
     assert_int_equal(f->r.worst_stage, 0);
-    assert_int_equal(f->r.peak_bytes, 2240);
+    assert_int_equal(f->r.peak_bytes, 2256);
     assert_int_equal(f->r.peak_at.stage, 0);
     assert_int_equal(f->r.peak_at.layer, 1);
-    assert_int_equal(f->r.breakdown[REMAT_CAT_INFLIGHT], 32);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_INFLIGHT], 48);
     fx_free(f);
-    /* 4 micro-batches: stage 0 still holds at most 2 (stages - 0). */
+    /* 4 micro-batches of one sequence: 4 x 2 + 1 = 9 iterations of 8 B,
+       72, less the simulated micro-batch's 16 */
     const char *more[] = {"model_name=default",        "per_device_batch_size=2",
                           "base_emb_dim=4",            "base_mlp_dim=8",
                           "base_num_decoder_layers=4", "num_devices=2",
                           "ici_pipeline_parallelism=2", "num_pipeline_microbatches=4",
-                          NULL};
+                          "remat_policy=full",          NULL};
     f = fx_analyze_ok(fx_mini_graph, more);
-    assert_int_equal(f->r.stages[0].in_flight, 2);
+    assert_int_equal(f->r.stages[0].in_flight, 4);
+    assert_int_equal(f->r.pipeline_iterations, 9);
     assert_int_equal(f->r.layers[0].saved_device_bytes, 8); /* one sequence a micro-batch */
+    assert_int_equal(f->r.stages[0].inflight_bytes, 56);
+    fx_free(f);
+    /* 2 layers a stage per iteration (R = 1) and delayed forwarding (a
+       bubble of 2 (S - 1) = 2 iterations): 2 + 2 = 4 iterations of both
+       layers, 4 x 32 = 128, less 32 */
+    const char *two[] = {"model_name=default",          "per_device_batch_size=2",
+                         "base_emb_dim=4",              "base_mlp_dim=8",
+                         "base_num_decoder_layers=4",   "num_devices=2",
+                         "ici_pipeline_parallelism=2",  "num_layers_per_pipeline_stage=2",
+                         "pipeline_delay_activation_forwarding=true", "remat_policy=full",
+                         NULL};
+    f = fx_analyze_ok(fx_mini_graph, two);
+    assert_int_equal(f->r.pipeline_repeats, 1);
+    assert_int_equal(f->r.pipeline_iterations, 4);
+    assert_int_equal(f->r.stages[0].inflight_bytes, 96);
     fx_free(f);
 }
 
