@@ -3,7 +3,7 @@
 
     corpus.py plan   [--remat BIN]          cases -> validation/xla/plan.json
     corpus.py refine [--remat BIN]          more runs where XLA's figures left a case far from its limit
-    corpus.py grow   [--jobs 2] [--maxtext SRC] [--limit N] [--log FILE]
+    corpus.py grow   [--jobs 2] [--maxtext SRC] [--limit N] [--only REGEX] [--log FILE]
     corpus.py limits [--maxtext SRC]        XLA's limit per chip (limits.py) into the corpus
     corpus.py status                        what the corpus covers
 
@@ -12,15 +12,20 @@ planned (remat's predictions only choose them), so a later session resumes
 the same corpus. `grow` compiles the planned runs not yet in
 validation/xla_runs.json, `--jobs` at a time at low priority, writing each
 result as it finishes (the file is rewritten whole, atomically) and one log
-line per run; stop it at any time and run it again to go on.
+line per run; stop it at any time and run it again to go on. `--only`
+compiles the planned runs whose id matches a regular expression (a second
+`grow` may run beside the first: each result is written under a lock on the
+corpus, so neither loses the other's).
 """
 
 import argparse
 import datetime
+import fcntl
 import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import threading
@@ -272,7 +277,8 @@ def cmd_grow(args):
   plan = load(PLAN, PLAN_FORMAT, "runs")
   corpus = load(CORPUS, CORPUS_FORMAT, "runs")
   done = {r["id"] for r in corpus["runs"]}
-  pending = order([r for r in plan["runs"] if r["id"] not in done])
+  only = re.compile(args.only) if args.only else None
+  pending = order([r for r in plan["runs"] if r["id"] not in done and (not only or only.search(r["id"]))])
   if args.limit:
     pending = pending[: args.limit]
   lock = threading.Lock()
@@ -282,7 +288,8 @@ def cmd_grow(args):
 
   def finish(run):
     entry = compile_one(args, run)
-    with lock:
+    with lock, open(CORPUS + ".lock", "a", encoding="utf-8") as held:
+      fcntl.flock(held, fcntl.LOCK_EX)  # another grow's read-modify-write waits: none is lost
       data = load(CORPUS, CORPUS_FORMAT, "runs")
       data["runs"] = [r for r in data["runs"] if r.get("id") != entry["id"]] + [entry]
       data["runs"].sort(key=lambda r: r["id"])
@@ -374,6 +381,7 @@ def main(argv):
   s.add_argument("--jobs", type=int, default=2)
   s.add_argument("--maxtext")
   s.add_argument("--limit", type=int, default=0)
+  s.add_argument("--only", help="compile only the planned runs whose id matches this regular expression")
   s.add_argument("--log")
   s = sub.add_parser("limits")
   s.add_argument("--maxtext")

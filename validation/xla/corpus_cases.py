@@ -68,6 +68,13 @@ CASES = [
     case("llama2-7b", "v4-16", "minimal"),
     case("llama2-7b", "v4-16", "full", ["ici_context_parallelism=2", "max_target_length=4096"]),
     case("llama2-7b", "v4-16", "full", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=4"]),
+    # the pipeline's other knobs: two layers an iteration, delayed forwarding,
+    # a policy that keeps more than the layer's input
+    case("llama2-7b", "v4-16", "full", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=4",
+                                        "num_layers_per_pipeline_stage=2"]),
+    case("llama2-7b", "v4-16", "full", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=2",
+                                        "pipeline_delay_activation_forwarding=true"]),
+    case("llama2-7b", "v4-16", "save_qkv_proj", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=4"]),
     case("llama2-13b", "v4-16", "save_dot_except_mlpwi"),
     case("gpt3-22b", "v4-16", "full"),
     case("gpt3-175b", "v4-32", "full", layers="auto"),
