@@ -688,6 +688,19 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
    llama2-7b compile with 2 stages and 4 micro-batches holds 65 layer
    inputs, 4 x 16 + 1 (docs/validation.md). The embedding and the loss run
    on every stage, outside the pipeline, on the step's whole batch. */
+
+/* The pipeline's loop state beyond its inputs and outputs (the head's
+   batch holds those, state_io): in micro-batches of a layer's input, the
+   buffer that shifts each stage's output to the next, the previous outputs
+   with delayed forwarding, and, when a stage's layers repeat over more
+   micro-batches than the stages forward at once, the circular storage of
+   every micro-batch and its mover (pipeline.py's init_states). Its
+   gradient is as large and lives through the backward. */
+static uint64_t loop_state_inputs(const remat_analyzer_t *an) {
+    const uint64_t d = an->cfg->pipeline_delay_activation_forwarding ? 2 : 1;
+    const bool circular = an->repeats > 1 && an->microbatches > an->nstages * d;
+    return 1 + (d - 1) + (circular ? an->microbatches + 1 : 0);
+}
 static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *r,
                                 stage_static_t *ss, remat_error_t *err) {
     const size_t stages = an->nstages, Ls = an->nlayers / stages;
@@ -710,6 +723,14 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
         return st;
     }
     row->inflight_bytes = held - stage_saved;
+    if (stages > 1) {
+        const size_t kind = an->kind_of[row->first_layer];
+        const uint64_t x = an->kb[kind].bytes[an->g->kinds[kind].block.inputs[0]];
+        if ((st = sum_checked(&row->inflight_bytes, x, loop_state_inputs(an), "in-flight bytes",
+                              err))) {
+            return st;
+        }
+    }
     ss->cats[REMAT_CAT_INFLIGHT] = (int64_t)row->inflight_bytes;
     row->static_bytes = ss->bytes;
     step_t stp;
