@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 #include <threads.h>
 
 #include "remat/builtin.h"
@@ -703,15 +702,14 @@ static void test_fixes(void **state) {
     remat_fixes_release(&fx);
     fx_free(f);
     /* DeepSeek's 17 names: the fix lines' quick search gives up within its
-       bound and says so (the note names the full search), where remat solve
-       goes on; the batch lines still come */
+       bound (20000 layer plans, 1/50 of remat solve's: a Release check took
+       2.5 s with the full bound, 0.16 s with this one) and says so, naming
+       the full search; the batch lines still come */
     const char *moe[] = {"model_name=deepseek3-671b", "topology=v5p-512",
                          "per_device_batch_size=3", "max_target_length=8192", NULL};
     f = fx_analyze_ok(NULL, moe);
     assert_false(remat_result_passes(&f->r));
-    clock_t t0 = clock();
     assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
-    assert_true((double)(clock() - t0) / CLOCKS_PER_SEC < 5.0); /* 1M plans: 2.5 s, Release */
     assert_false(fx.placement_found);
     assert_non_null(strstr(fx.placement_note, "20000 layer plans; remat solve searches"));
     assert_true(fx.nbatches > 0);
