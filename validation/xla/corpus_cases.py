@@ -37,6 +37,9 @@ TP4 = ["ici_tensor_parallelism=4"]
 CUSTOM_A = ["query_proj=device", "key_proj=device", "value_proj=device", "mlpwo=device"]
 CUSTOM_B = ["query_proj=offload", "key_proj=offload", "value_proj=offload", "out_proj=device"]
 CUSTOM_C = ["mlpwi_0=device", "mlpwi_1=offload", "out_proj=device"]
+# MaxText's v4 52B benchmark model (base.yml's decoder at these dims)
+D52 = ["base_num_decoder_layers=32", "base_emb_dim=12288", "base_mlp_dim=49152", "base_num_query_heads=32",
+       "base_num_kv_heads=32", "head_dim=128", "vocab_size=32000"]
 
 CASES = [
     # v5e: 15.75 GiB a device; small dense models, every preset.
@@ -168,6 +171,16 @@ CASES = [
     case("gpt3-22b", "v5p-8", "minimal"),
     case("llama3.1-8b", "tpu7x-8", "qkv_proj_offloaded", targets=FIT),
     case("llama3.1-8b", "tpu7x-8", "full", ["gradient_accumulation_steps=2"], targets=FIT),
+    # The second copy of the saved layer inputs (docs/validation.md): the
+    # 52B on one slice and on two, data parallel across them, with vocab
+    # tiling, and FSDP across them; a small dense model on two slices.
+    case("default", "v4-384", "full", D52 + ["ici_fsdp_parallelism=192"]),
+    case("default", "v4-384", "full", D52 + ["num_slices=2", "ici_fsdp_parallelism=192", "dcn_data_parallelism=2"]),
+    case("default", "v4-384", "full", D52 + ["num_slices=2", "ici_fsdp_parallelism=192", "dcn_data_parallelism=2",
+                                            "num_vocab_tiling=8"]),
+    case("default", "v4-384", "full", D52 + ["num_slices=2", "ici_fsdp_parallelism=192", "dcn_fsdp_parallelism=2",
+                                            "dcn_data_parallelism=1"]),
+    case("llama2-7b", "v5e-16", "full", ["num_slices=2", "dcn_data_parallelism=2"]),
 ]
 
 
