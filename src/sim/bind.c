@@ -1120,8 +1120,10 @@ static remat_status_t bind_blocks(remat_analyzer_t *an, bind_ctx_t *x, remat_err
     if (!g->has_head) {
         return REMAT_OK;
     }
-    /* the head's batch differs with a pipeline: its shapes bind anew */
+    /* the head's batch differs with a pipeline: its dims and shapes bind
+       anew (the per-dim and per-shape caches hold the layers' sizes) */
     x->dimsize = an->head_dim_size;
+    x->known[0] = x->known[1] = 0;
     memset(x->sdone, 0, g->index->nshapes);
     return bind_block(x, g->nkinds, &an->hb, err);
 }

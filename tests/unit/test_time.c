@@ -361,6 +361,27 @@ static void test_pipeline_bubble(void **state) {
     fx_free(f);
 }
 
+/* A pipeline moves work, it adds none: on 2 devices, 2 stages of 2 layers
+   and 4 micro-batches do per device the FLOPs that fsdp=2 over the same 4
+   layers does (each stage runs half the layers on the whole batch, the
+   head runs once on every device over its half of the batch), and the
+   head's bytes match too (its batch is the same per device). */
+static void test_pipeline_moves_work(void **state) {
+    (void)state;
+    const char *base[] = {"model_name=default", "per_device_batch_size=2", "base_emb_dim=4",
+                          "vocab_size=64",      "base_num_decoder_layers=4", "num_devices=2",
+                          NULL};
+    const char *pipe[] = {"ici_pipeline_parallelism=2", "num_pipeline_microbatches=4", NULL};
+    fx_run_t *flat = fx_analyze_with(fx_head_graph, base, NULL);
+    fx_run_t *pp = fx_analyze_with(fx_head_graph, base, pipe);
+    assert_int_equal(pp->r.nstages, 2);
+    assert_int_equal(pp->r.forward_flops, flat->r.forward_flops);
+    assert_int_equal(pp->r.backward_flops, flat->r.backward_flops);
+    assert_int_equal(pp->r.breakdown[REMAT_CAT_HEAD] > 0, flat->r.breakdown[REMAT_CAT_HEAD] > 0);
+    fx_free(pp);
+    fx_free(flat);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_einsum_rooflines),
@@ -373,6 +394,7 @@ int main(void) {
         cmocka_unit_test(test_fp8_peak),
         cmocka_unit_test(test_vocab_tiling_time),
         cmocka_unit_test(test_pipeline_bubble),
+        cmocka_unit_test(test_pipeline_moves_work),
     };
     return cmocka_run_group_tests_name("time", tests, NULL, NULL);
 }
