@@ -186,6 +186,11 @@ typedef struct static_part {
 typedef struct stage_static {
     uint64_t count;       /* params held */
     uint64_t params, optimizer, grads, accum;
+    /* Of grads, the head's params' gradients, made after the layers'
+       backward (step.c): the embedding's by its backward, the loss's by the
+       logits' deferred weight gradient (0 under the chunked loss, which
+       makes them at the loss). */
+    uint64_t grads_embed, grads_logits;
     uint64_t host;        /* params/optimizer moved to host RAM */
     uint64_t scan_weights; /* the scan's layer-first copy of the stage's layer params
                               (live through the layers' forward and backward: step.c) */

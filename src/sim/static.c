@@ -262,6 +262,10 @@ remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t k, stage_
        ones to grad_dtype only after the backward pass (train.py at
        e591f30), so the step holds them as the params: the same bytes */
     out->grads = out->params;
+    if (an->g->has_head) { /* part of grads: stage_params counted both parts on every stage */
+        out->grads_embed = an->pre.bytes;
+        out->grads_logits = cfg->num_vocab_tiling > 1 ? 0 : an->post.bytes;
+    }
     if (cfg->parameter_memory_host_offload) {
         out->host += out->params;
     } else {

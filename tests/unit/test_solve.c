@@ -680,7 +680,7 @@ static void test_fixes(void **state) {
     f = fx_analyze_ok(NULL, small);
     assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
     assert_true(fx.slice_found);
-    assert_string_equal(fx.topology, "tpu7x-32");
+    assert_string_equal(fx.topology, "tpu7x-16");
     remat_config_t c = f->cfg;
     c.num_devices = fx.slice_devices;
     assert_int_equal(remat_analyze(f->graph, &c, f->policy, &f->hw, &r, &err), REMAT_OK);
