@@ -428,7 +428,7 @@ void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
     if (second_copy_risk(r)) {
         fn(ctx, "several slices with FSDP alone in each: XLA's compiles of such runs have held a "
                 "second copy of the scan's saved layer inputs through the backward, which remat "
-                "does not count (XLA needed up to 1.3 times remat's peak on them; "
+                "does not count (XLA needed up to 1.4 times remat's peak on them; "
                 "docs/validation.md): leave room for it");
     }
     if (r->none_as_full) {
