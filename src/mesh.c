@@ -381,7 +381,11 @@ uint64_t remat_mesh_microbatches(const remat_mesh_t *m, const remat_config_t *cf
     if (stages <= 1) {
         return 1;
     }
-    return cfg->num_pipeline_microbatches ? cfg->num_pipeline_microbatches : stages;
+    /* MaxText's default (configs/types.py at e591f30): one per stage, two
+       with delayed activation forwarding */
+    return cfg->num_pipeline_microbatches
+               ? cfg->num_pipeline_microbatches
+               : stages * (cfg->pipeline_delay_activation_forwarding ? 2u : 1u);
 }
 
 /* The first rule of the name's bucket chain (remat_mesh_name_rules). */

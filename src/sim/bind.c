@@ -871,6 +871,14 @@ static remat_status_t check_mesh(const remat_analyzer_t *an, remat_error_t *err)
                                "pipeline stages (MaxText requires one)",
                                (unsigned long long)an->microbatches, an->nstages);
     }
+    if (an->nstages > 1 && an->cfg->pipeline_delay_activation_forwarding &&
+        an->microbatches < 2 * an->nstages) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "num_pipeline_microbatches=%llu: "
+                               "pipeline_delay_activation_forwarding needs at least 2 x the %zu "
+                               "pipeline stages (MaxText requires it)",
+                               (unsigned long long)an->microbatches, an->nstages);
+    }
     for (size_t k = 0; an->mesh.shards[REMAT_AXIS_CONTEXT] > 1 && k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
         for (size_t j = 0; j < b->nops; j++) {

@@ -131,9 +131,10 @@ static void test_pipeline_by_hand(void **state) {
     assert_int_equal(f->r.stages[0].inflight_bytes, 56 + 48);
     fx_free(f);
     /* 2 layers a stage per iteration (R = 1) and delayed forwarding (a
-       bubble of 2 (S - 1) = 2 iterations): 2 + 2 = 4 iterations of both
-       layers, 4 x 32 = 128, less 32; the loop state: shift and the
-       previous outputs, 2 x 16 */
+       bubble of 2 (S - 1) = 2 iterations, and MaxText's default of 2 x S =
+       4 micro-batches of one sequence): 4 + 2 = 6 iterations of both
+       layers, 6 x 16 = 96, less 16; the loop state: shift and the previous
+       outputs, 2 x 8 */
     const char *two[] = {"model_name=default",          "per_device_batch_size=2",
                          "base_emb_dim=4",              "base_mlp_dim=8",
                          "base_num_decoder_layers=4",   "num_devices=2",
@@ -142,8 +143,9 @@ static void test_pipeline_by_hand(void **state) {
                          NULL};
     f = fx_analyze_ok(fx_mini_graph, two);
     assert_int_equal(f->r.pipeline_repeats, 1);
-    assert_int_equal(f->r.pipeline_iterations, 4);
-    assert_int_equal(f->r.stages[0].inflight_bytes, 96 + 32);
+    assert_int_equal(f->r.microbatches, 4);
+    assert_int_equal(f->r.pipeline_iterations, 6);
+    assert_int_equal(f->r.stages[0].inflight_bytes, 80 + 16);
     fx_free(f);
 }
 

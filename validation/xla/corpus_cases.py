@@ -75,7 +75,7 @@ CASES = [
     # a policy that keeps more than the layer's input
     case("llama2-7b", "v4-16", "full", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=4",
                                         "num_layers_per_pipeline_stage=2"]),
-    case("llama2-7b", "v4-16", "full", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=2",
+    case("llama2-7b", "v4-16", "full", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=4",
                                         "pipeline_delay_activation_forwarding=true"]),
     case("llama2-7b", "v4-16", "save_qkv_proj", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=4"]),
     case("llama2-13b", "v4-16", "save_dot_except_mlpwi"),
