@@ -851,33 +851,47 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
     return REMAT_OK;
 }
 
-/* What the mesh asks of the graph before any dim is bound: whole layers per
-   stage, and context parallelism only over flash attention. */
-static remat_status_t check_mesh(const remat_analyzer_t *an, remat_error_t *err) {
-    const remat_graph_t *g = an->g;
-    if (g->ndims > SIM_MAX_DIMS) {
-        return remat_error_set(err, REMAT_E_GRAPH, g->source, "$.dims", "at most 64 dims");
-    }
+/* What MaxText's pipeline asks (configs/types.py at e591f30): the layers
+   split into stages of num_layers_per_pipeline_stage (bounded by the layer
+   count first, so the product cannot wrap), micro-batches a multiple of the
+   stages, and at least twice the stages with delayed forwarding. */
+static remat_status_t check_pipeline(const remat_analyzer_t *an, remat_error_t *err) {
     const uint64_t lps = an->cfg->num_layers_per_pipeline_stage;
-    if (an->nstages > 1 && (lps == 0 || an->nlayers % (an->nstages * lps))) {
+    if (lps == 0 || lps > an->nlayers || an->nlayers % (an->nstages * lps)) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                "%zu layers do not split evenly over %zu pipeline stages of "
                                "num_layers_per_pipeline_stage=%llu",
                                an->nlayers, an->nstages, (unsigned long long)lps);
     }
-    if (an->nstages > 1 && an->microbatches % an->nstages) {
+    if (an->microbatches % an->nstages) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                "num_pipeline_microbatches=%llu is not a multiple of the %zu "
                                "pipeline stages (MaxText requires one)",
                                (unsigned long long)an->microbatches, an->nstages);
     }
-    if (an->nstages > 1 && an->cfg->pipeline_delay_activation_forwarding &&
-        an->microbatches < 2 * an->nstages) {
+    if (an->microbatches < an->delay * an->nstages) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                "num_pipeline_microbatches=%llu: "
                                "pipeline_delay_activation_forwarding needs at least 2 x the %zu "
                                "pipeline stages (MaxText requires it)",
                                (unsigned long long)an->microbatches, an->nstages);
+    }
+    return REMAT_OK;
+}
+
+/* What the mesh asks of the graph before any dim is bound: whole layers per
+   stage (check_pipeline), and context parallelism only over flash
+   attention. */
+static remat_status_t check_mesh(const remat_analyzer_t *an, remat_error_t *err) {
+    const remat_graph_t *g = an->g;
+    if (g->ndims > SIM_MAX_DIMS) {
+        return remat_error_set(err, REMAT_E_GRAPH, g->source, "$.dims", "at most 64 dims");
+    }
+    if (an->nstages > 1) {
+        remat_status_t st = check_pipeline(an, err);
+        if (st) {
+            return st;
+        }
     }
     for (size_t k = 0; an->mesh.shards[REMAT_AXIS_CONTEXT] > 1 && k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
@@ -1140,6 +1154,7 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     an->nlayers = (size_t)an->cfg->base_num_decoder_layers;
     an->nstages = (size_t)an->mesh.shards[REMAT_AXIS_STAGE];
     an->microbatches = remat_mesh_microbatches(&an->mesh, an->cfg);
+    an->delay = an->cfg->pipeline_delay_activation_forwarding ? 2 : 1;
     remat_status_t st;
     if ((st = check_mesh(an, err))) {
         return st;
@@ -1147,7 +1162,7 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     an->repeats = an->nstages > 1
                       ? an->nlayers / (an->nstages * an->cfg->num_layers_per_pipeline_stage)
                       : 1;
-    an->bubble = (an->nstages - 1) * (an->cfg->pipeline_delay_activation_forwarding ? 2u : 1u);
+    an->bubble = (an->nstages - 1) * an->delay;
     if ((st = bind_dim_sizes(an, err)) || (st = bind_kinds(an, err))) {
         return st;
     }

@@ -221,9 +221,10 @@ struct remat_analyzer {
        microbatches x repeats + bubble iterations runs
        num_layers_per_pipeline_stage layers on one micro-batch on every
        stage; a stage's layers repeat `repeats` = L / (stages x that) times.
-       bubble = d (stages - 1), d = 2 with delayed activation forwarding.
-       No pipeline: repeats 1, bubble 0. */
-    uint64_t repeats, bubble;
+       bubble = delay (stages - 1), delay 2 with delayed activation
+       forwarding (a stage's output reaches the next an iteration later),
+       else 1. No pipeline: repeats 1, bubble 0. */
+    uint64_t repeats, bubble, delay;
     /* The kind of every layer (remat_kind_t's rule): kb[kind_of[l]],
        below, is layer l's block. */
     static_part_t kpart[REMAT_MAX_KINDS]; /* one layer's params, per kind */

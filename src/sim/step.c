@@ -686,11 +686,25 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
     add_const(&stp->m, REMAT_CAT_ACT_GRADS, -stp->deferred_grads); /* the weight gradient is made */
     add_const(&stp->m, REMAT_CAT_HEAD, -stp->deferred_head);
     add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)ss->grads_logits);
-    add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)ss->grads_embed);
     if (pre) {
         s->glive[g->head_feeds] = 1; /* dx of the first layer, made by the layers */
+        add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)ss->grads_embed);
         head_backward(an, s, stp, 0, g->head_npre);
     }
+    assert(pre || !ss->grads_embed); /* every stage of a graph with a head runs it */
+}
+
+/* The pipeline's loop state beyond its inputs and outputs (the head's
+   batch holds those, state_io): in micro-batches of a layer's input, the
+   buffer that shifts each stage's output to the next, the previous outputs
+   with delayed forwarding (delay 2: together `delay` of them), and, when a
+   stage's layers repeat over more micro-batches than the stages forward at
+   once, the circular storage of every micro-batch and its mover
+   (pipeline.py's init_states). Its gradient is as large and lives through
+   the backward. */
+static uint64_t loop_state_inputs(const remat_analyzer_t *an) {
+    const bool circular = an->repeats > 1 && an->microbatches > an->nstages * an->delay;
+    return an->delay + (circular ? an->microbatches + 1 : 0);
 }
 
 /* Stage @p k's peak: its static memory, the residuals of the pipeline's
@@ -701,19 +715,6 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
    llama2-7b compile with 2 stages and 4 micro-batches holds 65 layer
    inputs, 4 x 16 + 1 (docs/validation.md). The embedding and the loss run
    on every stage, outside the pipeline, on the step's whole batch. */
-
-/* The pipeline's loop state beyond its inputs and outputs (the head's
-   batch holds those, state_io): in micro-batches of a layer's input, the
-   buffer that shifts each stage's output to the next, the previous outputs
-   with delayed forwarding, and, when a stage's layers repeat over more
-   micro-batches than the stages forward at once, the circular storage of
-   every micro-batch and its mover (pipeline.py's init_states). Its
-   gradient is as large and lives through the backward. */
-static uint64_t loop_state_inputs(const remat_analyzer_t *an) {
-    const uint64_t d = an->cfg->pipeline_delay_activation_forwarding ? 2 : 1;
-    const bool circular = an->repeats > 1 && an->microbatches > an->nstages * d;
-    return 1 + (d - 1) + (circular ? an->microbatches + 1 : 0);
-}
 static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *r,
                                 stage_static_t *ss, remat_error_t *err) {
     const size_t stages = an->nstages, Ls = an->nlayers / stages;

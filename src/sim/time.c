@@ -391,8 +391,9 @@ static void utilization(const remat_analyzer_t *an, remat_result_t *r, uint64_t 
        (layers/pipeline.py; base.yml's bubble fraction (S - 1) / (M R + S - 1)),
        then the head once on the whole batch; gradient accumulation repeats
        the step. */
-    const double slots = (double)r->microbatches + (double)an->bubble / (double)an->repeats;
-    r->bubble_fraction = ((double)an->bubble / (double)an->repeats) / slots;
+    const double bubble_slots = (double)an->bubble / (double)an->repeats;
+    const double slots = (double)r->microbatches + bubble_slots;
+    r->bubble_fraction = bubble_slots / slots;
     r->step_seconds = (slowest * slots + f->head) * accum;
     if (r->step_seconds > 0) {
         r->mfu = all_model / (r->step_seconds * flops_peak);

@@ -365,7 +365,11 @@ static void test_pipeline_bubble(void **state) {
    and 4 micro-batches do per device the FLOPs that fsdp=2 over the same 4
    layers does (each stage runs half the layers on the whole batch, the
    head runs once on every device over its half of the batch), and the
-   head's bytes match too (its batch is the same per device). */
+   head's bytes match too (its batch is the same per device). The step:
+   4 + 1/2 slots of a stage's 2 one-sequence layers, then the head once
+   over its 2 sequences; with 2 micro-batches of 2 sequences, 2 + 1/2
+   slots and the same head: the two steps less their layers' slots are
+   equal (the head's time, run once either way). */
 static void test_pipeline_moves_work(void **state) {
     (void)state;
     const char *base[] = {"model_name=default", "per_device_batch_size=2", "base_emb_dim=4",
@@ -378,6 +382,14 @@ static void test_pipeline_moves_work(void **state) {
     assert_int_equal(pp->r.forward_flops, flat->r.forward_flops);
     assert_int_equal(pp->r.backward_flops, flat->r.backward_flops);
     assert_int_equal(pp->r.breakdown[REMAT_CAT_HEAD] > 0, flat->r.breakdown[REMAT_CAT_HEAD] > 0);
+    const char *pipe2[] = {"ici_pipeline_parallelism=2", "num_pipeline_microbatches=2", NULL};
+    fx_run_t *pp2 = fx_analyze_with(fx_head_graph, base, pipe2);
+    const remat_layer_row_t *l4 = &pp->r.layers[0], *l2 = &pp2->r.layers[0];
+    const double head4 = pp->r.step_seconds - 4.5 * 2 * (l4->forward_seconds + l4->backward_seconds);
+    const double head2 = pp2->r.step_seconds - 2.5 * 2 * (l2->forward_seconds + l2->backward_seconds);
+    assert_true(head2 > 0);
+    assert_float_equal(head4, head2, head2 * 1e-9);
+    fx_free(pp2);
     fx_free(pp);
     fx_free(flat);
 }
