@@ -24,14 +24,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "remat/builtin.h"
-#include "remat/config.h"
-#include "remat/error.h"
-#include "remat/graph.h"
-#include "remat/hw.h"
-#include "remat/policy.h"
-#include "remat/sim.h"
-#include "remat/solve.h"
+#include "remat/input/resolve.h"
+#include "remat/data/builtin.h"
+#include "remat/input/config.h"
+#include "remat/base/error.h"
+#include "remat/model/graph.h"
+#include "remat/model/hw.h"
+#include "remat/model/policy.h"
+#include "remat/sim/sim.h"
+#include "remat/solve/solve.h"
 
 static const char *const models[] = {"llama3-70b", "llama3.1-405b"};
 #define NMODELS (sizeof models / sizeof models[0])

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_cli.c: libFuzzer target for the whole command line, in process
- * (remat_cli_main in src/cli.c, built without its main). The input is one
+ * (remat_cli_main in src/cli/main.c, built without its main). The input is one
  * argument per line after an implied "remat"; a line "%%" ends the
  * arguments, and what follows it is up to four files separated by "%%"
  * lines, written to a.json, b.json, c.json and d.json, which the arguments
@@ -28,7 +28,7 @@
 
 #include "fuzz_common.h"
 
-/* src/cli.c's entry point; it has no header, as nothing else calls it. */
+/* src/cli/main.c's entry point; it has no header, as nothing else calls it. */
 int remat_cli_main(int argc, char **argv);
 
 static char dir[256];

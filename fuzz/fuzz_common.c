@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_common.c: see fuzz_common.h. */
+#include "remat/input/resolve.h"
 #include "fuzz_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "remat/report.h"
-#include "remat/sim.h"
+#include "remat/view/report.h"
+#include "remat/sim/sim.h"
 
 static fuzz_fixtures_t fixtures;
 static int fixtures_ready;

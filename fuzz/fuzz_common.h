@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "remat/config.h"
-#include "remat/graph.h"
-#include "remat/hw.h"
-#include "remat/policy.h"
+#include "remat/input/config.h"
+#include "remat/model/graph.h"
+#include "remat/model/hw.h"
+#include "remat/model/policy.h"
 
 /* libFuzzer's entry points (declared here for -Wmissing-prototypes). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 
+#include "remat/input/graph_file.h"
 #include "fuzz_common.h"
 
 static const fuzz_fixtures_t *fx;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "yaml_config.h"
+#include "input/yaml_config.h"
 
 static const fuzz_fixtures_t *fx;
 static char dir[256];

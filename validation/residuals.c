@@ -40,12 +40,13 @@
 
 #include <jansson.h>
 
-#include "remat/config.h"
-#include "remat/error.h"
-#include "remat/graph.h"
-#include "remat/hw.h"
-#include "remat/policy.h"
-#include "remat/sim.h"
+#include "remat/input/resolve.h"
+#include "remat/input/config.h"
+#include "remat/base/error.h"
+#include "remat/model/graph.h"
+#include "remat/model/hw.h"
+#include "remat/model/policy.h"
+#include "remat/sim/sim.h"
 
 #define MAX_SETTINGS 64
 #define MAX_RES 96

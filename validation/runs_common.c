@@ -4,13 +4,14 @@
  * API in the order the CLI's `check` uses (config, resolve, analyze), so a
  * validation figure is what a user's `remat check` prints.
  */
+#include "remat/input/resolve.h"
 #include "runs_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "remat/error.h"
+#include "remat/base/error.h"
 
 #define MAX_SETTINGS 64
 

@@ -15,11 +15,11 @@
 
 #include <jansson.h>
 
-#include "remat/config.h"
-#include "remat/graph.h"
-#include "remat/hw.h"
-#include "remat/policy.h"
-#include "remat/sim.h"
+#include "remat/input/config.h"
+#include "remat/model/graph.h"
+#include "remat/model/hw.h"
+#include "remat/model/policy.h"
+#include "remat/sim/sim.h"
 
 #define VR_GIB (1024.0 * 1024.0 * 1024.0)
 

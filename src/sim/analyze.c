@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
-#include "policy_internal.h"
-#include "sim_rooms.h"
-#include "util.h"
+#include "input/config_internal.h"
+#include "model/policy_internal.h"
+#include "sim/sim_rooms.h"
+#include "base/util.h"
 
 static const char *const cat_names[REMAT_CAT_COUNT] = {
     "params",    "optimizer", "grads",   "grad_accum", "saved_activations", "activations",

@@ -32,10 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_internal.h"
-#include "graph_internal.h"
-#include "sim_rooms.h"
-#include "util.h"
+#include "input/config_internal.h"
+#include "model/graph_internal.h"
+#include "sim/sim_rooms.h"
+#include "base/util.h"
 
 static remat_status_t overflow(const remat_graph_t *g, const char *what, const char *name,
                                remat_error_t *err) {

@@ -45,8 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_rooms.h"
-#include "util.h"
+#include "sim/sim_rooms.h"
+#include "base/util.h"
 
 /* The scratch's bytes for blocks of at most @p ntensors tensors and
    @p nops ops. The counts are a graph's: no overflow. */

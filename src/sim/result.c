@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy_internal.h"
-#include "sim_rooms.h"
-#include "util.h"
+#include "model/policy_internal.h"
+#include "sim/sim_rooms.h"
+#include "base/util.h"
 
 /* A block's header; its bytes follow. The padding keeps them aligned. */
 struct remat_result_mem {

@@ -20,10 +20,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "remat/sim.h"
-#include "graph_index.h"
-#include "sim_internal.h"
-#include "util.h"
+#include "remat/sim/sim.h"
+#include "model/graph_index.h"
+#include "sim/sim_internal.h"
+#include "base/util.h"
 
 /* Byte counts stay below 2^62 so that signed deltas never overflow. */
 #define BYTES_MAX REMAT_BYTES_MAX

@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "sim_rooms.h"
+#include "sim/sim_rooms.h"
 
 /* Optimizer state elements for one param of local shape @p dims under
    adafactor (optax defaults, as MaxText uses them: no momentum, factored

@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_rooms.h"
-#include "util.h"
+#include "sim/sim_rooms.h"
+#include "base/util.h"
 
 typedef struct step {
     meter_t m;

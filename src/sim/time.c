@@ -17,9 +17,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph_internal.h"
-#include "sim_rooms.h"
-#include "util.h"
+#include "model/graph_internal.h"
+#include "sim/sim_rooms.h"
+#include "base/util.h"
 
 static double max2(double a, double b) {
     return a > b ? a : b;

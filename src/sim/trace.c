@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_rooms.h"
-#include "util.h"
+#include "sim/sim_rooms.h"
+#include "base/util.h"
 
 void remat_i_trace_init(remat_trace_t *t) {
     memset(t, 0, sizeof *t);

@@ -16,7 +16,7 @@
 #include <assert.h>
 #include <string.h>
 
-#include "sim_rooms.h"
+#include "sim/sim_rooms.h"
 
 bool remat_result_passes(const remat_result_t *r) {
     return r->fits_margin && r->host_fits;

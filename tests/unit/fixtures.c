@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* fixtures.c: see fixtures.h. */
+#include "remat/input/resolve.h"
+#include "remat/input/graph_file.h"
 #include "fixtures.h"
 
-#include "graph_index.h"
+#include "model/graph_index.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,11 +9,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "remat/config.h"
-#include "remat/graph.h"
-#include "remat/hw.h"
-#include "remat/policy.h"
-#include "remat/sim.h"
+#include "remat/input/config.h"
+#include "remat/model/graph.h"
+#include "remat/model/hw.h"
+#include "remat/model/policy.h"
+#include "remat/sim/sim.h"
 
 /* A resolved analysis: config from key=value strings, built-ins resolved. */
 typedef struct fx_run {

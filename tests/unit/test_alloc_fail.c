@@ -24,6 +24,7 @@
  * every 7th, and a built-in graph is reloaded after every 8th failure; the
  * other inputs have every allocation failed and are reloaded after each.
  */
+#include "remat/input/graph_file.h"
 #include "fixtures.h"
 
 #include <stdio.h>
@@ -32,9 +33,9 @@
 
 #include <jansson.h>
 
-#include "remat/builtin.h"
-#include "builtin_cache.h"
-#include "util.h"
+#include "remat/data/builtin.h"
+#include "data/builtin_cache.h"
+#include "base/util.h"
 
 /* ---- jansson through the hook ------------------------------------------ */
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_builtin_graphs.c: the built-in graphs the build generated as C data
- * (src/builtin_graphs.h, tools/gen_graphs.c) are the graphs a load of their
+ * (src/input/builtin_graphs.h, tools/gen_graphs.c) are the graphs a load of their
  * JSON makes.
  *
  * For every built-in graph: the generated entry exists, the graph made from
@@ -18,6 +18,8 @@
  * fresh parse) with the fields it leaves out. A field added to remat_graph_t
  * needs its line here.
  */
+#include "remat/input/resolve.h"
+#include "remat/input/graph_file.h"
 #include "fixtures.h"
 
 #include <stddef.h>
@@ -26,11 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "builtin_data.h"
-#include "builtin_graphs.h"
-#include "remat/builtin.h"
-#include "remat/config.h"
-#include "util.h"
+#include "data/builtin_data.h"
+#include "input/builtin_graphs.h"
+#include "remat/data/builtin.h"
+#include "remat/input/config.h"
+#include "base/util.h"
 
 /* A fresh load of built-in graph @p name's embedded text, as the generator
    and the run time's fallback load it. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_chart.c: the SVG charts (remat/chart.h). The fills' lightness rises
+ * test_chart.c: the SVG charts (remat/view/chart.h). The fills' lightness rises
  * along the stack for every band count (so that neighbouring bands differ
  * in greyscale); names from the inputs are escaped; the timeline's peak is
  * drawn in its column and labelled with its bytes and moment; each chart is
@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "remat/chart.h"
-#include "remat/report.h"
-#include "remat/solve.h"
-#include "remat/timeline.h"
-#include "chart_internal.h"
+#include "remat/view/chart.h"
+#include "remat/view/report.h"
+#include "remat/solve/solve.h"
+#include "remat/sim/timeline.h"
+#include "view/chart_internal.h"
 
 /* WCAG's relative luminance of "#rrggbb". */
 static double luminance(const char *hex) {

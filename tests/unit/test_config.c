@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "remat/builtin.h"
+#include "remat/data/builtin.h"
 
 static remat_status_t build(const char *const *args, remat_config_t *c, remat_error_t *err) {
     size_t n = 0;

@@ -6,13 +6,14 @@
  * tensors' ids are numbered as the index says, and their sizes, bound by
  * id, are checked by hand.
  */
+#include "remat/input/graph_file.h"
 #include "fixtures.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_index.h"
+#include "model/graph_index.h"
 
 #define STEPS 48
 

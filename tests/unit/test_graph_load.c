@@ -12,6 +12,7 @@
  *  - that every built-in graph loads, and is the file of the same name
  *    under graphs/.
  */
+#include "remat/input/graph_file.h"
 #include "fixtures.h"
 
 #include <glob.h>
@@ -21,7 +22,7 @@
 
 #include <jansson.h>
 
-#include "remat/builtin.h"
+#include "remat/data/builtin.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

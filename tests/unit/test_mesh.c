@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "remat/mesh.h"
-#include "remat/topology.h"
+#include "remat/model/mesh.h"
+#include "remat/input/topology.h"
 
 static fx_run_t *run(const char *const *args) {
     return fx_analyze_ok(NULL, args);

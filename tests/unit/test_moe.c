@@ -16,15 +16,16 @@
  *   factor are ragged: a row meets one expert once), not 2*b*k*f*e*x*m =
  *   1024; combine 2*2*2*4 = 32; residual add 8: 644 a layer.
  */
+#include "remat/input/graph_file.h"
 #include "fixtures.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "remat/solve.h"
+#include "remat/solve/solve.h"
 #include "sim/sim_rooms.h"
-#include "sim_internal.h"
+#include "sim/sim_internal.h"
 
 #define TINY_DIMS                                                                              \
     "\"dims\":{\"b\":{\"from\":\"per_device_batch_size\",\"axis\":\"activation_batch\"},"     \

@@ -4,13 +4,14 @@
  * layer that chains them all, with the arithmetic written out. Sizes:
  * b=2 s=3 e=4 heads=2 kv=1 d=5 half=2 (e = 2 halves), v=7.
  */
+#include "remat/input/graph_file.h"
 #include "fixtures.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "graph_index.h"
-#include "graph_internal.h"
+#include "model/graph_index.h"
+#include "model/graph_internal.h"
 
 #define T(name, shape, dtype) "\"" name "\":{\"shape\":" shape ",\"dtype\":\"" dtype "\"}"
 #define P(name, shape) "\"" name "\":{\"shape\":" shape ",\"dtype\":\"weight\",\"param\":true}"

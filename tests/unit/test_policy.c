@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "remat/report.h"
+#include "remat/view/report.h"
 
 static fx_run_t *tiny(const char *policy, const char *extra) {
     const char *args[] = {"model_name=default",      "per_device_batch_size=1",

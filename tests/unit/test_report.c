@@ -35,9 +35,9 @@
 
 #include <jansson.h>
 
-#include "remat/report.h"
-#include "remat/solve.h"
-#include "report_internal.h"
+#include "remat/view/report.h"
+#include "remat/solve/solve.h"
+#include "view/report_internal.h"
 
 enum { PEAK_FULL = 48 + 64 + 64 + 768 + 1536 + 768, PEAK_MINIMAL = 3312 };
 

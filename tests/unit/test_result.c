@@ -9,6 +9,7 @@
  * limit, or with no layer, is an error, not an allocation sized by it or a
  * walk over no layers.
  */
+#include "remat/input/resolve.h"
 #include "fixtures.h"
 
 #include <stdio.h>

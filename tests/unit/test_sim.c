@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "remat/builtin.h"
-#include "sim_internal.h"
+#include "remat/data/builtin.h"
+#include "sim/sim_internal.h"
 
 static const char *const mini_base[] = {"model_name=default",      "per_device_batch_size=2",
                                         "base_emb_dim=4",          "base_mlp_dim=8",

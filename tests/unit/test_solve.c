@@ -9,8 +9,10 @@
  * lean on: each resolve gets its own copy, equal to a fresh parse, from any
  * thread, and errors are not cached.
  */
+#include "remat/input/resolve.h"
+#include "remat/input/graph_file.h"
 #include "fixtures.h"
-#include "builtin_graphs.h"
+#include "input/builtin_graphs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +20,8 @@
 #include <string.h>
 #include <threads.h>
 
-#include "remat/builtin.h"
-#include "remat/solve.h"
+#include "remat/data/builtin.h"
+#include "remat/solve/solve.h"
 
 static fx_run_t *setup_run(const char *graph_text, const char *const *args) {
     return fx_analyze_ok(graph_text, args);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_timeline.c: the step event by event (remat/timeline.h). The mini
+ * test_timeline.c: the step event by event (remat/sim/timeline.h). The mini
  * layer of test_sim.c by hand, every event's bytes; then, for every
  * built-in graph under several presets and meshes, that the timeline's
  * peak is the analysis's peak at the analysis's moment on every stage,
@@ -22,8 +22,8 @@
 
 #include <jansson.h>
 
-#include "remat/report.h"
-#include "remat/timeline.h"
+#include "remat/view/report.h"
+#include "remat/sim/timeline.h"
 
 static const char *const mini_base[] = {"model_name=default",      "per_device_batch_size=2",
                                         "base_emb_dim=4",          "base_mlp_dim=8",

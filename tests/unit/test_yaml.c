@@ -30,8 +30,8 @@
 
 #include <cmocka.h>
 
-#include "remat/config.h"
-#include "yaml_config.h"
+#include "remat/input/config.h"
+#include "input/yaml_config.h"
 
 static remat_yaml_config_t parse_ok(const char *text) {
     remat_yaml_config_t c = {0};

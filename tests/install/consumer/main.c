@@ -9,10 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "remat/config.h"
-#include "remat/error.h"
-#include "remat/sim.h"
-#include "remat/version.h"
+#include "remat/remat.h" /* the whole public API, as a program outside the tree takes it */
 
 int main(void) {
     remat_error_t err;

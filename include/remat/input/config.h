@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remat/input/config.h: the model/run configuration, with MaxText's key names.
+ *
+ * A config is built in layers: base defaults (MaxText's base.yml), then the
+ * model preset named by model_name (models/NAME.json), then remat's default
+ * run when the settings describe no model (no model_name, graph or model
+ * size), then a config file (JSON, or MaxText YAML with its base_config
+ * chain), then key=value arguments; later layers win. Every key is typed
+ * and checked; an unknown key is an error that suggests the nearest known
+ * one.
+ */
+#ifndef REMAT_CONFIG_H
+#define REMAT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "remat/base/error.h"
+#include "remat/base/limits.h"
+#include "remat/model/graph.h"
+#include "remat/model/mesh.h"
+#include "remat/model/policy.h"
+
+/* REMAT_STR_LEN, REMAT_BYTES_MAX, REMAT_MAX_LAYERS: remat/base/limits.h */
+
+typedef struct remat_config {
+    char model_name[REMAT_STR_LEN];
+    char graph[REMAT_STR_LEN];        /* built-in graph name or a file path */
+    char attention[32];               /* flash | dot_product */
+    char hardware[REMAT_STR_LEN];     /* built-in profile name or a file path */
+    char remat_policy[REMAT_STR_LEN]; /* preset name, "custom", or a file path */
+    char opt_type[32];                /* adamw | adam_pax | sgd | adafactor */
+    /* opt_type, parsed once where it is set, so that the analysis reads an
+       enum: the moments it keeps. */
+    enum { REMAT_OPT_ADAM, REMAT_OPT_SGD, REMAT_OPT_ADAFACTOR } optimizer;
+    char quantization[32];            /* "" or fp8 (FP8 einsum residuals, gathers) */
+    char logical_axis_rules[REMAT_RULES_LEN]; /* overrides: "logical:axis+axis,..." */
+    bool override_logical_axis_rules; /* the rules above replace MaxText's defaults */
+    int64_t ici[REMAT_AXIS_COUNT];    /* ici_<axis>_parallelism; -1 fills */
+    int64_t dcn[REMAT_AXIS_COUNT];    /* dcn_<axis>_parallelism */
+    uint64_t num_pipeline_microbatches; /* 0: one per stage */
+    uint64_t num_layers_per_pipeline_stage; /* layers a stage runs per pipeline iteration (1) */
+    bool pipeline_delay_activation_forwarding; /* a stage's output reaches the next one
+                                                  iteration later: d = 2 bubble slots a stage */
+    bool use_qwix_quantization;
+    bool optimizer_memory_host_offload, parameter_memory_host_offload;
+    bool fsdp_prefetch;               /* the next layer's weights are gathered early */
+    uint64_t base_emb_dim, base_num_query_heads, base_num_kv_heads, head_dim, base_mlp_dim;
+    uint64_t base_num_decoder_layers, vocab_size, max_target_length;
+    uint64_t gradient_accumulation_steps, num_vocab_tiling, num_devices;
+    bool num_devices_set;             /* num_devices given (else topology or the mesh decide) */
+    char topology[64];                /* NAME-N or NAME-AxBxC as MaxText spells slices; "" if unset */
+    double per_device_batch_size;
+    remat_dtype_t dtype, weight_dtype, grad_dtype, mu_dtype;
+    bool mu_dtype_set;                /* else mu_dtype follows weight_dtype */
+    bool scan_layers;
+    bool enable_dropout;              /* MaxText's switch; dropout runs when the rate is > 0 too */
+    double dropout_rate;
+    uint64_t hbm_budget;              /* bytes; 0 = the hardware's HBM */
+    uint64_t hbm_reserve;             /* bytes held back for runtime/compiler */
+    double safety_margin;             /* fraction of the budget (check) */
+    double host_link_bw;              /* bytes/s per direction; 0 = hardware's */
+    double matmul_efficiency, attention_efficiency, memory_efficiency; /* 0 = hardware's */
+    double reserve_fraction;          /* of the transient bytes */
+    bool reserve_fraction_set;        /* else the hardware profile's */
+    size_t ncustom;                   /* custom policy keys (query_proj=device ...) */
+    remat_policy_rule_t custom[REMAT_MAX_CUSTOM];
+    /* custom[i] is not one of MaxText's names: a graph file's own name,
+       which remat_resolve checks against the graph it loads. */
+    bool custom_graph_name[REMAT_MAX_CUSTOM];
+    char custom_source[REMAT_ERR_SOURCE_LEN]; /* where the first custom key came from */
+    /* MaxText keys remat reads to check the graph against the model
+       (config_maxtext.c): they select nothing, they refuse a mismatch. */
+    char decoder_block[32];           /* "" unset; llama2, mistral, gpt3 are remat's graphs */
+    char attention_type[32];          /* global (default) or another MaxText kind */
+    char mlp_activations[128];        /* as written, e.g. ['silu', 'linear']; "" unset */
+    bool logits_via_embedding;        /* MaxText's tied output head */
+    bool use_qk_norm, use_post_attn_norm, use_post_ffw_norm; /* MaxText's; true is refused */
+    bool logits_via_embedding_set;
+    int64_t num_experts;              /* MaxText's; above 1 needs an MoE graph */
+    /* MoE, MLA and attention windows: graphs bind dims and stack rules to
+       them (docs/config.md, "Mixture of experts, MLA, windows"). */
+    uint64_t num_experts_per_tok, base_moe_mlp_dim, shared_experts;
+    uint64_t first_num_dense_layers, interleave_moe_layer_step;
+    uint64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+    uint64_t sliding_window_size, chunk_attn_window_size, mtp_num_layers;
+    int64_t nope_layer_interval;      /* Llama 4's global (NoPE) layers; <= 0: none */
+    bool sparse_matmul;               /* MaxText's default: Megablox grouped matmul */
+    double capacity_factor;           /* the dense path's token dropping; <= 0: none */
+    double ragged_buffer_factor;      /* expert-parallel receive buffer; <= 0: worst case */
+    uint64_t wi_tile_fwd_batch_seq;   /* Megablox's row tile (the time model's group padding) */
+    uint64_t sa_block_kv;             /* the flash kernel's key block (a window's whole blocks) */
+    int64_t num_slices;               /* slices of the topology; -1 (MaxText's default): one */
+    bool num_devices_assumed;         /* nothing gave the device count: one device */
+    bool default_run;                 /* no model was described: remat's default run stands
+                                         under the settings (remat_config_default_run) */
+    bool gpu_assumed;                 /* hardware=gpu picked h100 */
+    /* For the user, not the analysis: notes one per line, each ending in
+       '\n' (assumptions made, MaxText settings adjusted), and the MaxText
+       keys that were set but that remat does not model. */
+    char notes[1024];
+    char unused_keys[1024];           /* ", "-separated, "..." once full */
+    size_t nunused;
+} remat_config_t;
+
+/** Sets MaxText's base.yml defaults (model_name "default", its 16-layer
+    model) and remat's own (tpu7x, remat_policy=full). */
+void remat_config_defaults(remat_config_t *c);
+
+/**
+ * Builds a config from an optional config file (@p file, may be NULL: JSON,
+ * or MaxText YAML when it ends in .yml/.yaml or does not open with '{';
+ * "-" reads standard input) and key=value arguments (@p args, may be 0).
+ * The model preset named by the last model_name among them is applied
+ * under the user's keys. When they describe no model (no model_name, graph
+ * or model size), remat's default run stands under them (its topology only
+ * when they name no slice) and c->default_run is set. A remat_policy other
+ * than custom in a later layer (the file over the default run, the
+ * arguments over the file) replaces the custom placements of the layers
+ * under it. A config file that sets nothing is an error.
+ */
+remat_status_t remat_config_build(const char *file, size_t nargs, char *const *args,
+                                  remat_config_t *c, remat_error_t *err);
+
+/** remat's default run, the settings a build with no model stands on: a
+    published MaxText recipe that fits (docs/config.md, "The default run").
+    The count, and the i-th setting as key=value (NULL past the count). */
+size_t remat_config_default_run_count(void);
+const char *remat_config_default_run(size_t i);
+
+/** Applies one key=value (string form) to @p c. @p source/@p path for errors. */
+remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *value,
+                                const char *source, const char *path, remat_error_t *err);
+
+/** Whether @p key is an integer-valued config key a graph dim may bind to. */
+bool remat_config_is_size_key(const char *key);
+
+/**
+ * The integer a graph dim with `from: key` binds to. per_device_batch_size
+ * binds to the global micro-batch: per_device_batch_size x num_devices /
+ * gradient_accumulation_steps, which must be a whole number.
+ */
+remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint64_t *out,
+                                 remat_error_t *err);
+
+/** Bytes of a dtype class under this config (act -> dtype, weight -> weight_dtype). */
+unsigned remat_config_dtype_bytes(const remat_config_t *c, remat_dtype_t d);
+
+/** Number of known keys and the i-th one's name and one-line help. */
+size_t remat_config_nkeys(void);
+const char *remat_config_key_name(size_t i);
+const char *remat_config_key_help(size_t i);
+
+/**
+ * Resolves the mesh of @p cfg into @p mesh (caller's storage): -1 fills
+ * the devices the other axes leave; the product must equal num_devices.
+ * Then MaxText's default logical axis rules, with the config's
+ * logical_axis_rules overriding them. REMAT_E_CONFIG naming the axis when
+ * they do not multiply out (remat_mesh_build_spec, which this fills).
+ */
+remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *mesh,
+                                remat_error_t *err);
+
+/** Pipeline micro-batches per step: num_pipeline_microbatches, by default
+    one per stage (two with pipeline_delay_activation_forwarding); 1
+    without a pipeline. */
+uint64_t remat_mesh_microbatches(const remat_mesh_t *mesh, const remat_config_t *cfg);
+
+#endif

@@ -1,0 +1,1049 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.c: the typed key table, value parsing, the model presets, the
+ * device count and the checks of a built config (config.h);
+ * config_build.c layers the settings.
+ *
+ * Invariants: the config is a fixed struct (a setting allocates nothing);
+ * a key's value is checked where it is set, and what involves several
+ * keys once every layer is applied (remat_i_config_check_built).
+ */
+#include "remat/input/config.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "input/config_internal.h"
+#include "input/config_maxtext.h"
+#include "base/json_util.h"
+#include "input/yaml_config.h"
+#include "data/maxtext_keys.h"
+
+#include "remat/data/builtin.h"
+#include "remat/input/topology.h"
+#include "base/util.h"
+
+/* K_COUNT: an integer that may be 0 (MaxText's "none": no shared experts,
+   no dense layers first, no query low rank, no window), at most 10^9. */
+typedef enum ktype { K_STR, K_U64, K_COUNT, K_I64, K_F64, K_DTYPE, K_BOOL, K_BYTES, K_PLACE } ktype_t;
+
+typedef struct key {
+    const char *name;
+    ktype_t type;
+    size_t offset;
+    size_t size; /* K_STR: buffer size */
+    const char *help;
+} key_t_;
+
+#define F(field) offsetof(remat_config_t, field), sizeof(((remat_config_t *)0)->field)
+#define MESH(stem, i)                                                                            \
+    {"ici_" stem "_parallelism", K_I64, offsetof(remat_config_t, ici) + (i) * sizeof(int64_t),    \
+     sizeof(int64_t), "devices along the " stem " mesh axis within a slice (-1 fills)"},         \
+    {"dcn_" stem "_parallelism", K_I64, offsetof(remat_config_t, dcn) + (i) * sizeof(int64_t),    \
+     sizeof(int64_t), "slices along the " stem " mesh axis"}
+
+static const key_t_ keys[] = {
+    {"model_name", K_STR, F(model_name), "built-in model preset (remat list), or 'default'"},
+    {"graph", K_STR, F(graph), "built-in graph name or a graph JSON file"},
+    {"attention", K_STR, F(attention), "flash | dot_product (selects the built-in graph variant)"},
+    {"hardware", K_STR, F(hardware), "built-in hardware profile or a profile JSON file"},
+    {"remat_policy", K_STR, F(remat_policy), "preset name, 'custom', or a policy JSON file"},
+    {"opt_type", K_STR, F(opt_type), "adamw | adam_pax | sgd | adafactor"},
+    {"base_emb_dim", K_U64, F(base_emb_dim), "model width E"},
+    {"base_num_query_heads", K_U64, F(base_num_query_heads), "query heads Hq"},
+    {"base_num_kv_heads", K_U64, F(base_num_kv_heads), "key/value heads Hkv"},
+    {"head_dim", K_U64, F(head_dim), "head dimension D"},
+    {"base_mlp_dim", K_U64, F(base_mlp_dim), "MLP width M"},
+    {"base_num_decoder_layers", K_U64, F(base_num_decoder_layers), "decoder layers L"},
+    {"vocab_size", K_U64, F(vocab_size), "vocabulary size V"},
+    {"max_target_length", K_U64, F(max_target_length), "sequence length S"},
+    {"per_device_batch_size", K_F64, F(per_device_batch_size), "sequences per device per step"},
+    {"gradient_accumulation_steps", K_U64, F(gradient_accumulation_steps),
+     "micro-batches per step (activations are per micro-batch)"},
+    {"num_vocab_tiling", K_U64, F(num_vocab_tiling),
+     "chunks the logits/loss over tokens so one chunk's logits are live"},
+    {"dtype", K_DTYPE, F(dtype), "activation dtype (bfloat16)"},
+    {"weight_dtype", K_DTYPE, F(weight_dtype), "parameter dtype (float32)"},
+    {"grad_dtype", K_DTYPE, F(grad_dtype), "gradient dtype (float32)"},
+    {"mu_dtype", K_DTYPE, F(mu_dtype), "optimizer moment dtype (default: weight_dtype)"},
+    {"scan_layers", K_BOOL, F(scan_layers), "layers run under a scan (MaxText default true)"},
+    {"dropout_rate", K_F64, F(dropout_rate),
+     "dropout probability (MaxText default 0): > 0 selects the graph's dropout variant"},
+    {"enable_dropout", K_BOOL, F(enable_dropout), "dropout on when dropout_rate > 0 (default true)"},
+    {"hbm_budget", K_BYTES, F(hbm_budget), "HBM budget per device in bytes (e.g. 90GiB); default: XLA's limit per device"},
+    {"hbm_reserve", K_BYTES, F(hbm_reserve), "bytes held back for runtime and compiler temporaries"},
+    {"safety_margin", K_F64, F(safety_margin), "fraction of the budget kept free by 'check' (0.05)"},
+    {"host_link_bw", K_F64, F(host_link_bw),
+     "host link bytes/s per direction per device; default: the profile's"},
+    {"matmul_efficiency", K_F64, F(matmul_efficiency),
+     "fraction of peak FLOP/s matmuls sustain (0, 1]; default: the hardware profile's"},
+    {"attention_efficiency", K_F64, F(attention_efficiency),
+     "fraction of peak FLOP/s the flash attention kernel sustains; default: the profile's"},
+    {"reserve_fraction", K_F64, F(reserve_fraction),
+     "XLA's temporaries, as a fraction of the transient bytes [0, 1); default: the profile's"},
+    {"memory_efficiency", K_F64, F(memory_efficiency),
+     "fraction of HBM bandwidth memory-bound ops sustain; default: the profile's"},
+    {"num_devices", K_U64, F(num_devices), "devices in the run (the mesh's product)"},
+    {"topology", K_STR, F(topology),
+     "a slice as MaxText names it (tpu7x-128: 64 chips, 128 devices): sets hardware and num_devices"},
+    {"logical_axis_rules", K_STR, F(logical_axis_rules),
+     "overrides, e.g. activation_embed:,activation_norm_length:tensor"},
+    {"override_logical_axis_rules", K_BOOL, F(override_logical_axis_rules),
+     "logical_axis_rules replace MaxText's default rules instead of overriding them one by one"},
+    {"quantization", K_STR, F(quantization),
+     "'' (none) or fp8 / nanoo_fp8: weight-einsum residuals and gathers in fp8"},
+    {"use_qwix_quantization", K_BOOL, F(use_qwix_quantization),
+     "quantize through qwix (same memory as quantization alone; needs quantization)"},
+    {"optimizer_memory_host_offload", K_BOOL, F(optimizer_memory_host_offload),
+     "optimizer state lives in host RAM"},
+    {"parameter_memory_host_offload", K_BOOL, F(parameter_memory_host_offload),
+     "parameters live in host RAM between uses"},
+    {"fsdp_prefetch", K_BOOL, F(fsdp_prefetch),
+     "each op's FSDP gather is issued during the op before it (prefetch)"},
+    {"num_slices", K_I64, F(num_slices),
+     "slices of the topology (multiplies its devices); -1, MaxText's default: one"},
+    {"decoder_block", K_STR, F(decoder_block),
+     "MaxText's layer kind, checked against the graph: llama2, mistral, qwen2 (llama), gpt3"},
+    {"attention_type", K_STR, F(attention_type),
+     "MaxText's attention kind: global (the graphs' kind); others are refused"},
+    {"mlp_activations", K_STR, F(mlp_activations),
+     "MaxText's MLP activations, checked against the graph: two (gated) for llama, one for gpt3"},
+    {"logits_via_embedding", K_BOOL, F(logits_via_embedding),
+     "MaxText's tied output head: the gpt3 graph ties it, the llama graph does not"},
+    {"num_experts", K_I64, F(num_experts), "experts per MoE layer (an MoE graph above 1)"},
+    {"num_experts_per_tok", K_U64, F(num_experts_per_tok), "experts each token is routed to (top-k)"},
+    {"base_moe_mlp_dim", K_U64, F(base_moe_mlp_dim), "MLP width of one expert"},
+    {"shared_experts", K_COUNT, F(shared_experts),
+     "shared experts: one dense MLP of shared_experts x base_moe_mlp_dim beside the routed ones"},
+    {"first_num_dense_layers", K_COUNT, F(first_num_dense_layers),
+     "the first layers that are dense, before the MoE layers (DeepSeek)"},
+    {"interleave_moe_layer_step", K_U64, F(interleave_moe_layer_step),
+     "layer i is MoE when (i + 1) is a multiple of it (Llama 4)"},
+    {"sparse_matmul", K_BOOL, F(sparse_matmul),
+     "MoE experts as grouped matmuls over routed tokens (Megablox); false is the dense path"},
+    {"capacity_factor", K_F64, F(capacity_factor), "the dense MoE path's expert capacity"},
+    {"ragged_buffer_factor", K_F64, F(ragged_buffer_factor),
+     "expert-parallel receive buffer as a multiple of local routed tokens; <= 0: worst case"},
+    {"wi_tile_fwd_batch_seq", K_U64, F(wi_tile_fwd_batch_seq),
+     "Megablox's row tile: each local expert's group pads up to one (time model)"},
+    {"sa_block_kv", K_U64, F(sa_block_kv),
+     "the flash kernel's key block: a windowed layer computes whole blocks (time model)"},
+    {"q_lora_rank", K_COUNT, F(q_lora_rank), "MLA: query low-rank width (0: a direct query weight)"},
+    {"kv_lora_rank", K_U64, F(kv_lora_rank), "MLA: key/value low-rank width"},
+    {"qk_nope_head_dim", K_U64, F(qk_nope_head_dim), "MLA: query/key head dims without RoPE"},
+    {"qk_rope_head_dim", K_U64, F(qk_rope_head_dim), "MLA: query/key head dims with RoPE"},
+    {"v_head_dim", K_U64, F(v_head_dim), "MLA: value head dims"},
+    {"sliding_window_size", K_COUNT, F(sliding_window_size),
+     "local attention's window (its layers' attention FLOPs scale by window / sequence)"},
+    {"chunk_attn_window_size", K_COUNT, F(chunk_attn_window_size), "chunked attention's chunk"},
+    {"nope_layer_interval", K_I64, F(nope_layer_interval),
+     "layer i is a global (NoPE) attention layer when (i + 1) is a multiple of it (Llama 4); "
+     "<= 0: none"},
+    {"mtp_num_layers", K_COUNT, F(mtp_num_layers),
+     "multi-token prediction layers (DeepSeek-V3): 1 selects the graph's .mtp variant; above 1 is "
+     "refused"},
+    {"use_qk_norm", K_BOOL, F(use_qk_norm), "MaxText's query/key norms; true is refused"},
+    {"use_post_attn_norm", K_BOOL, F(use_post_attn_norm),
+     "MaxText's norm after attention; true is refused"},
+    {"use_post_ffw_norm", K_BOOL, F(use_post_ffw_norm), "MaxText's norm after the MLP; true is refused"},
+    {"num_pipeline_microbatches", K_U64, F(num_pipeline_microbatches),
+     "micro-batches per step through the pipeline (default: the stage count; a multiple of it)"},
+    {"num_layers_per_pipeline_stage", K_U64, F(num_layers_per_pipeline_stage),
+     "layers a stage runs per pipeline iteration; the layers repeat over the stages "
+     "L / (stages x this) times (MaxText default 1)"},
+    {"pipeline_delay_activation_forwarding", K_BOOL, F(pipeline_delay_activation_forwarding),
+     "a stage's output reaches the next stage one iteration later: 2 (S - 1) bubble "
+     "iterations, not S - 1 (MaxText default false)"},
+    MESH("data", 0), MESH("fsdp", 1), MESH("fsdp_transpose", 2), MESH("sequence", 3),
+    MESH("tensor", 4), MESH("tensor_sequence", 5), MESH("context", 6), MESH("expert", 7),
+    MESH("pipeline", 8), MESH("context_usp_ulysses", 9), MESH("autoregressive", 10),
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+/* MaxText's custom-policy keys, one per checkpoint name (policy.c). */
+static size_t ncustom(void) {
+    size_t n = 0;
+    while (remat_policy_maxtext_name(n)) {
+        n++;
+    }
+    return n;
+}
+#define NCUSTOM ncustom()
+
+/* The keys a graph dim may take its size from (`from`, `div`), with their
+   fields: remat_config_size runs for every dim of every analysis, so it
+   looks here rather than through every key. per_device_batch_size is
+   special (sequences per micro-batch, see remat_config_size). */
+#define SIZE_FIELD(field) offsetof(remat_config_t, field)
+static const struct {
+    const char *name;
+    size_t offset;
+} size_keys[] = {
+    {"base_emb_dim", SIZE_FIELD(base_emb_dim)},
+    {"base_num_query_heads", SIZE_FIELD(base_num_query_heads)},
+    {"base_num_kv_heads", SIZE_FIELD(base_num_kv_heads)},
+    {"head_dim", SIZE_FIELD(head_dim)},
+    {"base_mlp_dim", SIZE_FIELD(base_mlp_dim)},
+    {"base_num_decoder_layers", SIZE_FIELD(base_num_decoder_layers)},
+    {"vocab_size", SIZE_FIELD(vocab_size)},
+    {"max_target_length", SIZE_FIELD(max_target_length)},
+    {"num_experts_per_tok", SIZE_FIELD(num_experts_per_tok)},
+    {"base_moe_mlp_dim", SIZE_FIELD(base_moe_mlp_dim)},
+    {"first_num_dense_layers", SIZE_FIELD(first_num_dense_layers)},
+    {"interleave_moe_layer_step", SIZE_FIELD(interleave_moe_layer_step)},
+    {"q_lora_rank", SIZE_FIELD(q_lora_rank)},
+    {"kv_lora_rank", SIZE_FIELD(kv_lora_rank)},
+    {"qk_nope_head_dim", SIZE_FIELD(qk_nope_head_dim)},
+    {"qk_rope_head_dim", SIZE_FIELD(qk_rope_head_dim)},
+    {"v_head_dim", SIZE_FIELD(v_head_dim)},
+    {"sliding_window_size", SIZE_FIELD(sliding_window_size)},
+    {"chunk_attn_window_size", SIZE_FIELD(chunk_attn_window_size)},
+    /* derived (remat_config_size): not settable */
+    {"num_experts", 0},
+    {"nope_layer_interval", 0},
+    {"shared_mlp_dim", 0},
+    {"qk_head_dim", 0},
+    {"kv_a_dim", 0},
+    {"kv_up_dim", 0},
+    {"moe_buffer_factor", 0},
+    {"expert_capacity", 0},
+    {"per_device_batch_size", 0},
+};
+
+size_t remat_config_nkeys(void) {
+    return NKEYS + NCUSTOM;
+}
+
+const char *remat_config_key_name(size_t i) {
+    return i < NKEYS ? keys[i].name : i < NKEYS + NCUSTOM ? remat_policy_maxtext_name(i - NKEYS) : NULL;
+}
+
+const char *remat_config_key_help(size_t i) {
+    return i < NKEYS ? keys[i].help : "custom policy placement: remat | device | offload";
+}
+
+bool remat_config_is_size_key(const char *key) {
+    for (size_t i = 0; i < sizeof size_keys / sizeof size_keys[0]; i++) {
+        if (strcmp(key, size_keys[i].name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void remat_config_defaults(remat_config_t *c) {
+    memset(c, 0, sizeof *c);
+    strcpy(c->model_name, "default");
+    strcpy(c->graph, "llama");
+    strcpy(c->attention, "flash");
+    strcpy(c->hardware, "tpu7x");
+    strcpy(c->remat_policy, "full");
+    strcpy(c->opt_type, "adamw");
+    /* MaxText base.yml */
+    c->base_emb_dim = 2048;
+    c->base_num_query_heads = 16;
+    c->base_num_kv_heads = 16;
+    c->head_dim = 128;
+    c->base_mlp_dim = 7168;
+    c->base_num_decoder_layers = 16;
+    c->vocab_size = 32000;
+    c->max_target_length = 2048;
+    c->per_device_batch_size = 12;
+    c->gradient_accumulation_steps = 1;
+    c->num_vocab_tiling = 1;
+    c->num_layers_per_pipeline_stage = 1;
+    c->num_devices = 1;
+    c->dtype = REMAT_DTYPE_BF16;
+    c->weight_dtype = REMAT_DTYPE_F32;
+    c->grad_dtype = REMAT_DTYPE_F32;
+    c->mu_dtype = REMAT_DTYPE_F32;
+    c->scan_layers = true;
+    c->enable_dropout = true; /* MaxText base.yml; dropout_rate defaults to 0 */
+    c->safety_margin = 0.05;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        c->ici[a] = 1;
+        c->dcn[a] = 1;
+    }
+    c->ici[REMAT_AXIS_FSDP] = -1; /* MaxText: FSDP takes the devices left */
+    c->dcn[REMAT_AXIS_DATA] = -1; /* MaxText: data parallelism takes the slices left */
+    c->fsdp_prefetch = true;
+    strcpy(c->attention_type, "global");
+    c->num_experts = 1;
+    c->num_experts_per_tok = 1;
+    c->nope_layer_interval = -1;
+    c->interleave_moe_layer_step = 1;
+    c->kv_lora_rank = 512;
+    c->qk_nope_head_dim = 128;
+    c->qk_rope_head_dim = 64;
+    c->v_head_dim = 128;
+    c->sparse_matmul = true;
+    c->capacity_factor = -1.0;
+    c->ragged_buffer_factor = -1.0;
+    c->wi_tile_fwd_batch_seq = 512;
+    c->sa_block_kv = 512;
+    c->num_slices = -1;
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (*s < '0' || *s > '9') {
+        return false;
+    }
+    uint64_t v = 0;
+    for (; *s; s++) {
+        /* decimal digits only */
+        if (*s < '0' || *s > '9' || !remat_i_mul(v, 10, &v) ||
+            !remat_i_add(v, (uint64_t)(*s - '0'), &v)) {
+            return false;
+        }
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_bytes(const char *s, uint64_t *out) {
+    static const struct {
+        const char *suffix;
+        double unit;
+    } units[] = {{"", 1},      {"B", 1},         {"KB", 1e3},        {"MB", 1e6},
+                 {"GB", 1e9},  {"TB", 1e12},     {"KiB", 1024.0},    {"MiB", 1048576.0},
+                 {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    if (parse_u64(s, out)) {
+        return *out <= REMAT_BYTES_MAX;
+    }
+    char *end;
+    size_t digits = strspn(s, "0123456789.");
+    if (digits == 0) {
+        return false; /* decimal only: no hex, inf or nan */
+    }
+    double v = strtod(s, &end);
+    if (end != s + digits || !(v >= 0) || !isfinite(v)) {
+        return false;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            double b = v * units[i].unit;
+            if (!(b <= (double)REMAT_BYTES_MAX)) {
+                return false;
+            }
+            *out = (uint64_t)llround(b);
+            return *out <= REMAT_BYTES_MAX;
+        }
+    }
+    return false;
+}
+
+static remat_status_t set_custom(remat_config_t *c, const char *key, const char *value,
+                                 const char *source, const char *path, remat_error_t *err) {
+    remat_place_t place;
+    if (!remat_place_parse(value, &place)) {
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "'%s' must be remat, device or offload, not '%s'", key, value);
+    }
+    for (size_t i = 0; i < c->ncustom; i++) {
+        if (strcmp(c->custom[i].name, key) == 0) {
+            c->custom[i].place = place;
+            return REMAT_OK;
+        }
+    }
+    if (c->ncustom == sizeof c->custom / sizeof c->custom[0]) {
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "at most %zu custom placements", c->ncustom);
+    }
+    if (c->ncustom == 0) {
+        snprintf(c->custom_source, sizeof c->custom_source, "%s", source ? source : "");
+    }
+    snprintf(c->custom[c->ncustom].name, REMAT_NAME_LEN, "%s", key);
+    c->custom_graph_name[c->ncustom] = false;
+    c->custom[c->ncustom++].place = place;
+    return REMAT_OK;
+}
+
+/* A placement for a name MaxText does not have: a graph file's own
+   checkpoint name, which remat_resolve checks once the graph is loaded. */
+static remat_status_t set_graph_name(remat_config_t *c, const char *key, const char *value,
+                                     const char *source, const char *path, remat_error_t *err) {
+    size_t before = c->ncustom;
+    remat_status_t st = set_custom(c, key, value, source, path, err);
+    if (st == REMAT_OK && c->ncustom > before) {
+        c->custom_graph_name[c->ncustom - 1] = true;
+    }
+    return st;
+}
+
+/* One setting being applied, for the error messages of every type. */
+typedef struct setting {
+    const char *key, *value, *source, *path;
+} setting_t;
+
+static remat_status_t set_str(remat_config_t *c, const key_t_ *k, const setting_t *s,
+                              remat_error_t *err) {
+    char *field = (char *)c + k->offset;
+    const char *key = s->key, *value = s->value;
+    if (strlen(value) >= k->size ||
+        (!*value && strcmp(key, "quantization") && strcmp(key, "logical_axis_rules"))) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "'%s' must be a non-empty string under %zu bytes", key, k->size);
+    }
+    memcpy(field, value, strlen(value) + 1);
+    if (strcmp(key, "attention") == 0 && strcmp(value, "flash") != 0 &&
+        strcmp(value, "dot_product") != 0 && strcmp(value, "autoselected") != 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "attention must be flash, dot_product or autoselected, not '%s'",
+                               value);
+    }
+    if (strcmp(key, "attention") == 0 && strcmp(value, "autoselected") == 0) {
+        /* MaxText picks flash on TPU for S >= 128; so do we. */
+        strcpy(field, "flash");
+    }
+    if (strcmp(key, "opt_type") == 0) {
+        const bool adam = strcmp(value, "adamw") == 0 || strcmp(value, "adam_pax") == 0;
+        const bool sgd = strcmp(value, "sgd") == 0, afac = strcmp(value, "adafactor") == 0;
+        if (!adam && !sgd && !afac) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "opt_type must be adamw, adam_pax, sgd or adafactor, not '%s'",
+                                   value);
+        }
+        c->optimizer = adam ? REMAT_OPT_ADAM : sgd ? REMAT_OPT_SGD : REMAT_OPT_ADAFACTOR;
+    }
+    if (strcmp(key, "quantization") == 0 && *value && strcmp(value, "fp8") != 0 &&
+        strcmp(value, "nanoo_fp8") != 0 && strcmp(value, "none") != 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "quantization must be fp8, nanoo_fp8 or none, not '%s' (int8 "
+                               "recipes are not modelled)",
+                               value);
+    }
+    return REMAT_OK;
+}
+
+/* The integer types: counts, mesh axes (-1 fills) and byte sizes. */
+static remat_status_t set_integer(remat_config_t *c, const key_t_ *k, const setting_t *s,
+                                  remat_error_t *err) {
+    void *field = (char *)c + k->offset;
+    uint64_t v;
+    if (k->type == K_U64) {
+        if (!parse_u64(s->value, &v) || v == 0) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "'%s' must be a positive integer, not '%s'", s->key, s->value);
+        }
+        *(uint64_t *)field = v;
+        return REMAT_OK;
+    }
+    if (k->type == K_COUNT) {
+        if (!parse_u64(s->value, &v) || v > REMAT_MAX_AXIS_SIZE) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "'%s' must be an integer from 0 to 1000000000, not '%s'",
+                                   s->key, s->value);
+        }
+        *(uint64_t *)field = v;
+        return REMAT_OK;
+    }
+    if (k->type == K_I64) {
+        bool neg = s->value[0] == '-';
+        if (!parse_u64(neg ? s->value + 1 : s->value, &v) || v == 0 || (neg && v != 1) ||
+            v > REMAT_MAX_AXIS_SIZE) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "'%s' must be a positive integer or -1, not '%s'", s->key,
+                                   s->value);
+        }
+        *(int64_t *)field = neg ? -1 : (int64_t)v;
+        return REMAT_OK;
+    }
+    if (!parse_bytes(s->value, &v)) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "'%s' must be a byte count such as 96GiB or 100000000000, at most "
+                               "4 EiB (2^62), not '%s'",
+                               s->key, s->value);
+    }
+    if (v == 0 && strcmp(s->key, "hbm_budget") == 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "'hbm_budget' must be positive (leave it unset for XLA's limit "
+                               "per device)");
+    }
+    *(uint64_t *)field = v;
+    return REMAT_OK;
+}
+
+/* Numbers: decimal only (strtod would also take hex, inf and nan); margins,
+   the reserve and the dropout rate are fractions in [0, 1), efficiencies in
+   (0, 1], the MoE factors any finite number (MaxText's base.yml sets -1:
+   at most 0 means none, the worst case), the rest positive. */
+static remat_status_t set_f64(remat_config_t *c, const key_t_ *k, const setting_t *s,
+                              remat_error_t *err) {
+    char *end;
+    double v = strtod(s->value, &end);
+    bool ok = end != s->value && !*end && isfinite(v) &&
+              strspn(s->value, "0123456789.eE+-") == strlen(s->value);
+    const bool margin = strcmp(s->key, "safety_margin") == 0 ||
+                        strcmp(s->key, "reserve_fraction") == 0 ||
+                        strcmp(s->key, "dropout_rate") == 0;
+    const bool fraction = strstr(s->key, "_efficiency") != NULL;
+    const bool any = strcmp(s->key, "capacity_factor") == 0 ||
+                     strcmp(s->key, "ragged_buffer_factor") == 0;
+    ok = ok && (margin ? v >= 0 && v < 1 : any || (v > 0 && (!fraction || v <= 1)));
+    if (!ok) {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               margin     ? "'%s' must be a fraction in [0, 1), not '%s'"
+                               : fraction ? "'%s' must be a fraction in (0, 1], not '%s'"
+                               : any      ? "'%s' must be a number, not '%s'"
+                                          : "'%s' must be a positive number, not '%s'",
+                               s->key, s->value);
+    }
+    *(double *)(void *)((char *)c + k->offset) = v;
+    c->reserve_fraction_set |= strcmp(s->key, "reserve_fraction") == 0;
+    return REMAT_OK;
+}
+
+static remat_status_t set_dtype_or_bool(remat_config_t *c, const key_t_ *k, const setting_t *s,
+                                        remat_error_t *err) {
+    void *field = (char *)c + k->offset;
+    const char *value = s->value;
+    if (k->type == K_DTYPE) {
+        remat_dtype_t d;
+        if (!remat_dtype_parse(value, &d) || d == REMAT_DTYPE_ACT || d == REMAT_DTYPE_WEIGHT ||
+            d >= REMAT_DTYPE_I32) {
+            return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                                   "'%s' must be a float dtype (float32, bfloat16, float16, "
+                                   "fp8_e4m3, fp8_e5m2), not '%s'",
+                                   s->key, value);
+        }
+        *(remat_dtype_t *)field = d;
+        c->mu_dtype_set |= strcmp(s->key, "mu_dtype") == 0;
+        return REMAT_OK;
+    }
+    if (strcmp(value, "true") == 0 || strcmp(value, "True") == 0 || strcmp(value, "1") == 0) {
+        *(bool *)field = true;
+    } else if (strcmp(value, "false") == 0 || strcmp(value, "False") == 0 ||
+               strcmp(value, "0") == 0) {
+        *(bool *)field = false;
+    } else {
+        return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
+                               "'%s' must be true or false, not '%s'", s->key, value);
+    }
+    return REMAT_OK;
+}
+
+/* The typed key named @p key, or NULL. */
+static const key_t_ *find_key(const char *key) {
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (strcmp(key, keys[i].name) == 0) {
+            return &keys[i];
+        }
+    }
+    return NULL;
+}
+
+const char *remat_i_config_nearest_key(const char *key) {
+    const char *best = NULL;
+    size_t bestd = (size_t)-1;
+    for (size_t i = 0; i < remat_config_nkeys(); i++) {
+        const char *name = remat_config_key_name(i);
+        best = remat_i_nearest_word(key, &name, 1, best, &bestd);
+    }
+    best = remat_i_nearest_word(key, remat_i_maxtext_keys, remat_i_nmaxtext_keys, best, &bestd);
+    return remat_i_near_enough(key, bestd) ? best : NULL;
+}
+
+/* A key neither remat's nor MaxText's: the error, naming the nearest. */
+static remat_status_t unknown_key(const char *key, const char *source, const char *path,
+                                  remat_error_t *err) {
+    const char *near = remat_i_config_nearest_key(key);
+    if (near) {
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "unknown config key '%s' (did you mean '%s'?)", key, near);
+    }
+    return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                           "unknown config key '%s': not one of remat's or MaxText's "
+                           "('remat list keys' shows remat's)",
+                           key);
+}
+
+remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *value,
+                                const char *source, const char *path, remat_error_t *err) {
+    bool skip = false;
+    remat_status_t tst = remat_i_config_translate(c, &key, &value, source, path, &skip, err);
+    if (tst || skip) {
+        return tst;
+    }
+    for (size_t i = 0; i < NCUSTOM; i++) {
+        if (strcmp(key, remat_policy_maxtext_name(i)) == 0) {
+            return set_custom(c, key, value, source, path, err);
+        }
+    }
+    const key_t_ *k = find_key(key);
+    if (!k) {
+        switch (remat_i_config_other_key(c, key, value)) {
+            case REMAT_OTHER_UNUSED:
+                return REMAT_OK;
+            case REMAT_OTHER_GRAPH_NAME:
+                return set_graph_name(c, key, value, source, path, err);
+            case REMAT_OTHER_UNKNOWN:
+                break;
+        }
+        return unknown_key(key, source, path, err);
+    }
+    c->logits_via_embedding_set |= strcmp(key, "logits_via_embedding") == 0;
+    const setting_t s = {key, value, source, path};
+    if (strcmp(key, "topology") == 0) {
+        remat_topology_t t;
+        remat_status_t st = remat_topology_parse(value, source, path, &t, err);
+        if (st == REMAT_OK) {
+            snprintf(c->topology, sizeof c->topology, "%s", value);
+            snprintf(c->hardware, sizeof c->hardware, "%s", t.hardware);
+        }
+        return st;
+    }
+    c->num_devices_set |= strcmp(key, "num_devices") == 0;
+    switch (k->type) {
+        case K_STR:
+            return set_str(c, k, &s, err);
+        case K_U64:
+        case K_COUNT:
+        case K_I64:
+        case K_BYTES:
+            return set_integer(c, k, &s, err);
+        case K_F64:
+            return set_f64(c, k, &s, err);
+        case K_DTYPE:
+        case K_BOOL:
+            return set_dtype_or_bool(c, k, &s, err);
+        case K_PLACE:
+            break;
+    }
+    return remat_error_set(err, REMAT_E_INTERNAL, source, path, "unhandled key type for '%s'",
+                           key);
+}
+
+/* An unknown model_name: the built-in models nearest to @p name, for the
+   error. Up to four, nearest first (name order among equals), by edit
+   distance, a built-in that starts with @p name (3 bytes or more) counting
+   as one edit; a built-in further than a third of the longer name (at
+   least 2 edits) is not near. Writes "'a', 'b' or 'c'", or "" when none is
+   near. */
+static void nearest_models(const char *name, char *buf, size_t size) {
+    enum { NEAREST = 4 };
+    size_t best[NEAREST], dist[NEAREST], nbest = 0;
+    const size_t len = strlen(name);
+    for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_MODEL); i++) {
+        const char *m = remat_builtin_name(REMAT_BUILTIN_MODEL, i);
+        size_t d = remat_i_edit_distance(name, m); /* (size_t)-1 past 64 bytes */
+        if (len >= 3 && strncmp(m, name, len) == 0 && d > 1) {
+            d = 1;
+        }
+        const size_t longer = strlen(m) > len ? strlen(m) : len;
+        if (d > (longer / 3 > 2 ? longer / 3 : 2)) {
+            continue;
+        }
+        size_t at = nbest;
+        while (at > 0 && dist[at - 1] > d) {
+            at--;
+        }
+        if (at == NEAREST) {
+            continue;
+        }
+        if (nbest < NEAREST) {
+            nbest++;
+        }
+        for (size_t j = nbest - 1; j > at; j--) {
+            best[j] = best[j - 1];
+            dist[j] = dist[j - 1];
+        }
+        best[at] = i;
+        dist[at] = d;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t j = 0; j < nbest && used < size; j++) {
+        const char *sep = j == 0 ? "" : j + 1 == nbest ? " or " : ", ";
+        int w = snprintf(buf + used, size - used, "%s'%s'", sep,
+                         remat_builtin_name(REMAT_BUILTIN_MODEL, best[j]));
+        if (w < 0) {
+            break;
+        }
+        used += (size_t)w;
+    }
+}
+
+/* Applies the built-in preset @p name (config_internal.h). */
+remat_status_t remat_i_config_apply_model(remat_config_t *c, const char *name, bool own_graph,
+                                          remat_error_t *err) {
+    if (strcmp(name, "default") == 0) {
+        return REMAT_OK;
+    }
+    const char *text = remat_builtin_find(REMAT_BUILTIN_MODEL, name);
+    if (!text) {
+        char near[256];
+        nearest_models(name, near, sizeof near);
+        const size_t count = remat_builtin_count(REMAT_BUILTIN_MODEL);
+        if (near[0]) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "unknown model_name '%s' (did you mean %s? 'remat list models' "
+                                   "shows all %zu, or 'default' for none)",
+                                   name, near, count);
+        }
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "unknown model_name '%s' ('remat list models' shows the %zu built-in "
+                               "models, or 'default' for none)",
+                               name, count);
+    }
+    /* a preset's values are named by the preset, not by where remat keeps it */
+    char source[REMAT_ERR_SOURCE_LEN];
+    snprintf(source, sizeof source, "model_name=%.*s", REMAT_ERR_SOURCE_LEN - 16, name);
+    json_t *root;
+    remat_status_t st = remat_i_json_parse(text, source, &root, err);
+    if (st) {
+        /* out of memory; else a built-in preset that does not parse */
+        return st == REMAT_E_NOMEM ? st : REMAT_E_INTERNAL;
+    }
+    json_t *req = json_object_get(root, "requires");
+    if (req && own_graph && json_is_string(req)) {
+        remat_i_config_note(c, "model_name '%s' needs %s: its dims run on the graph file given",
+                            name, json_string_value(req));
+    } else if (req) {
+        st = json_is_string(req)
+                 ? remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "model_name '%s' needs %s, which remat's graphs do not have "
+                                   "yet",
+                                   name, json_string_value(req))
+                 : remat_error_set(err, REMAT_E_INTERNAL, source, "$.requires",
+                                   "'requires' must be a string");
+        json_decref(root);
+        return st;
+    }
+    const char *key;
+    json_t *v;
+    json_t *cfg = json_object_get(root, "config");
+    json_object_foreach(cfg, key, v) {
+        char num[40];
+        const char *value = json_is_string(v) ? json_string_value(v) : num;
+        if (json_is_integer(v)) {
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+        } else if (json_is_real(v)) {
+            snprintf(num, sizeof num, "%.17g", json_real_value(v));
+        } else if (!json_is_string(v)) {
+            snprintf(num, sizeof num, "%s", json_is_true(v) ? "true" : "false");
+        }
+        if ((st = remat_config_set(c, key, value, source, key, err)) != REMAT_OK) {
+            break;
+        }
+    }
+    json_decref(root);
+    return st;
+}
+
+/* The product of one kind of mesh axes (ici or dcn), and how many of them
+   fill (-1). */
+static remat_status_t axes_product(const int64_t *axes, uint64_t *product, int *fills,
+                                   remat_error_t *err) {
+    *product = 1;
+    *fills = 0;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        if (axes[a] < 1) {
+            (*fills)++;
+        } else if (!remat_i_mul(*product, (uint64_t)axes[a], product) ||
+                   *product > REMAT_MAX_DEVICES) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "the mesh axes multiply past 2^40 devices");
+        }
+    }
+    return REMAT_OK;
+}
+
+/* The mesh's device count, 0 when it cannot tell: the ici axes' product
+   (none may fill) times the slices, which are num_slices when given (a dcn
+   axis of -1 takes them, as in MaxText) or the dcn axes' product. */
+static remat_status_t mesh_devices(const remat_config_t *c, uint64_t *out, remat_error_t *err) {
+    uint64_t ici, dcn;
+    int ici_fills, dcn_fills;
+    *out = 0;
+    remat_status_t st = axes_product(c->ici, &ici, &ici_fills, err);
+    if (st == REMAT_OK) {
+        st = axes_product(c->dcn, &dcn, &dcn_fills, err);
+    }
+    if (st || ici_fills) {
+        return st;
+    }
+    if (c->num_slices > 0 && (dcn_fills ? (uint64_t)c->num_slices % dcn != 0
+                                        : (uint64_t)c->num_slices != dcn)) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "num_slices=%lld, but the dcn axes make %llu slices%s",
+                               (long long)c->num_slices, (unsigned long long)dcn,
+                               dcn_fills ? " and the one that fills cannot make up the rest" : "");
+    }
+    const uint64_t slices = c->num_slices > 0 ? (uint64_t)c->num_slices : dcn_fills ? 0 : dcn;
+    if (slices && (!remat_i_mul(ici, slices, out) || *out > REMAT_MAX_DEVICES)) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "the mesh axes multiply past 2^40 devices");
+    }
+    return REMAT_OK;
+}
+
+/* The device count: num_devices, else the topology's (times num_slices),
+   else the mesh's product when no axis is left to fill, else one device,
+   which c->num_devices_assumed records. A topology and num_devices that
+   disagree are an error rather than a silent choice. */
+static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
+    const uint64_t slices = c->num_slices > 0 ? (uint64_t)c->num_slices : 1;
+    if (c->topology[0]) {
+        remat_topology_t t;
+        remat_status_t st = remat_topology_parse(c->topology, NULL, "topology", &t, err);
+        if (st) {
+            return st;
+        }
+        uint64_t devices;
+        if (!remat_i_mul(t.devices, slices, &devices) || devices > REMAT_MAX_DEVICES) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "num_slices=%llu of topology=%s is past 2^40 devices",
+                                   (unsigned long long)slices, c->topology);
+        }
+        if (c->num_devices_set && c->num_devices != devices) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "topology=%s%s is %llu devices (%llu chips), but "
+                                   "num_devices=%llu",
+                                   c->topology, slices > 1 ? " times num_slices" : "",
+                                   (unsigned long long)devices,
+                                   (unsigned long long)(t.chips * slices),
+                                   (unsigned long long)c->num_devices);
+        }
+        c->num_devices = devices;
+        return REMAT_OK;
+    }
+    if (c->num_devices_set) {
+        return REMAT_OK;
+    }
+    uint64_t p;
+    remat_status_t st = mesh_devices(c, &p, err);
+    if (st == REMAT_OK && p) {
+        c->num_devices = p;
+    } else if (st == REMAT_OK) {
+        c->num_devices_assumed = true; /* the default of one device stands */
+    }
+    return st;
+}
+
+/* MoE settings MaxText would take and remat can analyze: a top-k within
+   the experts, and what remat does not model yet refused by name. */
+static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
+    if (c->num_experts < 1) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "num_experts=%lld: there is at least one expert",
+                               (long long)c->num_experts);
+    }
+    if (c->num_experts_per_tok < 1 || c->num_experts_per_tok > (uint64_t)c->num_experts) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "num_experts_per_tok=%llu must be 1 to num_experts (%lld)",
+                               (unsigned long long)c->num_experts_per_tok,
+                               (long long)c->num_experts);
+    }
+    if (c->first_num_dense_layers > c->base_num_decoder_layers) {
+        /* MaxText scans num_decoder_layers - first_num_dense_layers MoE
+           layers: more dense layers than layers is no model */
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "first_num_dense_layers=%llu is more than the %llu decoder layers "
+                               "(base_num_decoder_layers)",
+                               (unsigned long long)c->first_num_dense_layers,
+                               (unsigned long long)c->base_num_decoder_layers);
+    }
+    if (c->interleave_moe_layer_step < 1) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "interleave_moe_layer_step must be at least 1");
+    }
+    if (c->mtp_num_layers > 1) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "mtp_num_layers=%llu: remat models one multi-token prediction "
+                               "layer (DeepSeek-V3's), not more",
+                               (unsigned long long)c->mtp_num_layers);
+    }
+    if (c->num_experts > 1 && !c->sparse_matmul && c->capacity_factor <= 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "sparse_matmul=false without a capacity_factor runs every token "
+                               "through every expert, which is not modeled; remat models the "
+                               "dense path with capacity_factor > 0 (dispatch and combine over "
+                               "expert capacity) and the sparse path");
+    }
+    return REMAT_OK;
+}
+
+/* The checks that involve several keys, once every layer is applied. */
+remat_status_t remat_i_config_check_layers(const remat_config_t *c, remat_error_t *err) {
+    if (c->base_num_decoder_layers == 0) { /* the key's parser refuses 0 before this */
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "base_num_decoder_layers is 0: a model has at least one layer");
+    }
+    if (c->base_num_decoder_layers > REMAT_MAX_LAYERS) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "base_num_decoder_layers=%llu is above the supported %d",
+                               (unsigned long long)c->base_num_decoder_layers, REMAT_MAX_LAYERS);
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_config_check_built(remat_config_t *c, remat_error_t *err) {
+    remat_status_t st = remat_i_config_check_maxtext(c, err);
+    if (st == REMAT_OK && !c->mu_dtype_set) {
+        c->mu_dtype = c->weight_dtype;
+    }
+    if (st == REMAT_OK) {
+        st = resolve_devices(c, err);
+    }
+    if (st == REMAT_OK) {
+        st = remat_i_config_check_layers(c, err);
+    }
+    /* MaxText's attention (attentions.py) rejects a GQA split that leaves
+       query heads without a key/value head. */
+    if (st == REMAT_OK && c->base_num_kv_heads &&
+        c->base_num_query_heads % c->base_num_kv_heads) {
+        st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                             "base_num_query_heads=%llu is not a multiple of "
+                             "base_num_kv_heads=%llu (MaxText rejects it for GQA)",
+                             (unsigned long long)c->base_num_query_heads,
+                             (unsigned long long)c->base_num_kv_heads);
+    }
+    if (st == REMAT_OK) {
+        st = check_moe(c, err);
+    }
+    if (st == REMAT_OK && c->use_qwix_quantization &&
+        (!c->quantization[0] || strcmp(c->quantization, "none") == 0)) {
+        st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                             "use_qwix_quantization=true needs a quantization (fp8, nanoo_fp8)");
+    }
+    if (st == REMAT_OK && c->ncustom > 0 && strcmp(c->remat_policy, "custom") != 0) {
+        st = remat_error_set(err, REMAT_E_CONFIG, c->custom_source, NULL,
+                             "'%s=%s' applies only with remat_policy=custom (remat_policy is '%s')",
+                             c->custom[0].name, remat_place_name(c->custom[0].place),
+                             c->remat_policy);
+    }
+    return st;
+}
+
+/* The dense MoE path's slots per expert and sequence (MaxText's
+   generate_masks): int(max(ceil(S K / E) x capacity_factor,
+   capacity_factor)), at least 1; 0 with no capacity factor. */
+static uint64_t expert_capacity(const remat_config_t *c) {
+    if (c->capacity_factor <= 0 || c->num_experts < 1) {
+        return 0;
+    }
+    const double tokens = (double)c->max_target_length * (double)c->num_experts_per_tok;
+    const double per = ceil(tokens / (double)c->num_experts) * c->capacity_factor;
+    const double cap = per > c->capacity_factor ? per : c->capacity_factor;
+    return cap >= 1e15 ? (uint64_t)1e15 : cap < 1 ? 1 : (uint64_t)cap;
+}
+
+/* The sizes derived from other keys (docs/config.md): the shared experts'
+   MLP width, MLA's query/key head and its two key/value projections, and
+   num_experts (a signed MaxText key, at least 1 once checked). The
+   expert-parallel buffer factor needs the mesh: the binder sets it, and
+   here it is 1. */
+static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out) {
+    /* A sum or product past 64 bits saturates: binding then fails on the
+       bytes it would take, as for any other oversized dim. */
+    if (strcmp(key, "num_experts") == 0) {
+        *out = c->num_experts > 0 ? (uint64_t)c->num_experts : 1;
+    } else if (strcmp(key, "nope_layer_interval") == 0) {
+        /* as a stack rule's `every`, 0 takes no layer */
+        *out = c->nope_layer_interval > 0 ? (uint64_t)c->nope_layer_interval : 0;
+    } else if (strcmp(key, "shared_mlp_dim") == 0) {
+        *out = remat_i_mul(c->shared_experts, c->base_moe_mlp_dim, out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "qk_head_dim") == 0) {
+        *out = remat_i_add(c->qk_nope_head_dim, c->qk_rope_head_dim, out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "kv_a_dim") == 0) {
+        *out = remat_i_add(c->kv_lora_rank, c->qk_rope_head_dim, out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "kv_up_dim") == 0) {
+        *out = remat_i_add(c->qk_nope_head_dim, c->v_head_dim, out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "moe_buffer_factor") == 0) {
+        *out = 1;
+    } else if (strcmp(key, "expert_capacity") == 0) {
+        *out = expert_capacity(c);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+const char *remat_i_config_size_formula(const char *key) {
+    static const struct {
+        const char *key, *formula;
+    } derived[] = {{"shared_mlp_dim", "shared_experts x base_moe_mlp_dim"},
+                   {"qk_head_dim", "qk_nope_head_dim + qk_rope_head_dim"},
+                   {"kv_a_dim", "kv_lora_rank + qk_rope_head_dim"},
+                   {"expert_capacity", "from capacity_factor, max_target_length, "
+                                       "num_experts_per_tok and num_experts"}};
+    for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++) {
+        if (strcmp(derived[i].key, key) == 0) {
+            return derived[i].formula;
+        }
+    }
+    return NULL;
+}
+
+size_t remat_i_config_size_field(const char *key) {
+    for (size_t i = 0; key && i < sizeof size_keys / sizeof size_keys[0]; i++) {
+        /* the first bytes inline: most keys differ there */
+        if (size_keys[i].name[0] == key[0] && strcmp(size_keys[i].name, key) == 0) {
+            return size_keys[i].offset; /* 0 for a derived key */
+        }
+    }
+    return 0;
+}
+
+remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint64_t *out,
+                                 remat_error_t *err) {
+    if (strcmp(key, "per_device_batch_size") == 0) {
+        /* MaxText's micro-batch is per_device_batch_size x devices; with
+           gradient accumulation the global batch is k of them
+           (calculate_global_batch_sizes in configs/types.py at e591f30). */
+        double micro = c->per_device_batch_size * (double)c->num_devices;
+        if (micro > REMAT_MAX_SEQUENCES) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "per_device_batch_size %g gives %g sequences per micro-batch, "
+                                   "above the supported 1e15",
+                                   c->per_device_batch_size, micro);
+        }
+        /* 0.07 x 100 is 7.000000000000001 in binary: a count within a
+           relative 1e-9 of a whole number is that number. */
+        double whole = floor(micro + 0.5);
+        if (fabs(micro - whole) <= 1e-9 * (whole > 1 ? whole : 1)) {
+            micro = whole;
+        }
+        if (micro < 1 || micro != floor(micro)) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "per_device_batch_size %g x %llu devices is %g sequences per "
+                                   "micro-batch: it must be a whole number of at least 1",
+                                   c->per_device_batch_size, (unsigned long long)c->num_devices,
+                                   micro);
+        }
+        *out = (uint64_t)micro;
+        return REMAT_OK;
+    }
+    const size_t field = remat_i_config_size_field(key);
+    if (field) {
+        *out = *(const uint64_t *)(const void *)((const char *)c + field);
+        return REMAT_OK;
+    }
+    if (derived_size(c, key, out)) {
+        return REMAT_OK;
+    }
+    for (size_t i = 0; i < NKEYS; i++) {
+        const bool integer = keys[i].type == K_U64 || keys[i].type == K_COUNT;
+        if (integer && strcmp(keys[i].name, key) == 0) {
+            *out = *(const uint64_t *)(const void *)((const char *)c + keys[i].offset);
+            return REMAT_OK;
+        }
+    }
+    return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "'%s' is not an integer config key",
+                           key);
+}
+
+unsigned remat_config_dtype_bytes(const remat_config_t *c, remat_dtype_t d) {
+    if (d == REMAT_DTYPE_ACT) {
+        return remat_dtype_bytes(c->dtype);
+    }
+    if (d == REMAT_DTYPE_WEIGHT) {
+        return remat_dtype_bytes(c->weight_dtype);
+    }
+    return remat_dtype_bytes(d);
+}

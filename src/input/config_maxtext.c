@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config_maxtext.c: MaxText's spellings in a remat config (config_maxtext.h).
+ *
+ * remat models the keys that change a step's memory or time for the layers
+ * its graphs express. Every other key MaxText has (maxtext/keys.txt) is
+ * accepted, since a pasted launch command or a YAML config carries dozens of
+ * them (run_name, steps, dataset_type, ...), and listed once so that nothing
+ * is dropped silently. MaxText's layer keys that would change the layer
+ * (an MoE block, another decoder block, an untied head on a tied graph) are
+ * refused rather than ignored: ignoring them would be a wrong answer.
+ *
+ * Invariants: c->notes and c->unused_keys stay NUL-terminated and are only
+ * appended to; a note is whole or absent.
+ */
+#include "input/config_maxtext.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "data/maxtext_keys.h"
+#include "remat/model/policy.h"
+#include "base/util.h"
+
+void remat_i_config_note(remat_config_t *c, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(c->notes);
+    if (n < 0 || (size_t)n >= sizeof line || strstr(c->notes, line) ||
+        len + (size_t)n + 2 > sizeof c->notes) {
+        return;
+    }
+    memcpy(c->notes + len, line, (size_t)n);
+    c->notes[len + (size_t)n] = '\n';
+    c->notes[len + (size_t)n + 1] = '\0';
+}
+
+static bool is_gpu_profile(const char *hw) {
+    return strcmp(hw, "h100") == 0 || strcmp(hw, "h200") == 0 || strcmp(hw, "b200") == 0;
+}
+
+/* MaxText's hardware key says tpu, gpu, gpu_multiprocess or cpu; remat's
+   names a profile. The kind alone changes nothing on a profile of that
+   kind; gpu on a TPU profile picks h100 (MaxText's a3 recipes). */
+static remat_status_t hardware_kind(remat_config_t *c, const char **value, const char *source,
+                                    const char *path, bool *skip, remat_error_t *err) {
+    const bool gpu = strcmp(*value, "gpu") == 0 || strcmp(*value, "gpu_multiprocess") == 0;
+    if (strcmp(*value, "cpu") == 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "remat models accelerator memory: give a TPU or GPU profile "
+                               "('remat list hardware')");
+    }
+    if (strcmp(*value, "tpu") == 0 && is_gpu_profile(c->hardware)) {
+        return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                               "hardware=tpu, but the hardware is already the GPU '%s'",
+                               c->hardware);
+    }
+    if (strcmp(*value, "tpu") == 0 || (gpu && is_gpu_profile(c->hardware))) {
+        *skip = true;
+    } else if (gpu) {
+        *value = "h100";
+        c->gpu_assumed = true;
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_config_translate(remat_config_t *c, const char **key, const char **value,
+                                        const char *source, const char *path, bool *skip,
+                                        remat_error_t *err) {
+    *skip = false;
+    if (strcmp(*key, "model") == 0) {
+        *key = "model_name";
+    } else if (strcmp(*key, "compile_topology") == 0) {
+        /* train_compile's target slice is the run's topology; '' is unset */
+        *key = "topology";
+        *skip = !**value;
+    } else if (strcmp(*key, "compile_topology_num_slices") == 0) {
+        *key = "num_slices";
+    } else if (strcmp(*key, "hardware") == 0) {
+        return hardware_kind(c, value, source, path, skip, err);
+    }
+    return REMAT_OK;
+}
+
+static void record_unused(remat_config_t *c, const char *key) {
+    size_t len = strlen(c->unused_keys), k = strlen(key);
+    char needle[160];
+    snprintf(needle, sizeof needle, ", %s,", key);
+    char padded[sizeof c->unused_keys + 4];
+    snprintf(padded, sizeof padded, ", %s,", c->unused_keys);
+    if (strstr(padded, needle) || (len && strcmp(c->unused_keys + len - 3, "...") == 0)) {
+        return; /* listed once; or the list is full */
+    }
+    if (len + k + 2 + 5 >= sizeof c->unused_keys) {
+        snprintf(c->unused_keys + len, sizeof c->unused_keys - len, "%s...", len ? ", " : "");
+        return;
+    }
+    snprintf(c->unused_keys + len, sizeof c->unused_keys - len, "%s%s", len ? ", " : "", key);
+    c->nunused++;
+}
+
+remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
+                                           const char *value) {
+    if (remat_i_is_maxtext_key(key)) {
+        record_unused(c, key);
+        return REMAT_OTHER_UNUSED;
+    }
+    remat_place_t place;
+    if (remat_place_parse(value, &place) && strlen(key) < REMAT_NAME_LEN) {
+        return REMAT_OTHER_GRAPH_NAME;
+    }
+    return REMAT_OTHER_UNKNOWN;
+}
+
+/* What each built-in graph's layers have, as MaxText's keys select it: a
+   key that asks for what the graph lacks (or lacks what the graph has) is
+   refused, naming the graph. `acts` is the MLP's activation count (2: a
+   gated MLP). */
+typedef struct graph_features {
+    const char *graph;
+    unsigned acts;
+    bool moe, mla, qk_norm, post_norms, tied;
+} graph_features_t;
+
+static const graph_features_t graph_features[] = {
+    {"llama", 2, false, false, false, false, false},
+    {"gpt3", 1, false, false, false, false, true},
+    {"mixtral", 2, true, false, false, false, false},
+    {"deepseek", 2, true, true, false, false, false},
+    {"deepseek_lite", 2, true, true, false, false, false},
+    {"qwen3_moe", 2, true, false, true, false, false},
+    {"gpt_oss", 2, true, false, false, false, false},
+    {"llama4", 2, true, false, false, false, false},
+    {"llama4_qk_norm", 2, true, false, true, false, false},
+    {"gemma2", 2, false, false, false, true, true},
+    {"gemma3", 2, false, false, true, true, true},
+};
+
+/* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
+   graphs for each, the first its default ("a|b": either); NULL when remat
+   has none, with what it would need. */
+static const struct {
+    const char *block, *graph, *needs;
+} blocks[] = {
+    {"llama2", "llama", NULL},
+    {"mistral", "llama", NULL},
+    {"gpt3", "gpt3", NULL},
+    {"default", NULL, "MaxText's default decoder layer"},
+    {"mixtral", "mixtral", NULL},
+    {"qwen3_moe", "qwen3_moe", NULL},
+    {"qwen3_custom_moe", NULL, "Qwen3's custom MoE block"},
+    {"gpt_oss", "gpt_oss", NULL},
+    {"llama4", "llama4|llama4_qk_norm", NULL},
+    {"deepseek", "deepseek|deepseek_lite", NULL},
+    {"deepseek4", NULL, "DeepSeek-V4's hash-routed layers and compressed attention"},
+    {"gemma", NULL, "a tied output head (logits_via_embedding) on the llama layer"},
+    {"gemma2", "gemma2", NULL},
+    {"gemma3", "gemma3", NULL},
+    {"gemma4", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
+    {"gemma4_small", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
+    /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
+       llama graph (docs/config.md, Models) */
+    {"qwen2", "llama", NULL},
+    {"qwen3", NULL, "per-head query and key norms on a dense layer"},
+    {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
+    {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
+    {"envy", NULL, "an MoE block"},
+    {"olmo3", NULL, "post-norm layers with query and key norms and sliding-window attention"},
+};
+
+/* Whether @p graph is one of the "a|b" list @p list. */
+static bool in_list(const char *list, const char *graph) {
+    const size_t n = strlen(graph);
+    for (const char *p = list; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
+        if (strncmp(p, graph, n) == 0 && (p[n] == '|' || p[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static remat_status_t check_block(remat_config_t *c, remat_error_t *err) {
+    if (!c->decoder_block[0]) {
+        return REMAT_OK;
+    }
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        if (strcmp(c->decoder_block, blocks[i].block) != 0) {
+            continue;
+        }
+        if (!blocks[i].graph) {
+            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                                   "decoder_block=%s needs %s, which remat's graphs do not have "
+                                   "yet",
+                                   c->decoder_block, blocks[i].needs);
+        }
+        if (remat_i_is_json_name(c->graph) || in_list(blocks[i].graph, c->graph)) {
+            return REMAT_OK;
+        }
+        if (strcmp(c->model_name, "default") == 0) {
+            snprintf(c->graph, sizeof c->graph, "%.*s", (int)strcspn(blocks[i].graph, "|"),
+                     blocks[i].graph);
+            return REMAT_OK;
+        }
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "decoder_block=%s is the %s graph, but model_name=%s runs the %s "
+                               "graph",
+                               c->decoder_block, blocks[i].graph, c->model_name, c->graph);
+    }
+    return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                           "decoder_block=%s is not a MaxText decoder block remat knows",
+                           c->decoder_block);
+}
+
+/* Items of a list written as MaxText takes it: ['silu', 'linear'], or
+   [silu,linear] on a command line; a bare word is one. */
+static size_t list_items(const char *text) {
+    size_t n = 0;
+    bool prev_sep = true;
+    for (const char *p = text; *p; p++) {
+        bool sep = strchr("[]'\", ", *p) != NULL;
+        n += !sep && prev_sep;
+        prev_sep = sep;
+    }
+    return n;
+}
+
+static const graph_features_t *features_of(const char *graph) {
+    for (size_t i = 0; i < sizeof graph_features / sizeof graph_features[0]; i++) {
+        if (strcmp(graph_features[i].graph, graph) == 0) {
+            return &graph_features[i];
+        }
+    }
+    return NULL;
+}
+
+/* A feature the config asks for (@p want) against the graph's (@p has):
+   an error naming both when they differ. */
+static remat_status_t feature(bool want, bool has, const char *key, const char *what,
+                              const char *graph, remat_error_t *err) {
+    if (want == has) {
+        return REMAT_OK;
+    }
+    return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "%s: the %s graph is built %s %s",
+                           key, graph, has ? "with" : "without", what);
+}
+
+static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
+    const bool mla = strcmp(c->attention_type, "mla") == 0;
+    if (strcmp(c->attention_type, "global") != 0 && !mla) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "attention_type=%s: remat's graphs run global attention, MLA, and "
+                               "the local and global layers their stacks name",
+                               c->attention_type);
+    }
+    const graph_features_t *f = remat_i_is_json_name(c->graph) ? NULL : features_of(c->graph);
+    if (!f) {
+        return REMAT_OK; /* a graph file: its own structure */
+    }
+    char moe_key[48], acts_key[160];
+    snprintf(moe_key, sizeof moe_key, "num_experts=%lld", (long long)c->num_experts);
+    snprintf(acts_key, sizeof acts_key, "mlp_activations=%s", c->mlp_activations);
+    remat_status_t st;
+    if ((st = feature(c->num_experts > 1, f->moe, moe_key, "an MoE block", f->graph, err)) ||
+        (st = feature(mla, f->mla, mla ? "attention_type=mla" : "attention_type=global",
+                      "MLA attention", f->graph, err)) ||
+        (c->use_qk_norm && (st = feature(true, f->qk_norm, "use_qk_norm=true",
+                                         "query and key norms", f->graph, err))) ||
+        ((c->use_post_attn_norm || c->use_post_ffw_norm) &&
+         (st = feature(true, f->post_norms, "use_post_attn_norm/use_post_ffw_norm=true",
+                       "post-norms", f->graph, err))) ||
+        (c->logits_via_embedding_set &&
+         (st = feature(c->logits_via_embedding, f->tied,
+                       c->logits_via_embedding ? "logits_via_embedding=true"
+                                               : "logits_via_embedding=false",
+                       "a tied output head", f->graph, err)))) {
+        return st;
+    }
+    if (c->mlp_activations[0] && list_items(c->mlp_activations) != f->acts) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "%s: the %s graph's MLP is %s",
+                               acts_key, f->graph,
+                               f->acts == 2 ? "gated (two activations, e.g. ['silu', 'linear'])"
+                                            : "one activation (['gelu'])");
+    }
+    return REMAT_OK;
+}
+
+remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err) {
+    remat_status_t st = check_block(c, err);
+    if (st == REMAT_OK) {
+        st = check_layer_keys(c, err);
+    }
+    if (st == REMAT_OK && c->gpu_assumed && strcmp(c->hardware, "h100") == 0) {
+        remat_i_config_note(c, "hardware=gpu names no GPU: assumed h100 (MaxText's a3 recipes); "
+                               "hardware=h200 or b200 for another");
+    }
+    return st;
+}

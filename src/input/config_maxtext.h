@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config_maxtext.h: what config.c does with MaxText's own spellings: the
+ * keys remat does not model (accepted, listed once), MaxText's names for
+ * remat's settings (compile_topology, hardware=tpu|gpu), the checks of
+ * MaxText's layer keys against remat's graph (decoder_block, num_experts,
+ * mlp_activations, ...) and the notes for the user. Internal to the
+ * library.
+ */
+#ifndef REMAT_CONFIG_MAXTEXT_H
+#define REMAT_CONFIG_MAXTEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "remat/input/config.h"
+
+/* MaxText's spelling of a remat setting, rewritten in place: @p key and
+   @p value may be replaced (static strings); *skip when the setting means
+   "unset" (compile_topology='') or changes nothing (hardware=tpu). */
+remat_status_t remat_i_config_translate(remat_config_t *c, const char **key, const char **value,
+                                        const char *source, const char *path, bool *skip,
+                                        remat_error_t *err);
+
+typedef enum remat_other_key {
+    REMAT_OTHER_UNUSED,     /* one of MaxText's keys remat does not model: listed */
+    REMAT_OTHER_GRAPH_NAME, /* a placement for a name MaxText does not have: the graph's own */
+    REMAT_OTHER_UNKNOWN     /* neither */
+} remat_other_key_t;
+
+/* A key that is not one of remat's: one of MaxText's (listed in
+   c->unused_keys), a placement for a graph's own name, or unknown (the
+   caller's error: it knows remat's keys, the nearest of which it names). */
+remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
+                                           const char *value);
+
+/* Once the config is built: MaxText's layer keys against remat's graph. */
+remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err);
+
+/* Appends a note (one line, no '\n') to c->notes; a note that does not fit
+   is dropped whole, never cut. */
+void remat_i_config_note(remat_config_t *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#endif
