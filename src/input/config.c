@@ -124,6 +124,8 @@ static const key_t_ keys[] = {
      "the first layers that are dense, before the MoE layers (DeepSeek)"},
     {"interleave_moe_layer_step", K_U64, F(interleave_moe_layer_step),
      "layer i is MoE when (i + 1) is a multiple of it (Llama 4)"},
+    {"inhomogeneous_layer_cycle_interval", K_U64, F(inhomogeneous_layer_cycle_interval),
+     "layers per scanned block, one remat unit (llama4 4, gpt_oss 2; Gemma 3 scans 6 in code)"},
     {"sparse_matmul", K_BOOL, F(sparse_matmul),
      "MoE experts as grouped matmuls over routed tokens (Megablox); false is the dense path"},
     {"capacity_factor", K_F64, F(capacity_factor), "the dense MoE path's expert capacity"},
@@ -277,6 +279,7 @@ void remat_config_defaults(remat_config_t *c) {
     c->num_experts_per_tok = 1;
     c->nope_layer_interval = -1;
     c->interleave_moe_layer_step = 1;
+    c->inhomogeneous_layer_cycle_interval = 1;
     c->kv_lora_rank = 512;
     c->qk_nope_head_dim = 128;
     c->qk_rope_head_dim = 64;
@@ -827,6 +830,55 @@ static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
 
 /* MoE settings MaxText would take and remat can analyze: a top-k within
    the experts, and what remat does not model yet refused by name. */
+/* Whether MaxText scans decoder_block's layers in blocks of
+   inhomogeneous_layer_cycle_interval (a ScannableBlock of that many layers,
+   nnx_decoders.py's generic scan at e591f30), among the blocks remat's
+   graphs run. */
+static bool scans_cycles(const remat_config_t *c) {
+    return strcmp(c->decoder_block, "llama4") == 0 || strcmp(c->decoder_block, "gpt_oss") == 0;
+}
+
+uint64_t remat_config_remat_unit(const remat_config_t *c) {
+    if (!c->scan_layers) {
+        return 1; /* each layer is its own jax.checkpoint */
+    }
+    if (strcmp(c->decoder_block, "gemma3") == 0) {
+        /* MaxText scans Gemma 3 in blocks of its attention pattern (5 local,
+           1 global), a constant of its code, the remainder as one more block */
+        return 6;
+    }
+    return scans_cycles(c) ? c->inhomogeneous_layer_cycle_interval : 1;
+}
+
+/* inhomogeneous_layer_cycle_interval as MaxText can run it: 1 for a decoder
+   block that scans single layers (its generic scan would run 1/k of the
+   layers), and for one that scans blocks, a divisor of the layer count
+   (int(layers / k) blocks run: the rest would be dropped). */
+static remat_status_t check_cycle(const remat_config_t *c, remat_error_t *err) {
+    const uint64_t k = c->inhomogeneous_layer_cycle_interval, L = c->base_num_decoder_layers;
+    if (k < 1) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "inhomogeneous_layer_cycle_interval must be at least 1");
+    }
+    if (k > 1 && !scans_cycles(c)) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "inhomogeneous_layer_cycle_interval=%llu: decoder_block '%s' scans "
+                               "single layers, so MaxText would run only 1/%llu of them; blocks "
+                               "of layers are llama4's and gpt_oss's",
+                               (unsigned long long)k, c->decoder_block[0] ? c->decoder_block : "default",
+                               (unsigned long long)k);
+    }
+    if (k > 1 && c->scan_layers && L % k) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "inhomogeneous_layer_cycle_interval=%llu does not divide the %llu "
+                               "decoder layers: MaxText's scan runs %llu whole blocks and drops "
+                               "the other %llu layers",
+                               (unsigned long long)k, (unsigned long long)L,
+                               (unsigned long long)(L / k), (unsigned long long)(L % k));
+    }
+    return REMAT_OK;
+}
+
 static remat_status_t check_moe(const remat_config_t *c, remat_error_t *err) {
     if (c->num_experts < 1) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
@@ -905,6 +957,9 @@ remat_status_t remat_i_config_check_built(remat_config_t *c, remat_error_t *err)
     }
     if (st == REMAT_OK) {
         st = check_moe(c, err);
+    }
+    if (st == REMAT_OK) {
+        st = check_cycle(c, err);
     }
     if (st == REMAT_OK && c->use_qwix_quantization &&
         (!c->quantization[0] || strcmp(c->quantization, "none") == 0)) {

@@ -598,6 +598,7 @@ static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
     s->glive[b->outputs[0]] = 1;
     fetch(pl, &w);
     play_recompute(pl, &w);
+    t->rec_held = w.cats[REMAT_CAT_RECOMPUTE];
     for (size_t p = b->nops; p-- > 0;) {
         size_t j = b->order[p];
         const remat_op_t *op = &b->ops[j];

@@ -90,6 +90,10 @@ typedef struct tpl {
     int64_t bwd_dcats[REMAT_CAT_COUNT];
     uint64_t saved, offloaded, recompute_flops, fwd_flops, bwd_flops;
     double fwd_s, bwd_s, rec_s;
+    /* the re-run's bytes its backward starts from (RECOMPUTE once the
+       plan's re-run ops ran): what the layer holds while the layers above
+       it in its remat unit run their backward */
+    int64_t rec_held;
 } tpl_t;
 
 /* A buffer's class: freed after its last forward reader, kept in HBM, or
@@ -225,6 +229,11 @@ struct remat_analyzer {
        forwarding (a stage's output reaches the next an iteration later),
        else 1. No pipeline: repeats 1, bubble 0. */
     uint64_t repeats, bubble, delay;
+    /* Layers per remat unit (remat_config_remat_unit): a scanned block of
+       them runs under one jax.checkpoint, so its backward re-runs them all
+       before the first of their backward ops, and each layer's re-run
+       residuals wait for that layer's backward (step.c, unit_backward). */
+    size_t unit;
     /* The kind of every layer (remat_kind_t's rule): kb[kind_of[l]],
        below, is layer l's block. */
     static_part_t kpart[REMAT_MAX_KINDS]; /* one layer's params, per kind */

@@ -512,6 +512,43 @@ static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool 
     s->glive[g->head_takes] = 0; /* dy of the last layer: the layers free it */
 }
 
+/* ---- remat units: a scanned block under one checkpoint ------------------ */
+
+/* The first layer of layer @p l's remat unit, within the stage from @p first. */
+static size_t unit_start(const remat_analyzer_t *an, size_t l, size_t first) {
+    const size_t u0 = l - l % an->unit;
+    return u0 < first ? first : u0;
+}
+
+static int64_t held_of(const remat_analyzer_t *an, size_t l) {
+    return an->tpls[run_of(an, l)->profile].rec_held;
+}
+
+/* Before layer @p l's backward. JAX re-runs a checkpointed block's forward
+   whole before its first backward op (the rematted computation), so at
+   the top layer of a unit the re-run residuals of the unit's lower layers
+   arrive too, and wait for their own layers' backward: XLA holds 4 layers'
+   re-runs of Llama 4 Scout and 6 of Gemma 3 at once (docs/validation.md,
+   "Blocks re-run whole"). Each layer's own re-run stays in its profile. */
+static void unit_enter(const remat_analyzer_t *an, size_t l, size_t first, size_t last,
+                       meter_t *m) {
+    if (an->unit > 1 && (l == last || (l + 1) % an->unit == 0)) {
+        int64_t h = 0;
+        for (size_t i = unit_start(an, l, first); i < l; i++) {
+            h += held_of(an, i);
+        }
+        add_const(m, REMAT_CAT_RECOMPUTE, h);
+    }
+}
+
+/* After layer @p l's backward: the layer below it in the unit plays its own
+   re-run (its profile), so what it held goes back into that. */
+static void unit_leave(const remat_analyzer_t *an, size_t l, size_t first, meter_t *m) {
+    if (an->unit > 1 && l > unit_start(an, l, first)) {
+        add_const(m, REMAT_CAT_RECOMPUTE, -held_of(an, l - 1));
+    }
+}
+
 /* A traced run's events of layers [first, last], forward or backward: each
    layer's profile events on top of the live bytes it starts from, which
    move by the profile's delta from layer to layer, as in stage_layers. */
@@ -524,6 +561,9 @@ static void trace_layers(const remat_analyzer_t *an, size_t first, size_t last, 
         const remat_block_t *b = &an->g->kinds[t->kind].block;
         const bound_t *lb = &an->kb[t->kind];
         const rel_events_t *rel = backward ? &an->trace->bwd[p] : &an->trace->fwd[p];
+        if (backward) {
+            unit_enter(an, l, first, last, &st.m);
+        }
         for (size_t i = 0; i < rel->n; i++) {
             const rel_event_t *e = &rel->ev[i];
             const bool none = e->op == REMAT_NONE;
@@ -537,6 +577,7 @@ static void trace_layers(const remat_analyzer_t *an, size_t first, size_t last, 
         }
         if (backward) {
             step_add(&st, t->bwd_delta, t->bwd_dcats);
+            unit_leave(an, l, first, &st.m);
         } else {
             step_add(&st, t->fwd_delta, t->fwd_dcats);
         }
@@ -615,6 +656,16 @@ static void check_runs(const remat_analyzer_t *an, size_t first, size_t last, bo
 }
 #endif
 
+/* Layers [first, last] backward one at a time, each remat unit's lower
+   layers' re-runs held through the backward of the layers above them. */
+static void unit_backward(const remat_analyzer_t *an, size_t first, size_t last, step_t *st) {
+    for (size_t l = last + 1; l-- > first;) {
+        unit_enter(an, l, first, last, &st->m);
+        run_layers(st, &an->tpls[run_of(an, l)->profile], true, l, 1, -1);
+        unit_leave(an, l, first, &st->m);
+    }
+}
+
 /* Layers [first, last] forward, then backward in reverse, as profiles, a
    run of identical layers at a time (run_layers). The hottest loop of an
    analysis: it works on a local copy of the meter, which the profiles it
@@ -625,6 +676,11 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
         trace_layers(an, first, last, backward, stp);
     }
     step_t st = *stp;
+    if (backward && an->unit > 1) {
+        unit_backward(an, first, last, &st);
+        *stp = st;
+        return;
+    }
     size_t done = 0;
     const size_t count = last - first + 1;
     while (done < count) {
@@ -763,10 +819,10 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     return REMAT_OK;
 }
 
-remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err) {
+/* Every stage into @p r's stage rows (allocated), the worst one's static
+   figures into @p r. */
+static remat_status_t all_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err) {
     const size_t stages = an->nstages;
-    r->nstages = stages;
-    r->stages = remat_i_result_alloc(r, stages * sizeof *r->stages);
     memset(r->stages, 0, stages * sizeof *r->stages);
     uint64_t worst = 0;
     for (size_t k = 0; k < stages; k++) {
@@ -787,4 +843,33 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
         }
     }
     return REMAT_OK;
+}
+
+/* The stages, each scanned block re-run whole (an->unit). When that peak is
+   over the budget, XLA's rematerialization pass, which runs when a program
+   does not fit its limit, re-runs the held layers' residuals where their
+   backward reads them: Gemma 3 at 32k on v6e holds 6.8 GiB of re-runs,
+   not the 6 layers' 32 (docs/validation.md, "Blocks re-run whole"). The
+   stages are then simulated again layer by layer, and the held figure
+   kept for the note. A traced run keeps the second run's events only. */
+remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err) {
+    r->nstages = an->nstages;
+    r->stages = remat_i_result_alloc(r, an->nstages * sizeof *r->stages);
+    r->remat_unit = an->unit;
+    r->unit_held_peak_bytes = 0;
+    remat_status_t st = all_stages(an, r, err);
+    const uint64_t budget = an->cfg->hbm_budget ? an->cfg->hbm_budget : an->hw->hbm_limit_bytes;
+    if (st || an->unit == 1 || r->stages[r->worst_stage].peak_bytes <= budget) {
+        return st;
+    }
+    const uint64_t held = r->stages[r->worst_stage].peak_bytes;
+    const size_t unit = an->unit;
+    an->unit = 1;
+    if (an->trace) {
+        an->trace->nevents = 0;
+    }
+    st = all_stages(an, r, err);
+    an->unit = unit;
+    r->unit_held_peak_bytes = held;
+    return st;
 }

@@ -311,6 +311,9 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "mesh", mesh_json(r));
     json_object_set_new(o, "pipeline_microbatches", jint(r->microbatches));
     json_object_set_new(o, "pipeline_iterations", jint(r->pipeline_iterations));
+    json_object_set_new(o, "remat_unit", jint(r->remat_unit));
+    json_object_set_new(o, "unit_held_peak_bytes",
+                        r->unit_held_peak_bytes ? jint(r->unit_held_peak_bytes) : json_null());
     json_object_set_new(o, "worst_stage", jint(r->worst_stage));
     json_object_set_new(o, "stages", stages_json(r));
     json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
@@ -430,6 +433,17 @@ void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
                 "second copy of the scan's saved layer inputs through the backward, which remat "
                 "does not count (XLA needed up to 1.4 times remat's peak on them; "
                 "docs/validation.md): leave room for it");
+    }
+    if (r->unit_held_peak_bytes) {
+        char held[32];
+        remat_format_bytes(r->unit_held_peak_bytes, held, sizeof held);
+        snprintf(buf, sizeof buf,
+                 "MaxText checkpoints each scanned block of %llu layers whole, so its backward "
+                 "re-runs them together: held so, the step peaks at %s, over the budget, where "
+                 "XLA's own rematerialization re-runs them layer by layer, as these figures do "
+                 "(XLA's peak has landed between the two; docs/memory-model.md)",
+                 (unsigned long long)r->remat_unit, held);
+        fn(ctx, buf);
     }
     if (r->none_as_full) {
         fn(ctx, "remat_policy none behaves as full: MaxText reads none as no policy and "

@@ -110,6 +110,81 @@ static void test_mini_by_hand(void **state) {
 /* Folded: each run of identical layers shows its highest layer: layer 2
    forward (the last: each layer adds 16), layer 2 backward (the first to
    run: each frees 16). */
+/* A scanned block of three mini layers under one checkpoint
+   (decoder_block=llama4, inhomogeneous_layer_cycle_interval=3): the
+   block's backward re-runs all three before any backward op, so each
+   layer's re-run (h and a, 32 + 32 = 64 bytes) waits for its own
+   backward. Every forward event is as with one layer per unit; layer 2's
+   backward events carry layers 1's and 0's re-runs (128 more bytes of
+   recompute), layer 1's carry layer 0's (64), layer 0's none. The peak,
+   in layer 2's backward, is 128 more than one layer at a time. (Without
+   scan_layers each layer is its own checkpoint: unit 1.) */
+static void test_unit_holds_reruns(void **state) {
+    (void)state;
+    static const char *const scanned[] = {"scan_layers=true", "decoder_block=llama4", "num_experts=2", NULL};
+    static const char *const block[] = {"scan_layers=true", "decoder_block=llama4", "num_experts=2",
+                                        "inhomogeneous_layer_cycle_interval=3", NULL};
+    fx_run_t *one = fx_analyze_with(fx_mini_graph, mini_base, scanned);
+    fx_run_t *three = fx_analyze_with(fx_mini_graph, mini_base, block);
+    remat_result_t r1, r3;
+    remat_timeline_t t1, t3;
+    timeline_of(one, true, REMAT_NONE, &r1, &t1);
+    timeline_of(three, true, REMAT_NONE, &r3, &t3);
+    assert_int_equal(r1.remat_unit, 1);
+    assert_int_equal(r3.remat_unit, 3);
+    assert_int_equal(r3.unit_held_peak_bytes, 0); /* under the budget: the block's figure */
+    assert_int_equal(t1.nevents, t3.nevents);
+    for (size_t i = 0; i < t1.nevents; i++) {
+        const remat_event_t *a = &t1.events[i], *b = &t3.events[i];
+        const uint64_t held = a->step == REMAT_STEP_FORWARD ? 0 : 64 * a->layer;
+        assert_int_equal(a->layer, b->layer);
+        assert_int_equal(b->live_bytes - a->live_bytes, held);
+        assert_int_equal(b->bytes[REMAT_CAT_RECOMPUTE] - a->bytes[REMAT_CAT_RECOMPUTE], held);
+    }
+    /* both runs scan, so both hold the scan's static copies alike */
+    assert_int_equal(r1.peak_at.layer, 2);
+    assert_int_equal(r1.peak_at.step, REMAT_STEP_BACKWARD);
+    assert_int_equal(r3.peak_bytes, r1.peak_bytes + 128);
+    assert_int_equal(r3.peak_at.layer, 2);
+    remat_result_release(&r1);
+    remat_result_release(&r3);
+    remat_timeline_release(&t1);
+    remat_timeline_release(&t3);
+    fx_free(one);
+    fx_free(three);
+}
+
+/* Over the budget, XLA's rematerialization re-runs layer by layer: the
+   figures are one layer's at a time, and the block's peak is kept for the
+   note. */
+static void test_unit_over_budget(void **state) {
+    (void)state;
+    static const char *const scanned[] = {"scan_layers=true", "decoder_block=llama4", "num_experts=2",
+                                          "hbm_budget=3700", NULL};
+    static const char *const block[] = {"scan_layers=true", "decoder_block=llama4", "num_experts=2",
+                                        "inhomogeneous_layer_cycle_interval=3",
+                                        "hbm_budget=3700", NULL};
+    fx_run_t *one = fx_analyze_with(fx_mini_graph, mini_base, scanned);
+    fx_run_t *three = fx_analyze_with(fx_mini_graph, mini_base, block);
+    assert_true(one->r.peak_bytes <= 3700 && one->r.peak_bytes + 128 > 3700);
+    assert_int_equal(three->r.peak_bytes, one->r.peak_bytes);
+    assert_int_equal(three->r.unit_held_peak_bytes, one->r.peak_bytes + 128);
+    assert_true(three->r.fits);
+    remat_result_t r3;
+    remat_timeline_t t3;
+    timeline_of(three, true, REMAT_NONE, &r3, &t3);
+    uint64_t top = 0;
+    for (size_t i = 0; i < t3.nevents; i++) {
+        top = t3.events[i].live_bytes > top ? t3.events[i].live_bytes : top;
+    }
+    assert_int_equal(top, one->r.peak_bytes); /* the trace is the second run's */
+    assert_int_equal(t3.nevents, 3 * 4 + 3 * 6);
+    remat_result_release(&r3);
+    remat_timeline_release(&t3);
+    fx_free(one);
+    fx_free(three);
+}
+
 static void test_mini_folded(void **state) {
     (void)state;
     fx_run_t *f = fx_analyze_ok(fx_mini_graph, mini_base);
@@ -299,7 +374,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mini_by_hand),   cmocka_unit_test(test_mini_folded),
         cmocka_unit_test(test_mini_offload),   cmocka_unit_test(test_every_graph_peak),
-        cmocka_unit_test(test_trace_parses),
+        cmocka_unit_test(test_trace_parses),   cmocka_unit_test(test_unit_holds_reruns),
+        cmocka_unit_test(test_unit_over_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

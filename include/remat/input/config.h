@@ -84,6 +84,8 @@ typedef struct remat_config {
        them (docs/config.md, "Mixture of experts, MLA, windows"). */
     uint64_t num_experts_per_tok, base_moe_mlp_dim, shared_experts;
     uint64_t first_num_dense_layers, interleave_moe_layer_step;
+    uint64_t inhomogeneous_layer_cycle_interval; /* layers per scanned block (llama4 4,
+                                                    gpt_oss 2): one remat unit; 1: a layer */
     uint64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
     uint64_t sliding_window_size, chunk_attn_window_size, mtp_num_layers;
     int64_t nope_layer_interval;      /* Llama 4's global (NoPE) layers; <= 0: none */
@@ -152,6 +154,12 @@ unsigned remat_config_dtype_bytes(const remat_config_t *c, remat_dtype_t d);
 size_t remat_config_nkeys(void);
 const char *remat_config_key_name(size_t i);
 const char *remat_config_key_help(size_t i);
+
+/** Layers per remat unit: the layers MaxText scans as one block under one
+    jax.checkpoint, whose backward re-runs them together (1 without
+    scan_layers; Gemma 3's 6; inhomogeneous_layer_cycle_interval for llama4
+    and gpt_oss; else 1). */
+uint64_t remat_config_remat_unit(const remat_config_t *c);
 
 /**
  * Resolves the mesh of @p cfg into @p mesh (caller's storage): -1 fills

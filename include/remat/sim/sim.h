@@ -180,6 +180,14 @@ typedef struct remat_result {
     const remat_config_t *config;
     const remat_hw_t *hw;
     bool none_as_full; /* remat_policy none behaves as full (remat_policy_t) */
+    /* Layers per remat unit (remat_config_remat_unit): a scanned block's
+       backward re-runs its layers whole, each layer's re-run held until its
+       backward. When that step's peak is over the budget, XLA's own
+       rematerialization re-runs layer by layer instead, which the figures
+       then follow; unit_held_peak_bytes is the peak held whole (0 when the
+       block's peak is the one reported, or the unit is one layer). */
+    uint64_t remat_unit;
+    uint64_t unit_held_peak_bytes;
     uint64_t dim_size[REMAT_MAX_DIMS]; /* bound per-device size of each graph dim */
     /* private: the blocks the tables above are carved from, which the
        result owns. remat_result_release frees them; an analysis into a
