@@ -204,9 +204,12 @@ typedef struct stage_static {
 
 /* ---- the analyzer: what binding leaves for every run -------------------- */
 
-/* Layers first..last, all of profile `profile`. */
+/* Layers first..last, all of profile `profile`; names_input: their policy
+   saves decoder_layer_input by name (device or offload, or a default that
+   saves everything), so a block keeps its inner layers' inputs too. */
 typedef struct layer_run {
     size_t first, last, profile;
+    bool names_input;
 } layer_run_t;
 
 struct remat_analyzer {
@@ -234,6 +237,7 @@ struct remat_analyzer {
        before the first of their backward ops, and each layer's re-run
        residuals wait for that layer's backward (step.c, unit_backward). */
     size_t unit;
+    bool hold; /* the unit's re-runs held together (false: XLA's rematerialization) */
     /* The kind of every layer (remat_kind_t's rule): kb[kind_of[l]],
        below, is layer l's block. */
     static_part_t kpart[REMAT_MAX_KINDS]; /* one layer's params, per kind */

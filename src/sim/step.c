@@ -333,13 +333,23 @@ static uint64_t range_key(const remat_policy_t *policy, size_t l) {
    run: the distinct pairs are looked up once a run, not once a layer. */
 /* Layers [@p l, @p end) of profile @p p appended to the runs, merged with
    the run before when it has the profile. */
-static void add_run(remat_analyzer_t *an, size_t l, size_t end, size_t p) {
+static void add_run(remat_analyzer_t *an, size_t l, size_t end, size_t p, bool names_input) {
     layer_run_t *last = an->nruns ? &an->runs[an->nruns - 1] : NULL;
-    if (last && last->profile == p && last->last + 1 == l) {
+    if (last && last->profile == p && last->last + 1 == l && last->names_input == names_input) {
         last->last = end - 1;
     } else {
-        an->runs[an->nruns++] = (layer_run_t){l, end - 1, p};
+        an->runs[an->nruns++] = (layer_run_t){l, end - 1, p, names_input};
     }
+}
+
+/* Whether @p policy saves decoder_layer_input at layer @p l by name (to
+   HBM or the host) or by a default that saves everything: a block's inner
+   layers' inputs are then saved too (input_dropped). */
+static bool names_input(const remat_policy_t *policy, size_t l) {
+    remat_place_t place;
+    return remat_policy_lookup(policy, "decoder_layer_input", l, &place)
+               ? place != REMAT_PLACE_REMAT
+               : policy->fallback == REMAT_PLACE_DEVICE;
 }
 
 static remat_status_t plan_ranges(remat_analyzer_t *an, const remat_policy_t *policy,
@@ -374,7 +384,7 @@ static remat_status_t plan_ranges(remat_analyzer_t *an, const remat_policy_t *po
             key_profile[nkeys++] = profile_of_plan(r, kind, plan, l);
         }
         const size_t p = key_profile[k];
-        add_run(an, l, end, p);
+        add_run(an, l, end, p, names_input(policy, l));
         r->profiles[p].last = end - 1;
         r->profiles[p].nlayers += end - l;
     }
@@ -394,7 +404,7 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
         pr->first = 0;
         pr->last = L - 1;
         pr->nlayers = L;
-        add_run(an, 0, L, 0);
+        add_run(an, 0, L, 0, names_input(policy, 0));
     } else if ((st = check_ranges(policy, L, err)) || (st = plan_ranges(an, policy, r, err))) {
         return st;
     }
@@ -524,28 +534,68 @@ static int64_t held_of(const remat_analyzer_t *an, size_t l) {
     return an->tpls[run_of(an, l)->profile].rec_held;
 }
 
-/* Before layer @p l's backward. JAX re-runs a checkpointed block's forward
-   whole before its first backward op (the rematted computation), so at
-   the top layer of a unit the re-run residuals of the unit's lower layers
-   arrive too, and wait for their own layers' backward: XLA holds 4 layers'
-   re-runs of Llama 4 Scout and 6 of Gemma 3 at once (docs/validation.md,
-   "Blocks re-run whole"). Each layer's own re-run stays in its profile. */
-static void unit_enter(const remat_analyzer_t *an, size_t l, size_t first, size_t last,
-                       meter_t *m) {
-    if (an->unit > 1 && (l == last || (l + 1) % an->unit == 0)) {
-        int64_t h = 0;
-        for (size_t i = unit_start(an, l, first); i < l; i++) {
-            h += held_of(an, i);
-        }
-        add_const(m, REMAT_CAT_RECOMPUTE, h);
+/* Whether layer @p l's input is not saved: a layer inside a block (not
+   its first) whose policy names no saving of decoder_layer_input. JAX
+   saves a checkpointed block's own input and what its policy names, so a
+   block of u layers under `full` keeps one input, not u (XLA's scan output
+   holds gpt-oss-120b's 7 block inputs for 14 layers). */
+static bool input_dropped(const remat_analyzer_t *an, size_t l, size_t first) {
+    return an->unit > 1 && l != unit_start(an, l, first) && !run_of(an, l)->names_input;
+}
+
+/* The bytes layer @p l keeps of its input (its profile's saved share). */
+static int64_t input_bytes(const remat_analyzer_t *an, size_t l) {
+    const size_t kind = an->kind_of[l];
+    return (int64_t)an->kb[kind].kbytes[an->g->kinds[kind].block.inputs[0]];
+}
+
+/* After layer @p l's forward: a dropped input dies with the layer. */
+static void unit_forward_after(const remat_analyzer_t *an, size_t l, size_t first, meter_t *m) {
+    if (input_dropped(an, l, first)) {
+        add_const(m, REMAT_CAT_SAVED, -input_bytes(an, l));
     }
 }
 
-/* After layer @p l's backward: the layer below it in the unit plays its own
-   re-run (its profile), so what it held goes back into that. */
+/* Before layer @p l's backward. JAX re-runs a checkpointed block's forward
+   whole before its first backward op (the rematted computation), so at
+   the top layer of a unit the re-run residuals of the unit's lower layers
+   arrive too, with the inputs the block did not save, and wait for their
+   own layers' backward: XLA holds 4 layers' re-runs of Llama 4 Scout and 6
+   of Gemma 3 at once (docs/validation.md, "Blocks re-run whole"). Each
+   layer's own re-run stays in its profile, and its own input, which its
+   profile frees as saved, arrives saved. Without the hold (an->hold false:
+   XLA's rematerialization, remat_i_run_stages) each dropped input is made
+   again just before its layer's backward. */
+static void unit_enter(const remat_analyzer_t *an, size_t l, size_t first, size_t last,
+                       meter_t *m) {
+    if (an->unit == 1) {
+        return;
+    }
+    const bool top = l == last || (l + 1) % an->unit == 0;
+    if (an->hold && top) {
+        int64_t h = 0;
+        for (size_t i = unit_start(an, l, first); i < l; i++) {
+            h += held_of(an, i) + (input_dropped(an, i, first) ? input_bytes(an, i) : 0);
+        }
+        add_const(m, REMAT_CAT_RECOMPUTE, h);
+    }
+    if ((top || !an->hold) && input_dropped(an, l, first)) {
+        add_const(m, REMAT_CAT_SAVED, input_bytes(an, l));
+    }
+}
+
+/* After layer @p l's backward, holding: the layer below it in the unit
+   plays its own re-run (its profile), so what it held goes back into that,
+   and its input becomes what its profile frees as saved. */
 static void unit_leave(const remat_analyzer_t *an, size_t l, size_t first, meter_t *m) {
-    if (an->unit > 1 && l > unit_start(an, l, first)) {
-        add_const(m, REMAT_CAT_RECOMPUTE, -held_of(an, l - 1));
+    if (an->unit == 1 || !an->hold || l == unit_start(an, l, first)) {
+        return;
+    }
+    add_const(m, REMAT_CAT_RECOMPUTE, -held_of(an, l - 1));
+    if (input_dropped(an, l - 1, first)) {
+        const int64_t x = input_bytes(an, l - 1);
+        add_const(m, REMAT_CAT_RECOMPUTE, -x);
+        add_const(m, REMAT_CAT_SAVED, x);
     }
 }
 
@@ -580,6 +630,7 @@ static void trace_layers(const remat_analyzer_t *an, size_t first, size_t last, 
             unit_leave(an, l, first, &st.m);
         } else {
             step_add(&st, t->fwd_delta, t->fwd_dcats);
+            unit_forward_after(an, l, first, &st.m);
         }
     }
 }
@@ -656,13 +707,23 @@ static void check_runs(const remat_analyzer_t *an, size_t first, size_t last, bo
 }
 #endif
 
-/* Layers [first, last] backward one at a time, each remat unit's lower
-   layers' re-runs held through the backward of the layers above them. */
-static void unit_backward(const remat_analyzer_t *an, size_t first, size_t last, step_t *st) {
-    for (size_t l = last + 1; l-- > first;) {
-        unit_enter(an, l, first, last, &st->m);
-        run_layers(st, &an->tpls[run_of(an, l)->profile], true, l, 1, -1);
-        unit_leave(an, l, first, &st->m);
+/* Layers [first, last] one at a time, forward or backward, under remat
+   units: the inputs a block does not save dropped after their layer's
+   forward; each unit's lower layers' re-runs held through the backward of
+   the layers above them (unit_enter). */
+static void unit_layers(const remat_analyzer_t *an, size_t first, size_t last, bool backward,
+                        step_t *st) {
+    for (size_t k = 0; k <= last - first; k++) {
+        const size_t l = backward ? last - k : first + k;
+        const tpl_t *t = &an->tpls[run_of(an, l)->profile];
+        if (backward) {
+            unit_enter(an, l, first, last, &st->m);
+            run_layers(st, t, true, l, 1, -1);
+            unit_leave(an, l, first, &st->m);
+        } else {
+            run_layers(st, t, false, l, 1, 1);
+            unit_forward_after(an, l, first, &st->m);
+        }
     }
 }
 
@@ -676,8 +737,8 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
         trace_layers(an, first, last, backward, stp);
     }
     step_t st = *stp;
-    if (backward && an->unit > 1) {
-        unit_backward(an, first, last, &st);
+    if (an->unit > 1) {
+        unit_layers(an, first, last, backward, &st);
         *stp = st;
         return;
     }
@@ -785,8 +846,9 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     row->in_flight = (size_t)r->microbatches;
     uint64_t stage_saved = 0, held; /* below 2^62: part of the simulated live bytes */
     for (size_t l = row->first_layer, e; l <= row->last_layer; l = e + 1) {
-        e = run_end(an, l, row->last_layer);
-        stage_saved += r->layers[l].saved_device_bytes * (e - l + 1); /* a run's equal rows */
+        /* a run's rows are equal, but for the inputs a block drops (unit_rows) */
+        e = an->unit > 1 ? l : run_end(an, l, row->last_layer);
+        stage_saved += r->layers[l].saved_device_bytes * (e - l + 1);
     }
     /* the step below simulates one micro-batch's: the rest are in flight */
     if ((st = pipeline_held(an, stage_saved, &held, "in-flight bytes", err))) {
@@ -817,6 +879,27 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     row->floor_bytes = row->static_bytes + row->inflight_bytes + stage_saved + grads_at_turn(ss);
     assert(row->peak_bytes >= row->floor_bytes);
     return REMAT_OK;
+}
+
+/* The layer rows and the decoder_layer_input name row under remat units:
+   the inputs a block does not save are not saved (input_dropped). */
+static void unit_rows(const remat_analyzer_t *an, remat_result_t *r) {
+    const size_t Ls = an->nlayers / an->nstages;
+    uint64_t dropped = 0;
+    for (size_t l = 0; an->unit > 1 && l < an->nlayers; l++) {
+        if (input_dropped(an, l, l - l % Ls)) {
+            const uint64_t x = (uint64_t)input_bytes(an, l);
+            assert(r->layers[l].saved_device_bytes >= x);
+            r->layers[l].saved_device_bytes -= x;
+            dropped += x;
+        }
+    }
+    for (size_t i = 0; dropped && i < r->nnames; i++) {
+        if (strcmp(r->names[i].name, "decoder_layer_input") == 0) {
+            assert(r->names[i].saved_bytes >= dropped);
+            r->names[i].saved_bytes -= dropped;
+        }
+    }
 }
 
 /* Every stage into @p r's stage rows (allocated), the worst one's static
@@ -857,19 +940,20 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
     r->stages = remat_i_result_alloc(r, an->nstages * sizeof *r->stages);
     r->remat_unit = an->unit;
     r->unit_held_peak_bytes = 0;
+    an->hold = true;
+    unit_rows(an, r);
     remat_status_t st = all_stages(an, r, err);
     const uint64_t budget = an->cfg->hbm_budget ? an->cfg->hbm_budget : an->hw->hbm_limit_bytes;
     if (st || an->unit == 1 || r->stages[r->worst_stage].peak_bytes <= budget) {
         return st;
     }
     const uint64_t held = r->stages[r->worst_stage].peak_bytes;
-    const size_t unit = an->unit;
-    an->unit = 1;
+    an->hold = false;
     if (an->trace) {
         an->trace->nevents = 0;
     }
     st = all_stages(an, r, err);
-    an->unit = unit;
+    an->hold = true;
     r->unit_held_peak_bytes = held;
     return st;
 }

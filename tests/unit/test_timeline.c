@@ -111,14 +111,18 @@ static void test_mini_by_hand(void **state) {
    forward (the last: each layer adds 16), layer 2 backward (the first to
    run: each frees 16). */
 /* A scanned block of three mini layers under one checkpoint
-   (decoder_block=llama4, inhomogeneous_layer_cycle_interval=3): the
-   block's backward re-runs all three before any backward op, so each
-   layer's re-run (h and a, 32 + 32 = 64 bytes) waits for its own
-   backward. Every forward event is as with one layer per unit; layer 2's
-   backward events carry layers 1's and 0's re-runs (128 more bytes of
-   recompute), layer 1's carry layer 0's (64), layer 0's none. The peak,
-   in layer 2's backward, is 128 more than one layer at a time. (Without
-   scan_layers each layer is its own checkpoint: unit 1.) */
+   (decoder_block=llama4, inhomogeneous_layer_cycle_interval=3) under full,
+   against one layer per checkpoint. The block saves its own input only:
+   layers 1's and 2's inputs (16 bytes each) die with their layer's forward,
+   so layer 2's forward runs 16 bytes lower and the turn 32. Its backward
+   re-runs all three layers before any backward op: at layer 2 its lower
+   layers' re-runs (h and a, 32 + 32 = 64 bytes each) and layer 1's input
+   (16) arrive as recompute, and its own input (16) as saved: 128 bytes
+   above one layer at a time. Layer 1's backward carries layer 0's re-run
+   (64); its input is saved again; layer 0's carries nothing. The peak, in
+   layer 2's backward, is 128 bytes higher; the layer rows of layers 1 and
+   2 save 16 bytes less. (Without scan_layers each layer is its own
+   checkpoint: unit 1.) */
 static void test_unit_holds_reruns(void **state) {
     (void)state;
     static const char *const scanned[] = {"scan_layers=true", "decoder_block=llama4", "num_experts=2", NULL};
@@ -134,18 +138,30 @@ static void test_unit_holds_reruns(void **state) {
     assert_int_equal(r3.remat_unit, 3);
     assert_int_equal(r3.unit_held_peak_bytes, 0); /* under the budget: the block's figure */
     assert_int_equal(t1.nevents, t3.nevents);
+    /* per layer: live, recompute and saved bytes above one layer at a time */
+    static const int64_t fwd_live[] = {0, 0, -16}, bwd_live[] = {0, 64, 128};
+    static const int64_t bwd_rec[] = {0, 64, 144}, bwd_saved[] = {0, 0, -16};
     for (size_t i = 0; i < t1.nevents; i++) {
         const remat_event_t *a = &t1.events[i], *b = &t3.events[i];
-        const uint64_t held = a->step == REMAT_STEP_FORWARD ? 0 : 64 * a->layer;
-        assert_int_equal(a->layer, b->layer);
-        assert_int_equal(b->live_bytes - a->live_bytes, held);
-        assert_int_equal(b->bytes[REMAT_CAT_RECOMPUTE] - a->bytes[REMAT_CAT_RECOMPUTE], held);
+        const size_t l = a->layer;
+        const bool fwd = a->step == REMAT_STEP_FORWARD;
+        assert_int_equal(l, b->layer);
+        assert_true(l < 3);
+        assert_int_equal((int64_t)(b->live_bytes - a->live_bytes), fwd ? fwd_live[l] : bwd_live[l]);
+        assert_int_equal(b->bytes[REMAT_CAT_RECOMPUTE] - a->bytes[REMAT_CAT_RECOMPUTE],
+                         fwd ? 0 : bwd_rec[l]);
+        assert_int_equal(b->bytes[REMAT_CAT_SAVED] - a->bytes[REMAT_CAT_SAVED],
+                         fwd ? fwd_live[l] : bwd_saved[l]);
     }
-    /* both runs scan, so both hold the scan's static copies alike */
     assert_int_equal(r1.peak_at.layer, 2);
     assert_int_equal(r1.peak_at.step, REMAT_STEP_BACKWARD);
     assert_int_equal(r3.peak_bytes, r1.peak_bytes + 128);
     assert_int_equal(r3.peak_at.layer, 2);
+    for (size_t l = 0; l < 3; l++) {
+        assert_int_equal(r3.layers[l].saved_device_bytes + (l ? 16 : 0),
+                         r1.layers[l].saved_device_bytes);
+    }
+    assert_int_equal(r3.stages[0].floor_bytes + 32, r1.stages[0].floor_bytes);
     remat_result_release(&r1);
     remat_result_release(&r3);
     remat_timeline_release(&t1);
@@ -154,9 +170,32 @@ static void test_unit_holds_reruns(void **state) {
     fx_free(three);
 }
 
+/* A block whose policy saves decoder_layer_input keeps every layer's input:
+   only the re-runs are held. */
+static void test_unit_named_input(void **state) {
+    (void)state;
+    static const char *const scanned[] = {"scan_layers=true", "decoder_block=llama4", "num_experts=2",
+                                          "remat_policy=custom", "decoder_layer_input=device", NULL};
+    static const char *const block[] = {"scan_layers=true", "decoder_block=llama4", "num_experts=2",
+                                        "inhomogeneous_layer_cycle_interval=3",
+                                        "remat_policy=custom", "decoder_layer_input=device", NULL};
+    fx_run_t *one = fx_analyze_with(fx_mini_graph, mini_base, scanned);
+    fx_run_t *three = fx_analyze_with(fx_mini_graph, mini_base, block);
+    assert_int_equal(three->r.peak_bytes, one->r.peak_bytes + 128);
+    for (size_t l = 0; l < 3; l++) {
+        assert_int_equal(three->r.layers[l].saved_device_bytes,
+                         one->r.layers[l].saved_device_bytes);
+    }
+    assert_int_equal(three->r.stages[0].floor_bytes, one->r.stages[0].floor_bytes);
+    fx_free(one);
+    fx_free(three);
+}
+
 /* Over the budget, XLA's rematerialization re-runs layer by layer: the
-   figures are one layer's at a time, and the block's peak is kept for the
-   note. */
+   figures are one layer's at a time, each dropped input made again just
+   before its layer's backward (at layer 2's, layer 1's input is not yet
+   there: 16 bytes under one layer per checkpoint), and the block's peak
+   is kept for the note. */
 static void test_unit_over_budget(void **state) {
     (void)state;
     static const char *const scanned[] = {"scan_layers=true", "decoder_block=llama4", "num_experts=2",
@@ -167,7 +206,7 @@ static void test_unit_over_budget(void **state) {
     fx_run_t *one = fx_analyze_with(fx_mini_graph, mini_base, scanned);
     fx_run_t *three = fx_analyze_with(fx_mini_graph, mini_base, block);
     assert_true(one->r.peak_bytes <= 3700 && one->r.peak_bytes + 128 > 3700);
-    assert_int_equal(three->r.peak_bytes, one->r.peak_bytes);
+    assert_int_equal(three->r.peak_bytes, one->r.peak_bytes - 16);
     assert_int_equal(three->r.unit_held_peak_bytes, one->r.peak_bytes + 128);
     assert_true(three->r.fits);
     remat_result_t r3;
@@ -177,7 +216,7 @@ static void test_unit_over_budget(void **state) {
     for (size_t i = 0; i < t3.nevents; i++) {
         top = t3.events[i].live_bytes > top ? t3.events[i].live_bytes : top;
     }
-    assert_int_equal(top, one->r.peak_bytes); /* the trace is the second run's */
+    assert_int_equal(top, three->r.peak_bytes); /* the trace is the second run's */
     assert_int_equal(t3.nevents, 3 * 4 + 3 * 6);
     remat_result_release(&r3);
     remat_timeline_release(&t3);
@@ -375,7 +414,7 @@ int main(void) {
         cmocka_unit_test(test_mini_by_hand),   cmocka_unit_test(test_mini_folded),
         cmocka_unit_test(test_mini_offload),   cmocka_unit_test(test_every_graph_peak),
         cmocka_unit_test(test_trace_parses),   cmocka_unit_test(test_unit_holds_reruns),
-        cmocka_unit_test(test_unit_over_budget),
+        cmocka_unit_test(test_unit_over_budget), cmocka_unit_test(test_unit_named_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
