@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the Qwen3-MoE, gpt-oss and Llama 4 graphs (graphs/qwen3_moe.flash.json,
-graphs/gpt_oss.flash.json, graphs/llama4.flash.json, graphs/llama4_qk_norm.flash.json)
+"""Writes the Qwen3-MoE, dense Qwen3, gpt-oss and Llama 4 graphs (graphs/qwen3_moe.flash.json,
+graphs/gpt_oss.flash.json, graphs/llama4.flash.json, graphs/llama4_qk_norm.flash.json,
+graphs/qwen3.flash.json)
 from the pieces of moe_graphs.py: llama's attention, the routed experts on
 MaxText's sparse path and the dense (shared) MLP. Each family's differences
 are applied to those pieces here (query/key norms, projection biases, the
@@ -170,6 +171,29 @@ def qwen3_moe():
     return g
 
 
+# ---- Qwen3 (dense) -----------------------------------------------------------
+
+def qwen3():
+    """Qwen3DecoderLayer (models/qwen3.py): AttentionWithNorm, the MoE
+    layer's attention, then llama's gated MLP (MlpBlock)."""
+    g = copy.deepcopy(base)
+    g["name"] = "qwen3"
+    g["description"] = (
+        "Qwen3 dense decoder layer as MaxText runs it (decoder_block qwen3): llama's attention with "
+        "per-head RMSNorm on q and k (scale [head_dim]) before RoPE and the query times head_dim^-0.5, "
+        "the flash kernel, then llama's gated SiLU MLP of base_mlp_dim; head as llama's (untied logits)")
+    t, ops = attention(128 ** -0.5, qk_norm="rms")
+    layer = base["layer"]
+    first = next(i for i, o in enumerate(layer["ops"]) if o["name"] == "wi_0")
+    mlp_ops = [o for o in layer["ops"][first:] if o["name"] != "mlp_residual"]
+    for o in mlp_ops:
+        for n in o["in"] + o["out"]:
+            t.setdefault(n, copy.deepcopy(layer["tensors"][n]))
+    ops += copy.deepcopy(mlp_ops)
+    g["layer"] = residual(t, ops, "mlp_out")
+    return g
+
+
 # ---- gpt-oss -----------------------------------------------------------------
 
 def gpt_oss_moe(t, ops, inp):
@@ -304,6 +328,7 @@ def llama4(qk_norm):
 
 if __name__ == "__main__":
     write("qwen3_moe", qwen3_moe())
+    write("qwen3", qwen3())
     write("gpt_oss", gpt_oss())
     write("llama4", llama4(False))
     write("llama4_qk_norm", llama4(True))

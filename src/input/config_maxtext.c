@@ -133,6 +133,7 @@ static const graph_features_t graph_features[] = {
     {"deepseek", 2, true, true, false, false, false},
     {"deepseek_lite", 2, true, true, false, false, false},
     {"qwen3_moe", 2, true, false, true, false, false},
+    {"qwen3", 2, false, false, true, false, false},
     {"gpt_oss", 2, true, false, false, false, false},
     {"llama4", 2, true, false, false, false, false},
     {"llama4_qk_norm", 2, true, false, true, false, false},
@@ -165,7 +166,7 @@ static const struct {
     /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
        llama graph (docs/config.md, Models) */
     {"qwen2", "llama", NULL},
-    {"qwen3", NULL, "per-head query and key norms on a dense layer"},
+    {"qwen3", "qwen3", NULL},
     {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"envy", NULL, "an MoE block"},

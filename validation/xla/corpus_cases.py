@@ -107,6 +107,9 @@ CASES = [
     case("gemma3-12b", "v6e-16", "full", layers="auto", step=6),
     case("mixtral-8x7b", "v6e-16", "full", layers="auto"),
     case("qwen3-30b-a3b", "v6e-16", "full", layers="auto"),
+    # dense Qwen3 (QK-norm on a dense layer): two chips, two policies
+    case("qwen3-8b", "v6e-8", "full"),
+    case("qwen3-14b", "v5p-16", "save_qkv_proj"),
     case("gpt-oss-20b", "v6e-16", "full", layers="auto", step=2),
     # v5p: 95.74 GiB a device (v5p-16 is 8 devices).
     case("llama3.1-70b", "v5p-16", "full", layers="auto", targets=WIDE),

@@ -81,6 +81,7 @@ CASES = [
     {"graph": "deepseek.flash", "settings": ["model_name=deepseek3-671b"], "layers": [(0, "dense"), (3, "moe")]},
     {"graph": "deepseek_lite.flash", "settings": ["model_name=deepseek2-16b"], "layers": [(0, "dense"), (1, "moe")]},
     {"graph": "qwen3_moe.flash", "settings": ["model_name=qwen3-30b-a3b"], "layers": [(0, "layer")]},
+    {"graph": "qwen3.flash", "settings": ["model_name=qwen3-8b"], "layers": [(0, "layer")]},
     {"graph": "gpt_oss.flash", "settings": ["model_name=gpt-oss-20b"], "layers": [(0, "local"), (1, "global")]},
     {"graph": "llama4.flash", "settings": ["model_name=llama4-17b-128e"],
      "layers": [(0, "chunked_dense"), (1, "chunked_moe"), (3, "global_moe")]},
