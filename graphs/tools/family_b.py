@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the Gemma 2, Gemma 3 and DeepSeek-V2-Lite graphs
-(graphs/gemma2.flash.json, graphs/gemma3.flash.json,
-graphs/deepseek_lite.flash.json) from the pieces of moe_graphs.py: llama's
+"""Writes the Gemma, Gemma 2, Gemma 3, tied-llama and DeepSeek-V2-Lite graphs
+(graphs/gemma.flash.json, graphs/gemma2.flash.json, graphs/gemma3.flash.json,
+graphs/llama_tied.flash.json, graphs/deepseek_lite.flash.json) from the pieces of moe_graphs.py: llama's
 attention, its gated MLP, MLA, the routed experts. The JSON files are the
 source the build embeds; this script is how they were made. Run it from
 anywhere with python3; it needs nothing else. The shapes follow MaxText
@@ -205,7 +205,35 @@ def deepseek_lite():
     return g
 
 
+def llama_tied():
+    """llama's layer under the tied head: Qwen2.5 1.5B (decoder_block qwen2,
+    logits_via_embedding; its q, k, v biases are linear, as for the untied
+    Qwen2.5s that run the llama graph)."""
+    g = gemma_graph("llama_tied", (
+        "Llama decoder layer (RMSNorm, GQA, RoPE, SwiGLU) with the flash (splash) kernel, as the llama graph, "
+        "under a tied head: token embedding, final RMSNorm, logits from the embedding table "
+        "(logits_via_embedding), cross-entropy in fp32"), layer=copy.deepcopy(base["layer"]))
+    return g
+
+
+def gemma1():
+    """GemmaDecoderLayer (models/gemma.py): llama's layer with the Gemma
+    activations ['gelu', 'linear'] (GeGLU: gelu on wi_0), no post-norms,
+    under the tied head. The embedding's sqrt(emb) scale is elementwise
+    and fused, as in Gemma 2 and 3's graphs."""
+    layer = copy.deepcopy(base["layer"])
+    i = op_index(layer["ops"], "silu")
+    layer["ops"][i]["op"] = "gelu"
+    layer["ops"][i]["name"] = "gelu"
+    return gemma_graph("gemma", (
+        "Gemma decoder layer as MaxText runs it (decoder_block gemma): RMSNorm, attention with the flash "
+        "kernel (multi-query at 2B), a GeGLU MLP (gelu on wi_0 times wi_1), residuals, no post-norms; head: "
+        "token embedding, final RMSNorm, logits tied to the embedding, cross-entropy in fp32"), layer=layer)
+
+
 if __name__ == "__main__":
+    write("llama_tied", llama_tied())
+    write("gemma", gemma1())
     write("gemma2", gemma2())
     write("gemma3", gemma3())
     write("deepseek_lite", deepseek_lite())

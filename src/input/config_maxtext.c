@@ -128,6 +128,8 @@ typedef struct graph_features {
 
 static const graph_features_t graph_features[] = {
     {"llama", 2, false, false, false, false, false},
+    {"llama_tied", 2, false, false, false, false, true},
+    {"gemma", 2, false, false, false, false, true},
     {"gpt3", 1, false, false, false, false, true},
     {"mixtral", 2, true, false, false, false, false},
     {"deepseek", 2, true, true, false, false, false},
@@ -147,7 +149,7 @@ static const graph_features_t graph_features[] = {
 static const struct {
     const char *block, *graph, *needs;
 } blocks[] = {
-    {"llama2", "llama", NULL},
+    {"llama2", "llama|llama_tied", NULL},
     {"mistral", "llama", NULL},
     {"gpt3", "gpt3", NULL},
     {"default", NULL, "MaxText's default decoder layer"},
@@ -158,14 +160,14 @@ static const struct {
     {"llama4", "llama4|llama4_qk_norm", NULL},
     {"deepseek", "deepseek|deepseek_lite", NULL},
     {"deepseek4", NULL, "DeepSeek-V4's hash-routed layers and compressed attention"},
-    {"gemma", NULL, "a tied output head (logits_via_embedding) on the llama layer"},
+    {"gemma", "gemma", NULL},
     {"gemma2", "gemma2", NULL},
     {"gemma3", "gemma3", NULL},
     {"gemma4", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
     {"gemma4_small", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
     /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
        llama graph (docs/config.md, Models) */
-    {"qwen2", "llama", NULL},
+    {"qwen2", "llama|llama_tied", NULL},
     {"qwen3", "qwen3", NULL},
     {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
@@ -206,10 +208,16 @@ static remat_status_t check_block(remat_config_t *c, remat_error_t *err) {
                      blocks[i].graph);
             return REMAT_OK;
         }
+        char graphs[96] = ""; /* "a|b" as "a or b" */
+        for (const char *q = blocks[i].graph; *q;) {
+            const size_t len = strcspn(q, "|"), used = strlen(graphs);
+            snprintf(graphs + used, sizeof graphs - used, "%s%.*s", used ? " or " : "", (int)len, q);
+            q += len + (q[len] == '|');
+        }
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "decoder_block=%s is the %s graph, but model_name=%s runs the %s "
+                               "decoder_block=%s runs the %s graph, but model_name=%s runs the %s "
                                "graph",
-                               c->decoder_block, blocks[i].graph, c->model_name, c->graph);
+                               c->decoder_block, graphs, c->model_name, c->graph);
     }
     return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                            "decoder_block=%s is not a MaxText decoder block remat knows",

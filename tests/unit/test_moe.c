@@ -319,7 +319,7 @@ static void test_stack_errors(void **state) {
     }
 }
 
-/* The MoE, MLA, mixed-stack and QK-norm presets' parameter counts against the
+/* The MoE, MLA, mixed-stack, QK-norm and tied presets' parameter counts against the
    published ones: totals within 0.5%; active counts (what one token runs
    through) within the rounding of the published figure, with the input
    embedding left out where the vendor leaves it out (DeepSeek's and
@@ -329,7 +329,9 @@ static void test_stack_errors(void **state) {
    without the 14B multi-token prediction module); the DeepSeek-V2 report
    (arXiv 2405.04434: 236B and 21B; V2-Lite 15.7B); the Qwen3 model cards
    (30.5B, 235B and 22B, Qwen3-Coder 480B; the dense 8.2B, 14.8B and
-   32.8B); OpenAI's gpt-oss model card
+   32.8B); Qwen2.5-1.5B's model card (1.54B, tied); the Gemma report (arXiv 2403.08295,
+   Table 2: 2B 524,550,144 embedding and 1,981,884,416 other parameters,
+   7B 786,825,216 and 7,751,248,896); OpenAI's gpt-oss model card
    (20.9B and 3.61B, 116.8B and 5.13B); Meta's Llama 4 model cards
    (Maverick 400B; Scout 109B with its vision encoder, 107.8B for the text
    decoder remat models, counted from its config; 17B active); the Gemma 2
@@ -353,6 +355,9 @@ static void test_preset_param_counts(void **state) {
                   {"model_name=qwen3-8b", 8.2e9, 0, 0, false},
                   {"model_name=qwen3-14b", 14.8e9, 0, 0, false},
                   {"model_name=qwen3-32b", 32.8e9, 0, 0, false},
+                  {"model_name=gemma-2b", 2506434560.0, 0, 0, false},
+                  {"model_name=gemma-7b", 8538074112.0, 0, 0, false},
+                  {"model_name=qwen2.5-1.5b", 1.54e9, 0, 0, false},
                   {"model_name=qwen3-235b-a22b", 235e9, 22e9, 0.5e9, false},
                   {"model_name=qwen3-480b-a35b", 480e9, 35e9, 0.5e9, false},
                   {"model_name=gpt-oss-20b", 20.9e9, 3.61e9, 0.005e9, true},

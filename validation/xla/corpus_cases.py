@@ -107,6 +107,11 @@ CASES = [
     case("gemma3-12b", "v6e-16", "full", layers="auto", step=6),
     case("mixtral-8x7b", "v6e-16", "full", layers="auto"),
     case("qwen3-30b-a3b", "v6e-16", "full", layers="auto"),
+    # Gemma 1 (GeGLU, tied) and the tied llama layer (Qwen2.5 1.5B)
+    case("gemma-7b", "v5e-16", "full"),
+    case("gemma-2b", "v6e-8", "minimal"),
+    case("qwen2.5-1.5b", "v5e-8", "full"),
+    case("qwen2.5-1.5b", "v4-8", "save_qkv_proj"),
     # dense Qwen3 (QK-norm on a dense layer): two chips, two policies
     case("qwen3-8b", "v6e-8", "full"),
     case("qwen3-14b", "v5p-16", "save_qkv_proj"),

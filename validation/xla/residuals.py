@@ -70,6 +70,8 @@ COMMON = ["topology=v5e-1", "per_device_batch_size=1", f"max_target_length={SEQ}
 CASES = [
     {"graph": "llama.flash", "settings": ["model_name=llama3-8b"], "layers": [(0, "layer")]},
     {"graph": "llama.dot_product", "settings": ["model_name=llama3-8b", "attention=dot_product"], "layers": [(0, "layer")]},
+    {"graph": "llama_tied.flash", "settings": ["model_name=qwen2.5-1.5b", "decoder_block=llama2"], "layers": [(0, "layer")]},
+    {"graph": "gemma.flash", "settings": ["model_name=gemma-2b"], "layers": [(0, "layer")]},
     {"graph": "gpt3.flash", "settings": ["model_name=gpt3-22b", "attention=flash"], "layers": [(0, "layer")]},
     {"graph": "gpt3.dot_product", "settings": ["model_name=gpt3-22b", "attention=dot_product"], "layers": [(0, "layer")]},
     {"graph": "gpt3.dot_product.dropout",
