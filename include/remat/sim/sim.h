@@ -182,7 +182,8 @@ typedef struct remat_result {
     bool none_as_full; /* remat_policy none behaves as full (remat_policy_t) */
     /* Layers per remat unit (remat_config_remat_unit): a scanned block's
        backward re-runs its layers whole, each layer's re-run held until its
-       backward. When that step's peak is over the budget, XLA's own
+       backward. When that step's peak is over the budget and the layer
+       by layer step is under the budget less the safety margin, XLA's own
        rematerialization re-runs layer by layer instead, which the figures
        then follow; unit_held_peak_bytes is the peak held whole (0 when the
        block's peak is the one reported, or the unit is one layer). */
