@@ -320,11 +320,8 @@ static remat_status_t read_pipe(int fd, const char *name, bool ours, bool fifo, 
     }
 }
 
-static remat_status_t read_regular(int fd, const char *name, const struct stat *sb, rbuf_t *b,
-                                   remat_error_t *err) {
-    if (sb->st_size > (off_t)REMAT_MAX_INPUT_BYTES) {
-        return too_large(name, err);
-    }
+/* Reads @p fd to its end: a regular file, or a terminal (blocking). */
+static remat_status_t read_to_end(int fd, const char *name, rbuf_t *b, remat_error_t *err) {
     bool eof = false, again = false;
     while (!eof) {
         remat_status_t st = read_some(fd, name, b, &eof, &again, err);
@@ -333,6 +330,14 @@ static remat_status_t read_regular(int fd, const char *name, const struct stat *
         }
     }
     return REMAT_OK;
+}
+
+static remat_status_t read_regular(int fd, const char *name, const struct stat *sb, rbuf_t *b,
+                                   remat_error_t *err) {
+    if (sb->st_size > (off_t)REMAT_MAX_INPUT_BYTES) {
+        return too_large(name, err);
+    }
+    return read_to_end(fd, name, b, err);
 }
 
 /* What a path that is not a file nor a pipe is, for its error. */
@@ -374,14 +379,7 @@ static remat_status_t read_fd(int fd, const char *name, unsigned flags, bool is_
     }
     if (is_stdin && S_ISCHR(sb.st_mode)) {
         /* a terminal: the user types the config and ends it */
-        bool eof = false, again = false;
-        while (!eof) {
-            remat_status_t st = read_some(fd, name, b, &eof, &again, err);
-            if (st) {
-                return st;
-            }
-        }
-        return REMAT_OK;
+        return read_to_end(fd, name, b, err);
     }
     return remat_error_set(err, REMAT_E_IO, name, NULL, "%s, not a file%s", kind_of(sb.st_mode),
                            S_ISCHR(sb.st_mode) ? " ('-' reads standard input)" : "");

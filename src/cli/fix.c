@@ -79,10 +79,7 @@ static bool passes(const remat_cli_opts_t *o, int nargs, char **args) {
     remat_error_t err;
     remat_error_init(&err);
     remat_cli_job_t *j = remat_i_xcalloc(1, sizeof *j);
-    remat_status_t st = remat_cli_job_resolve(j, &v, &err);
-    if (st == REMAT_OK) {
-        st = remat_analyze(j->graph, &j->cfg, j->policy, &j->hw, &j->result, &err);
-    }
+    remat_status_t st = remat_cli_job_analyze(j, &v, &err);
     const bool ok = st == REMAT_OK && remat_result_passes(&j->result);
     remat_cli_job_release(j);
     free(j);
@@ -281,10 +278,7 @@ static bool analyzes(const remat_cli_opts_t *o, const char *extra) {
     remat_error_t err;
     remat_error_init(&err);
     remat_cli_job_t *j = remat_i_xcalloc(1, sizeof *j);
-    remat_status_t st = remat_cli_job_resolve(j, &v, &err);
-    if (st == REMAT_OK) {
-        st = remat_analyze(j->graph, &j->cfg, j->policy, &j->hw, &j->result, &err);
-    }
+    remat_status_t st = remat_cli_job_analyze(j, &v, &err);
     remat_cli_job_release(j);
     free(j);
     return st == REMAT_OK;

@@ -23,12 +23,6 @@
 #include "input/config_internal.h"
 #include "view/report_internal.h"
 
-enum {
-    EXIT_OK = REMAT_EXIT_OK,
-    EXIT_INPUT = REMAT_EXIT_INPUT,
-    EXIT_INTERNAL = REMAT_EXIT_INTERNAL
-};
-
 typedef remat_cli_opts_t opts_t;
 typedef remat_cli_job_t job_t;
 
@@ -36,8 +30,8 @@ int remat_cli_report_error(const remat_error_t *err) {
     char line[1024];
     remat_error_format(err, line, sizeof line);
     fprintf(stderr, "remat: %s\n", line);
-    return err->code == REMAT_E_INTERNAL || err->code == REMAT_E_NOMEM ? EXIT_INTERNAL
-                                                                        : EXIT_INPUT;
+    return err->code == REMAT_E_INTERNAL || err->code == REMAT_E_NOMEM ? REMAT_EXIT_INTERNAL
+                                                                        : REMAT_EXIT_INPUT;
 }
 
 int remat_cli_usage_error(const char *fmt, ...) {
@@ -47,7 +41,7 @@ int remat_cli_usage_error(const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, " (see 'remat help')\n");
     va_end(ap);
-    return EXIT_INPUT;
+    return REMAT_EXIT_INPUT;
 }
 
 void remat_cli_job_release(job_t *j) {
@@ -67,6 +61,11 @@ remat_status_t remat_cli_job_resolve(job_t *j, const opts_t *o, remat_error_t *e
     remat_result_init(&j->result);
     remat_status_t st = remat_cli_config_build(o, &j->cfg, err);
     return st ? st : remat_resolve(&j->cfg, &j->graph, &j->policy, &j->hw, err);
+}
+
+remat_status_t remat_cli_job_analyze(job_t *j, const opts_t *o, remat_error_t *err) {
+    remat_status_t st = remat_cli_job_resolve(j, o, err);
+    return st ? st : remat_analyze(j->graph, &j->cfg, j->policy, &j->hw, &j->result, err);
 }
 
 /* The config's notes on standard error, so that check's one line and the
@@ -157,7 +156,7 @@ static int compare_names(const opts_t *o, char **names, size_t *n, char **list) 
                 names[(*n)++] = (char *)name;
             }
         }
-        return EXIT_OK;
+        return REMAT_EXIT_OK;
     }
     *list = remat_i_xstrdup(o->policies);
     for (char *tok = strtok(*list, ","); tok; tok = strtok(NULL, ",")) {
@@ -167,7 +166,7 @@ static int compare_names(const opts_t *o, char **names, size_t *n, char **list) 
         }
         names[(*n)++] = tok;
     }
-    return *n ? EXIT_OK : remat_cli_usage_error("--policies needs a comma-separated list");
+    return *n ? REMAT_EXIT_OK : remat_cli_usage_error("--policies needs a comma-separated list");
 }
 
 int remat_cli_compare_run(const opts_t *o, remat_cli_compare_t *c, remat_status_t *st,
@@ -210,7 +209,7 @@ int remat_cli_compare_run(const opts_t *o, remat_cli_compare_t *c, remat_status_
     if (*st == REMAT_OK) {
         qsort(c->rs, n, sizeof *c->rs, rank_cmp);
     }
-    return EXIT_OK;
+    return REMAT_EXIT_OK;
 }
 
 void remat_cli_compare_release(remat_cli_compare_t *c) {

@@ -36,6 +36,11 @@ remat_status_t remat_cli_job_resolve(remat_cli_job_t *j, const remat_cli_opts_t 
                                      remat_error_t *err);
 void remat_cli_job_release(remat_cli_job_t *j);
 
+/* remat_cli_job_resolve, then @p j's analysis into j->result. Release
+   @p j either way. */
+remat_status_t remat_cli_job_analyze(remat_cli_job_t *j, const remat_cli_opts_t *o,
+                                     remat_error_t *err);
+
 /* compare's analyses: every preset (or --policies), ranked. */
 typedef struct remat_cli_compare {
     remat_cli_job_t *jobs; /* jobs[0] owns the graph the others borrow */

@@ -260,10 +260,7 @@ static int cmd_analyze_like(const opts_t *o, int which) {
     remat_error_t err;
     remat_error_init(&err);
     job_t *j = remat_i_xcalloc(1, sizeof *j);
-    remat_status_t st = remat_cli_config_build(o, &j->cfg, &err);
-    if (st == REMAT_OK) {
-        st = job_run(j, &err);
-    }
+    remat_status_t st = remat_cli_job_analyze(j, o, &err);
     if (st == REMAT_OK) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
         if (which == 2) {

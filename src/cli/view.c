@@ -95,8 +95,8 @@ static remat_status_t chart_of_run(const remat_cli_opts_t *o, remat_chart_kind_t
     remat_status_t st;
     if (kind == REMAT_CHART_TIMELINE) {
         st = job_timeline(j, o, true, &tl, err);
-    } else if ((st = remat_cli_job_resolve(j, o, err)) == REMAT_OK) {
-        st = remat_analyze(j->graph, &j->cfg, j->policy, &j->hw, &j->result, err);
+    } else {
+        st = remat_cli_job_analyze(j, o, err);
     }
     FILE *f = NULL;
     if (st == REMAT_OK) {

@@ -497,6 +497,9 @@ void remat_i_trace_profiles(remat_trace_t *t, size_t nprofiles);
 void remat_i_trace_push(remat_trace_t *t, const remat_trace_event_t *e);
 
 /* verdict.c */
+/* The run's budget per device and what is usable of it (less the safety
+   margin), the one rule the verdict and the blocks' hold (step.c) read. */
+void remat_i_budget(const remat_analyzer_t *an, uint64_t *budget, uint64_t *usable);
 remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
                                remat_error_t *err);
 

@@ -959,8 +959,8 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
     an->hold = true;
     unit_rows(an, r);
     remat_status_t st = all_stages(an, r, err);
-    const remat_config_t *cfg = an->cfg;
-    const uint64_t budget = cfg->hbm_budget ? cfg->hbm_budget : an->hw->hbm_limit_bytes;
+    uint64_t budget, usable;
+    remat_i_budget(an, &budget, &usable);
     if (st || an->unit == 1 || r->stages[r->worst_stage].peak_bytes <= budget) {
         return st;
     }
@@ -969,8 +969,7 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
         an->hold = true;
         return st;
     }
-    const double usable = (double)budget * (1.0 - cfg->safety_margin);
-    if ((double)r->stages[r->worst_stage].peak_bytes <= usable) {
+    if (r->stages[r->worst_stage].peak_bytes <= usable) {
         an->hold = true;
         r->unit_held_peak_bytes = held;
         return REMAT_OK;

@@ -54,6 +54,14 @@ static remat_status_t host_ram(const remat_analyzer_t *an, remat_result_t *r,
     return REMAT_OK;
 }
 
+/* Per device: XLA's limit (what its OOM message prints), not the nominal
+   HBM, unless the user sets a budget; usable: less the safety margin. */
+void remat_i_budget(const remat_analyzer_t *an, uint64_t *budget, uint64_t *usable) {
+    const remat_config_t *cfg = an->cfg;
+    *budget = cfg->hbm_budget ? cfg->hbm_budget : an->hw->hbm_limit_bytes;
+    *usable = (uint64_t)((double)*budget * (1.0 - cfg->safety_margin));
+}
+
 remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
                                remat_error_t *err) {
     const remat_config_t *cfg = an->cfg;
@@ -66,10 +74,7 @@ remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
     if (st) {
         return st;
     }
-    /* Per device: XLA's limit (what its OOM message prints), not the
-       nominal HBM, unless the user sets a budget. */
-    r->budget_bytes = cfg->hbm_budget ? cfg->hbm_budget : an->hw->hbm_limit_bytes;
-    r->usable_bytes = (uint64_t)((double)r->budget_bytes * (1.0 - cfg->safety_margin));
+    remat_i_budget(an, &r->budget_bytes, &r->usable_bytes);
     r->fits = r->peak_bytes <= r->budget_bytes;
     r->fits_margin = r->peak_bytes <= r->usable_bytes;
     assert(cfg->safety_margin < 0 || r->budget_bytes > ((uint64_t)1 << 53) ||
