@@ -931,7 +931,8 @@ remat_status_t remat_i_config_check_layers(const remat_config_t *c, remat_error_
                                "base_num_decoder_layers=%llu is above the supported %d",
                                (unsigned long long)c->base_num_decoder_layers, REMAT_MAX_LAYERS);
     }
-    return REMAT_OK;
+    /* the blocks the layers scan in: the analyzer walks them */
+    return check_cycle(c, err);
 }
 
 remat_status_t remat_i_config_check_built(remat_config_t *c, remat_error_t *err) {
@@ -958,9 +959,7 @@ remat_status_t remat_i_config_check_built(remat_config_t *c, remat_error_t *err)
     if (st == REMAT_OK) {
         st = check_moe(c, err);
     }
-    if (st == REMAT_OK) {
-        st = check_cycle(c, err);
-    }
+
     if (st == REMAT_OK && c->use_qwix_quantization &&
         (!c->quantization[0] || strcmp(c->quantization, "none") == 0)) {
         st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,

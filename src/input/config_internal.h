@@ -71,8 +71,10 @@ const char *remat_i_config_size_formula(const char *key);
 const char *remat_i_config_nearest_key(const char *key);
 
 /* REMAT_E_CONFIG, naming the key, when @p c has no layer or more than
-   remat supports (REMAT_MAX_LAYERS): the analyzer sizes its arrays by the
-   layer count, and every room walks at least one layer. */
+   remat supports (REMAT_MAX_LAYERS), or layers that do not scan in whole
+   blocks of inhomogeneous_layer_cycle_interval: the analyzer sizes its
+   arrays by the layer count, every room walks at least one layer, and the
+   step walks the blocks (a block of 0 layers would divide by zero). */
 remat_status_t remat_i_config_check_layers(const remat_config_t *c, remat_error_t *err);
 
 #endif

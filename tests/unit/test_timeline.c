@@ -246,6 +246,36 @@ static void test_unit_over_budget(void **state) {
     fx_free(held);
 }
 
+/* A config struct filled by hand reaches the analyzer without the
+   builder's checks: a block of 0 layers, or one that does not divide the
+   layers, is the builder's one-line error there too, not a division by
+   zero or a dropped layer. */
+static void test_unit_by_hand(void **state) {
+    (void)state;
+    static const char *const block[] = {"scan_layers=true", "decoder_block=llama4", "num_experts=2",
+                                        "inhomogeneous_layer_cycle_interval=3", NULL};
+    fx_run_t *f = fx_analyze_with(fx_mini_graph, mini_base, block);
+    static const struct {
+        uint64_t k;
+        const char *says;
+    } bad[] = {{0, "must be at least 1"}, {2, "does not divide the 3 decoder layers"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        remat_config_t cfg = f->cfg;
+        cfg.inhomogeneous_layer_cycle_interval = bad[i].k;
+        remat_result_t r;
+        remat_result_init(&r);
+        remat_error_t err;
+        remat_error_init(&err);
+        assert_int_equal(remat_analyze(f->graph, &cfg, f->policy, &f->hw, &r, &err),
+                         REMAT_E_CONFIG);
+        char line[512];
+        remat_error_format(&err, line, sizeof line);
+        assert_non_null(strstr(line, bad[i].says));
+        remat_result_release(&r);
+    }
+    fx_free(f);
+}
+
 static void test_mini_folded(void **state) {
     (void)state;
     fx_run_t *f = fx_analyze_ok(fx_mini_graph, mini_base);
@@ -437,6 +467,7 @@ int main(void) {
         cmocka_unit_test(test_mini_offload),   cmocka_unit_test(test_every_graph_peak),
         cmocka_unit_test(test_trace_parses),   cmocka_unit_test(test_unit_holds_reruns),
         cmocka_unit_test(test_unit_over_budget), cmocka_unit_test(test_unit_named_input),
+        cmocka_unit_test(test_unit_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
