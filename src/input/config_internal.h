@@ -66,6 +66,11 @@ size_t remat_i_config_size_field(const char *key);
    that is set directly. */
 const char *remat_i_config_size_formula(const char *key);
 
+/* Iterations a stage's output takes to reach the next stage in MaxText's
+   pipeline: 2 with pipeline_delay_activation_forwarding, else 1 (its
+   default micro-batches, the bubble and the loop state scale by it). */
+unsigned remat_i_config_pipeline_delay(const remat_config_t *cfg);
+
 /* The known key nearest @p key within a few edits (remat's keys and
    MaxText's), or NULL. */
 const char *remat_i_config_nearest_key(const char *key);

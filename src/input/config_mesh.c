@@ -13,6 +13,7 @@
 
 #include "remat/input/config.h"
 #include "remat/model/mesh.h"
+#include "input/config_internal.h"
 
 _Static_assert(sizeof(((remat_config_t *)0)->ici) == REMAT_AXIS_COUNT * sizeof(int64_t),
                "a config names every mesh axis's ici parallelism");
@@ -31,6 +32,10 @@ remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *m, rema
     return remat_mesh_build_spec(&spec, m, err);
 }
 
+unsigned remat_i_config_pipeline_delay(const remat_config_t *cfg) {
+    return cfg->pipeline_delay_activation_forwarding ? 2u : 1u;
+}
+
 uint64_t remat_mesh_microbatches(const remat_mesh_t *m, const remat_config_t *cfg) {
     uint64_t stages = m->shards[REMAT_AXIS_STAGE];
     if (stages <= 1) {
@@ -40,6 +45,6 @@ uint64_t remat_mesh_microbatches(const remat_mesh_t *m, const remat_config_t *cf
        with delayed activation forwarding */
     return cfg->num_pipeline_microbatches
                ? cfg->num_pipeline_microbatches
-               : stages * (cfg->pipeline_delay_activation_forwarding ? 2u : 1u);
+               : stages * remat_i_config_pipeline_delay(cfg);
 }
 

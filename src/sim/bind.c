@@ -1154,7 +1154,7 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     an->nlayers = (size_t)an->cfg->base_num_decoder_layers;
     an->nstages = (size_t)an->mesh.shards[REMAT_AXIS_STAGE];
     an->microbatches = remat_mesh_microbatches(&an->mesh, an->cfg);
-    an->delay = an->cfg->pipeline_delay_activation_forwarding ? 2 : 1;
+    an->delay = remat_i_config_pipeline_delay(an->cfg);
     an->unit = (size_t)remat_config_remat_unit(an->cfg); /* >= 1, divides the layers (config) */
     remat_status_t st;
     if ((st = check_mesh(an, err))) {

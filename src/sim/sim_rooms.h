@@ -280,6 +280,14 @@ struct remat_analyzer {
 
 /* ---- helpers every room uses (inline: some run once per op or layer) --- */
 
+/* Whether the loss's weight gradients wait for the layers' backward (XLA's
+   deferred windowed einsum: step.c, head_defers), as they do unless the
+   chunked loss (num_vocab_tiling > 1) makes them in its own loop; the
+   stage's static gradients (static.c) and the step (step.c) both read it. */
+static inline bool remat_i_loss_grads_deferred(const remat_analyzer_t *an) {
+    return an->cfg->num_vocab_tiling <= 1;
+}
+
 /* The run that holds layer @p l (< nlayers): a binary search of the runs,
    which are few (one per policy range and layer kind at most). */
 static inline const layer_run_t *run_of(const remat_analyzer_t *an, size_t l) {

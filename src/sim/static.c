@@ -264,7 +264,7 @@ remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t k, stage_
     out->grads = out->params;
     if (an->g->has_head) { /* part of grads: stage_params counted both parts on every stage */
         out->grads_embed = an->pre.bytes;
-        out->grads_logits = cfg->num_vocab_tiling > 1 ? 0 : an->post.bytes;
+        out->grads_logits = remat_i_loss_grads_deferred(an) ? an->post.bytes : 0;
     }
     if (cfg->parameter_memory_host_offload) {
         out->host += out->params;

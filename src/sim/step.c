@@ -176,7 +176,7 @@ static uint64_t head_prefetch(const remat_analyzer_t *an, size_t from, size_t p)
    hold the compute-dtype logits gradient at the peak of most steps whose
    peak is in the layers' backward (docs/validation.md). */
 static bool head_defers(const remat_analyzer_t *an, size_t p, const remat_op_t *op) {
-    if (p < an->g->head_npre || an->cfg->num_vocab_tiling > 1) {
+    if (p < an->g->head_npre || !remat_i_loss_grads_deferred(an)) {
         return false;
     }
     for (size_t i = 0; i < op->nin; i++) {
