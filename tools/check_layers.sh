@@ -43,6 +43,12 @@ rank_of() {
   echo "${rank[$1]:-}"
 }
 
+# The module of file $2 in layer $1 (the stem's first word), into REPLY.
+module_of() {
+  local n=${2##*/}
+  REPLY=$1/${n%%[._]*}
+}
+
 # tsort finds circles: it names each loop's members on standard error.
 circles() {
   local what=$1 edges=$2
@@ -68,7 +74,7 @@ check_includes() {
     if [ -z "$rf" ]; then
       echo "$rel: folder '$layer' is not a layer of src/layers.txt"; bad=1; continue
     fi
-    node=$(basename "$rel"); node=$layer/${node%%[._]*}
+    module_of "$layer" "$rel"; node=$REPLY
     echo "$node $node" >>"$work/edges"
     while IFS= read -r inc; do
       n=$((n + 1))
@@ -92,7 +98,7 @@ check_includes() {
       if [ -z "$rt" ] || [ "$rt" -gt "$rf" ]; then
         echo "$rel ($layer): includes \"$inc\" of the later layer $tl"; bad=1
       fi
-      tnode=$(basename "$target"); tnode=$tl/${tnode%%[._]*}
+      module_of "$tl" "$target"; tnode=$REPLY
       [ "$tnode" = "$node" ] || echo "$node $tnode" >>"$work/edges"
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
   done < <(find "$root/src" "$root/include" -type f \( -name '*.c' -o -name '*.h' -o -name '*.h.in' \) | LC_ALL=C sort)
