@@ -314,10 +314,14 @@ int remat_cli_report_run_error(const remat_cli_opts_t *o, const remat_error_t *e
     remat_error_format(err, line, sizeof line);
     nearest_mesh(o, mesh, sizeof mesh);
     if (mesh[0]) {
-        fprintf(stderr, "remat: %s; the nearest mesh that divides: %s\n", line, mesh);
+        fprintf(remat_cli_stderr(), "remat: %s; the nearest mesh that divides: %s\n", line,
+                mesh);
     } else {
-        fprintf(stderr, "remat: %s; no mesh of these devices that moves shards to data "
-                        "parallelism divides it: change the sizes or the devices\n", line);
+        fprintf(remat_cli_stderr(),
+                "remat: %s; no mesh of these devices that moves shards to data "
+                "parallelism divides it: change the sizes or the devices\n",
+                line);
     }
+    remat_cli_catch(err);
     return REMAT_EXIT_INPUT;
 }

@@ -26,22 +26,61 @@
 typedef remat_cli_opts_t opts_t;
 typedef remat_cli_job_t job_t;
 
+/* Per thread, so that bindings may run commands from several threads at
+   once; NULL outside remat_cli_call. */
+static _Thread_local remat_cli_sink_t *thread_sink;
+
+void remat_cli_set_sink(remat_cli_sink_t *sink) {
+    thread_sink = sink;
+}
+
+FILE *remat_cli_stderr(void) {
+    return thread_sink && thread_sink->messages ? thread_sink->messages : stderr;
+}
+
+void remat_cli_catch(const remat_error_t *err) {
+    if (thread_sink) {
+        thread_sink->err = *err;
+        thread_sink->has_err = true;
+    }
+}
+
 int remat_cli_report_error(const remat_error_t *err) {
     char line[1024];
     remat_error_format(err, line, sizeof line);
-    fprintf(stderr, "remat: %s\n", line);
+    fprintf(remat_cli_stderr(), "remat: %s\n", line);
+    remat_cli_catch(err);
     return err->code == REMAT_E_INTERNAL || err->code == REMAT_E_NOMEM ? REMAT_EXIT_INTERNAL
                                                                         : REMAT_EXIT_INPUT;
+}
+
+/* A usage error: its line (the text, then @p tail) where the thread's
+   errors go, and the error caught for a binding. */
+__attribute__((format(printf, 2, 0))) static int usage_v(const char *tail, const char *fmt,
+                                                         va_list ap) {
+    remat_error_t err;
+    remat_error_init(&err);
+    err.code = REMAT_E_USAGE;
+    vsnprintf(err.text, sizeof err.text, fmt, ap);
+    fprintf(remat_cli_stderr(), "remat: %s%s\n", err.text, tail);
+    remat_cli_catch(&err);
+    return REMAT_EXIT_INPUT;
 }
 
 int remat_cli_usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "remat: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see 'remat help')\n");
+    const int rc = usage_v(" (see 'remat help')", fmt, ap);
     va_end(ap);
-    return REMAT_EXIT_INPUT;
+    return rc;
+}
+
+int remat_cli_usage_line(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const int rc = usage_v("", fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 void remat_cli_job_release(job_t *j) {
@@ -76,23 +115,24 @@ remat_status_t remat_cli_job_analyze(job_t *j, const opts_t *o, remat_error_t *e
 void remat_cli_print_notes(const remat_config_t *c, bool passes) {
     for (const char *p = c->notes; *p;) {
         const char *end = strchr(p, '\n');
-        fprintf(stderr, "remat: note: %.*s\n", (int)(end - p), p);
+        fprintf(remat_cli_stderr(), "remat: note: %.*s\n", (int)(end - p), p);
         p = end + 1;
     }
     if (c->nunused) {
-        fprintf(stderr, "remat: note: not modeled by remat (no effect on its figures): %s\n",
+        fprintf(remat_cli_stderr(),
+                "remat: note: not modeled by remat (no effect on its figures): %s\n",
                 c->unused_keys);
     }
     if (c->num_devices_assumed && !passes) {
-        fprintf(stderr, "remat: note: no topology, num_devices or whole mesh was given, so this "
-                        "is one device; give the run's (e.g. topology=v5p-256 or "
-                        "num_devices=256)\n");
+        fprintf(remat_cli_stderr(),
+                "remat: note: no topology, num_devices or whole mesh was given, so this "
+                "is one device; give the run's (e.g. topology=v5p-256 or num_devices=256)\n");
     }
 }
 
 static void note_to_stderr(void *ctx, const char *text) {
     (void)ctx;
-    fprintf(stderr, "remat: note: %s\n", text);
+    fprintf(remat_cli_stderr(), "remat: note: %s\n", text);
 }
 
 void remat_cli_print_result_notes(const remat_result_t *r) {

@@ -12,11 +12,34 @@
 
 #include "cli/cli.h"
 
+/* Where a run in process (a binding: remat_cli_call) takes what the
+   program would write on standard error: every line into messages, and
+   the run's error, structured, into err (has_err set). One per thread. */
+typedef struct remat_cli_sink {
+    FILE *messages;
+    remat_error_t err;
+    bool has_err;
+} remat_cli_sink_t;
+
+/* Sets the calling thread's sink (NULL: standard error again). */
+void remat_cli_set_sink(remat_cli_sink_t *sink);
+
+/* Where the calling thread's error lines and notes go: its sink's
+   messages, else standard error. */
+FILE *remat_cli_stderr(void);
+
+/* Records @p err as the run's error in the calling thread's sink, if it
+   has one (remat_cli_report_error does; so does a usage error). */
+void remat_cli_catch(const remat_error_t *err);
+
 /* The error's one line on stderr; its exit code (2 input, 3 internal). */
 int remat_cli_report_error(const remat_error_t *err);
 
 /* "remat: ..." with a pointer to 'remat help' on stderr; exit code 2. */
 int remat_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "remat: ..." alone on stderr (the text says where to look); exit code 2. */
+int remat_cli_usage_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The config's notes on standard error (keys not modeled, assumptions). */
 void remat_cli_print_notes(const remat_config_t *c, bool passes);

@@ -30,6 +30,7 @@
 #include "cli/fix.h"
 #include "cli/help.h"
 #include "cli/job.h"
+#include "cli/main.h"
 #include "cli/view.h"
 #include "base/json_util.h"
 #include "view/report_internal.h"
@@ -559,8 +560,7 @@ static remat_status_t validate_json(FILE *out, const remat_i_config_file_t *f,
 
 static int cmd_validate(FILE *out, int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "remat: usage: remat validate FILE ('-': standard input)\n");
-        return EXIT_INPUT;
+        return remat_cli_usage_line("usage: remat validate FILE ('-': standard input)");
     }
     remat_error_t err;
     remat_error_init(&err);
@@ -810,27 +810,26 @@ static int unknown_command(const char *name) {
         best = remat_i_nearest_word(name, &commands[i].name, 1, best, &bestd);
     }
     if (best && remat_i_near_enough(name, bestd)) {
-        fprintf(stderr, "remat: unknown command '%s' (did you mean '%s'?)\n", name, best);
-    } else {
-        fprintf(stderr, "remat: unknown command '%s' (see 'remat help')\n", name);
+        return remat_cli_usage_line("unknown command '%s' (did you mean '%s'?)", name, best);
     }
-    return EXIT_INPUT;
+    return remat_cli_usage_line("unknown command '%s' (see 'remat help')", name);
 }
 
 static int run_help(const remat_cli_command_t *c, const opts_t *o, int argc, char **argv) {
-    (void)c, (void)o;
+    (void)c;
+    FILE *out = o && o->out ? o->out : stdout;
     if (argc > 2) {
         return remat_cli_usage_error("usage: remat help [COMMAND]");
     }
     if (argc < 2) {
-        remat_cli_overview(stdout, commands, NCOMMANDS);
+        remat_cli_overview(out, commands, NCOMMANDS);
         return EXIT_OK;
     }
     const remat_cli_command_t *cmd = find_command(argv[1]);
     if (!cmd) {
         return unknown_command(argv[1]);
     }
-    remat_cli_command_help(stdout, cmd);
+    remat_cli_command_help(out, cmd);
     return EXIT_OK;
 }
 
@@ -839,17 +838,15 @@ static int check_options(const remat_cli_command_t *cmd, const opts_t *o) {
     unsigned extra = o->given & ~cmd->opts;
     for (size_t k = 0; extra && k < remat_cli_noptions; k++) {
         if (extra & remat_cli_options[k].bit) {
-            fprintf(stderr, "remat: '%s' takes no %s option (see 'remat help %s')\n", cmd->name,
-                    remat_cli_options[k].name, cmd->name);
-            return EXIT_INPUT;
+            return remat_cli_usage_line("'%s' takes no %s option (see 'remat help %s')",
+                                        cmd->name, remat_cli_options[k].name, cmd->name);
         }
     }
     if (cmd->formats && !(cmd->formats & CLI_FMT(o->fmt))) {
         char fmts[64];
         remat_cli_formats_text(cmd->formats, false, fmts, sizeof fmts);
-        fprintf(stderr, "remat: '%s' cannot print %s (it prints %s; see 'remat help %s')\n",
-                cmd->name, remat_format_name(o->fmt), fmts, cmd->name);
-        return EXIT_INPUT;
+        return remat_cli_usage_line("'%s' cannot print %s (it prints %s; see 'remat help %s')",
+                                    cmd->name, remat_format_name(o->fmt), fmts, cmd->name);
     }
     return EXIT_OK;
 }
@@ -905,12 +902,14 @@ static bool is_help_flag(const char *arg) {
     return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
-/* Runs @p cmd with its output where -o says. A command that prints to
-   standard output prints into memory, which reaches the file only when the
-   command ran (exit 0 or 1): a failed run leaves no half-written file (the
-   drawing commands open their files themselves, after their analysis). */
-static int run_to_output(const remat_cli_command_t *cmd, opts_t *o, int argc, char **argv) {
-    o->out = stdout;
+/* Runs @p cmd with its output where -o says, else into @p out. A command
+   that prints to its output prints into memory, which reaches the file
+   only when the command ran (exit 0 or 1): a failed run leaves no
+   half-written file (the drawing commands open their files themselves,
+   after their analysis). */
+static int run_to_output(const remat_cli_command_t *cmd, opts_t *o, FILE *out, int argc,
+                         char **argv) {
+    o->out = out;
     const bool own = cmd->run != run_timeline && cmd->run != run_chart && cmd->run != run_report;
     if (!own || !o->output || strcmp(o->output, "-") == 0) {
         return cmd->run(cmd, o, argc, argv);
@@ -923,7 +922,7 @@ static int run_to_output(const remat_cli_command_t *cmd, opts_t *o, int argc, ch
     }
     int rc = cmd->run(cmd, o, argc, argv);
     fclose(o->out);
-    o->out = stdout;
+    o->out = out;
     if (rc == EXIT_OK || rc == EXIT_NO) {
         FILE *f = fopen(o->output, "w");
         bool bad = !f || fwrite(text, 1, len, f) != len;
@@ -943,7 +942,7 @@ static int run_to_output(const remat_cli_command_t *cmd, opts_t *o, int argc, ch
 
 /* A command that parses its own arguments (list, validate): -o FILE
    (--output FILE) taken out of them, then as run_to_output. */
-static int run_own_arguments(const remat_cli_command_t *cmd, int argc, char **argv) {
+static int run_own_arguments(const remat_cli_command_t *cmd, FILE *out, int argc, char **argv) {
     opts_t o;
     memset(&o, 0, sizeof o);
     int w = 0;
@@ -958,16 +957,69 @@ static int run_own_arguments(const remat_cli_command_t *cmd, int argc, char **ar
         }
         argv[w++] = argv[i];
     }
-    return run_to_output(cmd, &o, w, argv);
+    return run_to_output(cmd, &o, out, w, argv);
 }
 
-/* The whole command line as a function, so that a fuzzer can drive the CLI
-   in process; main below only forwards to it. */
-int remat_cli_main(int argc, char **argv);
+/* The options of command @p cmd (argv[1]) into @p o: the launcher words
+   of a pasted MaxText command skipped, the options parsed and checked,
+   then the config file read once into @p file (or @p mem's text, already
+   in memory, borrowed). Returns an exit code (0: run the command; also 0
+   with o->help set, for its page). Release @p file when !mem, either way. */
+static int prepare(const remat_cli_command_t *cmd, int argc, char **argv,
+                   const remat_i_config_file_t *mem, opts_t *o, remat_i_config_file_t *file) {
+    memset(file, 0, sizeof *file);
+    /* parse_opts reads argv[0] as the program: the command's name stays
+       in front of what the launcher leaves. */
+    int skip = launcher_words(argc - 2, argv + 2);
+    if (skip) {
+        argv[skip + 1] = argv[1];
+    }
+    int rc = parse_opts(argc - 1 - skip, argv + 1 + skip, o);
+    rc = rc || o->help ? rc : check_options(cmd, o);
+    if (rc || o->help) {
+        return rc;
+    }
+    if (mem && o->config) {
+        return remat_cli_usage_error("one config file a run: %s is given beside %s", o->config,
+                                     mem->name);
+    }
+    if (mem) {
+        *file = *mem;
+        o->config = mem->name;
+    }
+    o->file = file;
+    if (o->config && !mem) {
+        remat_error_t err;
+        remat_error_init(&err);
+        if (remat_i_config_file_read(o->config, file, &err)) {
+            return remat_cli_report_error(&err);
+        }
+    }
+    return EXIT_OK;
+}
 
-int remat_cli_main(int argc, char **argv) {
+/* The command @p cmd (argv[1]) whose options the command line parses. */
+static int run_with_options(const remat_cli_command_t *cmd, int argc, char **argv, FILE *out,
+                            const remat_i_config_file_t *mem) {
+    opts_t o;
+    remat_i_config_file_t file;
+    int rc = prepare(cmd, argc, argv, mem, &o, &file);
+    if (rc == EXIT_OK && o.help) {
+        remat_cli_command_help(out, cmd);
+    } else if (rc == EXIT_OK) {
+        rc = run_to_output(cmd, &o, out, 0, NULL);
+    }
+    if (!mem) {
+        remat_i_config_file_release(&file);
+    }
+    return rc;
+}
+
+/* The whole command line with its output into @p out and, when @p mem is
+   given, its config file's text from memory. */
+static int dispatch(int argc, char **argv, FILE *out, const remat_i_config_file_t *mem) {
     if (argc < 2) {
-        remat_cli_overview(stderr, commands, NCOMMANDS);
+        remat_cli_overview(remat_cli_stderr(), commands, NCOMMANDS);
         return EXIT_INPUT;
     }
     const char *name = argv[1];
@@ -983,48 +1035,58 @@ int remat_cli_main(int argc, char **argv) {
     if (!cmd->opts) {
         /* It parses its own arguments; --help alone asks for its page. */
         if (argc == 3 && is_help_flag(argv[2]) && cmd->run != run_help) {
-            remat_cli_command_help(stdout, cmd);
+            remat_cli_command_help(out, cmd);
             return EXIT_OK;
         }
-        return run_own_arguments(cmd, argc - 1, argv + 1);
+        return run_own_arguments(cmd, out, argc - 1, argv + 1);
     }
-    /* parse_opts reads argv[0] as the program: the command's name stays
-       in front of what the launcher leaves. */
-    int skip = launcher_words(argc - 2, argv + 2);
-    if (skip) {
-        argv[skip + 1] = argv[1];
-    }
-    opts_t o;
-    int rc = parse_opts(argc - 1 - skip, argv + 1 + skip, &o);
-    if (rc) {
-        return rc;
-    }
-    if (o.help) {
-        remat_cli_command_help(stdout, cmd);
-        return EXIT_OK;
-    }
-    rc = check_options(cmd, &o);
-    if (rc) {
-        return rc;
-    }
-    remat_i_config_file_t file;
-    memset(&file, 0, sizeof file);
-    o.file = &file;
-    if (o.config) {
-        remat_error_t err;
-        remat_error_init(&err);
-        if (remat_i_config_file_read(o.config, &file, &err)) {
-            remat_i_config_file_release(&file);
-            return remat_cli_report_error(&err);
-        }
-    }
-    rc = run_to_output(cmd, &o, 0, NULL);
-    remat_i_config_file_release(&file);
+    return run_with_options(cmd, argc, argv, out, mem);
+}
+
+/* The whole command line as a function, so that a fuzzer can drive the CLI
+   in process; main below only forwards to it. */
+int remat_cli_main(int argc, char **argv) {
+    return dispatch(argc, argv, stdout, NULL);
+}
+
+int remat_cli_call(int argc, char **argv, FILE *out, const remat_i_config_file_t *config,
+                   remat_cli_sink_t *sink) {
+    remat_cli_set_sink(sink);
+    const int rc = dispatch(argc, argv, out, config);
+    remat_cli_set_sink(NULL);
     return rc;
 }
 
-/* The fuzz build links this file without its main (fuzz/CMakeLists.txt). */
-#ifndef REMAT_FUZZ_NO_MAIN
+int remat_cli_call_job(int argc, char **argv, const remat_i_config_file_t *config,
+                       remat_cli_job_t *j, remat_cli_sink_t *sink) {
+    remat_cli_set_sink(sink);
+    const remat_cli_command_t *cmd = find_command("analyze");
+    opts_t o;
+    remat_i_config_file_t file;
+    memset(&file, 0, sizeof file);
+    int rc = argc < 2 || strcmp(argv[1], "analyze") != 0
+                 ? remat_cli_usage_line("a job's command line is 'remat analyze ...'")
+                 : prepare(cmd, argc, argv, config, &o, &file);
+    if (rc == EXIT_OK && o.help) {
+        rc = remat_cli_usage_line("--help asks for a page, not an analysis");
+    }
+    remat_error_t err;
+    remat_error_init(&err);
+    if (rc == EXIT_OK && remat_cli_job_analyze(j, &o, &err) != REMAT_OK) {
+        rc = remat_cli_report_run_error(&o, &err);
+    } else if (rc == EXIT_OK) {
+        remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
+    }
+    if (!config) {
+        remat_i_config_file_release(&file);
+    }
+    remat_cli_set_sink(NULL);
+    return rc;
+}
+
+/* The fuzz build and the Python extension link this file without its main
+   (fuzz/CMakeLists.txt, python/CMakeLists.txt). */
+#ifndef REMAT_CLI_NO_MAIN
 int main(int argc, char **argv) {
     return remat_cli_main(argc, argv);
 }

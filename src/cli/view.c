@@ -24,10 +24,11 @@
 #include "cli/view.h"
 #include "base/util.h"
 
-/* Where a command writes: @p path, or standard output for NULL or "-". */
-static FILE *open_output(const char *path, remat_error_t *err) {
+/* Where a command writes: @p path, or the command's output stream @p out
+   (standard output, or a binding's memory) for NULL or "-". */
+static FILE *open_output(const char *path, FILE *out, remat_error_t *err) {
     if (!path || strcmp(path, "-") == 0) {
-        return stdout;
+        return out;
     }
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -36,10 +37,11 @@ static FILE *open_output(const char *path, remat_error_t *err) {
     return f;
 }
 
-/* Closes what open_output opened; a failed write is an error. */
-static remat_status_t close_output(FILE *f, const char *path, remat_error_t *err) {
+/* Closes what open_output opened (flushes the command's own stream @p out);
+   a failed write is an error. */
+static remat_status_t close_output(FILE *f, FILE *out, const char *path, remat_error_t *err) {
     bool bad = ferror(f) != 0;
-    if (f != stdout) {
+    if (f != out) {
         bad = fclose(f) != 0 || bad;
     } else {
         bad = fflush(f) != 0 || bad;
@@ -72,12 +74,12 @@ int remat_cli_timeline(const remat_cli_opts_t *o) {
     FILE *f = NULL;
     if (st == REMAT_OK) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
-        f = open_output(o->output, &err);
+        f = open_output(o->output, o->out, &err);
         st = f ? REMAT_OK : REMAT_E_IO;
     }
     if (st == REMAT_OK) {
         remat_report_timeline(f, &j->result, &tl, o->fmt);
-        st = close_output(f, o->output, &err);
+        st = close_output(f, o->out, o->output, &err);
     }
     int rc = st ? remat_cli_report_run_error(o, &err) : REMAT_EXIT_OK;
     remat_timeline_release(&tl);
@@ -101,7 +103,7 @@ static remat_status_t chart_of_run(const remat_cli_opts_t *o, remat_chart_kind_t
     FILE *f = NULL;
     if (st == REMAT_OK) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
-        f = open_output(o->output, err);
+        f = open_output(o->output, o->out, err);
         st = f ? REMAT_OK : REMAT_E_IO;
     }
     if (st == REMAT_OK) {
@@ -110,7 +112,7 @@ static remat_status_t chart_of_run(const remat_cli_opts_t *o, remat_chart_kind_t
         } else {
             remat_chart_layers(f, &j->result, false);
         }
-        st = close_output(f, o->output, err);
+        st = close_output(f, o->out, o->output, err);
     }
     remat_timeline_release(&tl);
     remat_cli_job_release(j);
@@ -157,11 +159,11 @@ static remat_status_t chart_policies(const remat_cli_opts_t *o, int *rc, remat_e
     remat_status_t st = remat_cli_policies(o, &c, &sol, note, sizeof note, rc, err);
     if (*rc == REMAT_EXIT_OK && st == REMAT_OK) {
         remat_cli_print_notes(&c.jobs[0].cfg, c.n && remat_result_passes(c.rs[0]));
-        FILE *f = open_output(o->output, err);
+        FILE *f = open_output(o->output, o->out, err);
         st = f ? REMAT_OK : REMAT_E_IO;
         if (f) {
             remat_chart_policies(f, c.rs, c.n, &sol, note[0] ? note : NULL, false);
-            st = close_output(f, o->output, err);
+            st = close_output(f, o->out, o->output, err);
         }
     }
     remat_solution_release(&sol);
@@ -216,11 +218,11 @@ int remat_cli_report(const remat_cli_opts_t *o) {
         remat_cli_print_notes(&j->cfg, remat_result_passes(&j->result));
         const remat_html_t in = {&j->result, &tl, c.rs, c.n, &sol, note[0] ? note : NULL,
                                  o->config, (const char *const *)o->args, (size_t)o->nargs};
-        FILE *f = open_output(html, &err);
+        FILE *f = open_output(html, o->out, &err);
         st = f ? REMAT_OK : REMAT_E_IO;
         if (f) {
             remat_report_html(f, &in);
-            st = close_output(f, html, &err);
+            st = close_output(f, o->out, html, &err);
         }
     }
     remat_solution_release(&sol);

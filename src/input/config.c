@@ -22,6 +22,8 @@
 #include "input/config_maxtext.h"
 #include "base/json_util.h"
 #include "input/yaml_config.h"
+#include "data/builtin_cache.h"
+#include "data/builtin_data.h"
 #include "data/maxtext_keys.h"
 
 #include "remat/data/builtin.h"
@@ -30,7 +32,11 @@
 
 /* K_COUNT: an integer that may be 0 (MaxText's "none": no shared experts,
    no dense layers first, no query low rank, no window), at most 10^9. */
-typedef enum ktype { K_STR, K_U64, K_COUNT, K_I64, K_F64, K_DTYPE, K_BOOL, K_BYTES, K_PLACE } ktype_t;
+/* K_AUTO: a positive integer, or MaxText's -1, "derive it" (base.yml's
+   default for those keys), held as 0, remat's own "not set". */
+typedef enum ktype {
+    K_STR, K_U64, K_AUTO, K_COUNT, K_I64, K_F64, K_DTYPE, K_BOOL, K_BYTES, K_PLACE
+} ktype_t;
 
 typedef struct key {
     const char *name;
@@ -117,7 +123,8 @@ static const key_t_ keys[] = {
      "MaxText's tied output head: the gpt3 graph ties it, the llama graph does not"},
     {"num_experts", K_I64, F(num_experts), "experts per MoE layer (an MoE graph above 1)"},
     {"num_experts_per_tok", K_U64, F(num_experts_per_tok), "experts each token is routed to (top-k)"},
-    {"base_moe_mlp_dim", K_U64, F(base_moe_mlp_dim), "MLP width of one expert"},
+    {"base_moe_mlp_dim", K_AUTO, F(base_moe_mlp_dim),
+     "MLP width of one expert (-1, MaxText's default: none, for a dense model)"},
     {"shared_experts", K_COUNT, F(shared_experts),
      "shared experts: one dense MLP of shared_experts x base_moe_mlp_dim beside the routed ones"},
     {"first_num_dense_layers", K_COUNT, F(first_num_dense_layers),
@@ -153,8 +160,9 @@ static const key_t_ keys[] = {
     {"use_post_attn_norm", K_BOOL, F(use_post_attn_norm),
      "MaxText's norm after attention; true is refused"},
     {"use_post_ffw_norm", K_BOOL, F(use_post_ffw_norm), "MaxText's norm after the MLP; true is refused"},
-    {"num_pipeline_microbatches", K_U64, F(num_pipeline_microbatches),
-     "micro-batches per step through the pipeline (default: the stage count; a multiple of it)"},
+    {"num_pipeline_microbatches", K_AUTO, F(num_pipeline_microbatches),
+     "micro-batches per step through the pipeline (default, or -1: the stage count, twice that "
+     "with pipeline_delay_activation_forwarding; a multiple of it)"},
     {"num_layers_per_pipeline_stage", K_U64, F(num_layers_per_pipeline_stage),
      "layers a stage runs per pipeline iteration; the layers repeat over the stages "
      "L / (stages x this) times (MaxText default 1)"},
@@ -416,8 +424,9 @@ static remat_status_t set_str(remat_config_t *c, const key_t_ *k, const setting_
     if (strcmp(key, "quantization") == 0 && *value && strcmp(value, "fp8") != 0 &&
         strcmp(value, "nanoo_fp8") != 0 && strcmp(value, "none") != 0) {
         return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
-                               "quantization must be fp8, nanoo_fp8 or none, not '%s' (int8 "
-                               "recipes are not modelled)",
+                               "quantization must be fp8, nanoo_fp8 or none, not '%s' (MaxText's "
+                               "other schemes, int8, int4, fp4, the fp8 variants and Transformer "
+                               "Engine's, are not modeled)",
                                value);
     }
     return REMAT_OK;
@@ -428,10 +437,16 @@ static remat_status_t set_integer(remat_config_t *c, const key_t_ *k, const sett
                                   remat_error_t *err) {
     void *field = (char *)c + k->offset;
     uint64_t v;
-    if (k->type == K_U64) {
+    if (k->type == K_AUTO && strcmp(s->value, "-1") == 0) {
+        *(uint64_t *)field = 0;
+        return REMAT_OK;
+    }
+    if (k->type == K_U64 || k->type == K_AUTO) {
         if (!parse_u64(s->value, &v) || v == 0) {
             return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
-                                   "'%s' must be a positive integer, not '%s'", s->key, s->value);
+                                   "'%s' must be a positive integer%s, not '%s'", s->key,
+                                   k->type == K_AUTO ? " or -1 (MaxText's: derive it)" : "",
+                                   s->value);
         }
         *(uint64_t *)field = v;
         return REMAT_OK;
@@ -572,16 +587,22 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
     if (tst || skip) {
         return tst;
     }
-    for (size_t i = 0; i < NCUSTOM; i++) {
-        if (strcmp(key, remat_policy_maxtext_name(i)) == 0) {
-            return set_custom(c, key, value, source, path, err);
-        }
+    /* one pass over the names (the loop this replaced counted them again
+       at every step: a fifth of a config build's time) */
+    if (remat_policy_is_maxtext_name(key)) {
+        return set_custom(c, key, value, source, path, err);
     }
     const key_t_ *k = find_key(key);
     if (!k) {
         switch (remat_i_config_other_key(c, key, value)) {
             case REMAT_OTHER_UNUSED:
                 return REMAT_OK;
+            case REMAT_OTHER_REFUSED: {
+                const char *why = "";
+                remat_i_config_step_changer(key, value, &why);
+                return remat_error_set(err, REMAT_E_CONFIG, source, path,
+                                       "%s='%s' is not modeled: %s", key, value, why);
+            }
             case REMAT_OTHER_GRAPH_NAME:
                 return set_graph_name(c, key, value, source, path, err);
             case REMAT_OTHER_UNKNOWN:
@@ -605,6 +626,7 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
         case K_STR:
             return set_str(c, k, &s, err);
         case K_U64:
+        case K_AUTO:
         case K_COUNT:
         case K_I64:
         case K_BYTES:
@@ -671,14 +693,32 @@ static void nearest_models(const char *name, char *buf, size_t size) {
     }
 }
 
+/* Built-in preset @p index parsed (the cache's maker): every config build
+   of a model read its JSON again, which cost a sweep of configurations
+   about a fifth of each one's time (bench/README.md). */
+static remat_status_t make_preset(size_t index, void **out, remat_error_t *err) {
+    char source[REMAT_ERR_SOURCE_LEN];
+    snprintf(source, sizeof source, "model_name=%.*s", REMAT_ERR_SOURCE_LEN - 16,
+             remat_i_builtins[index].name);
+    json_t *root = NULL;
+    remat_status_t st = remat_i_json_parse(remat_i_builtins[index].text, source, &root, err);
+    *out = root;
+    /* out of memory; else a built-in preset that does not parse */
+    return st == REMAT_OK || st == REMAT_E_NOMEM ? st : REMAT_E_INTERNAL;
+}
+
+static void drop_preset(void *obj) {
+    json_decref(obj);
+}
+
 /* Applies the built-in preset @p name (config_internal.h). */
 remat_status_t remat_i_config_apply_model(remat_config_t *c, const char *name, bool own_graph,
                                           remat_error_t *err) {
     if (strcmp(name, "default") == 0) {
         return REMAT_OK;
     }
-    const char *text = remat_builtin_find(REMAT_BUILTIN_MODEL, name);
-    if (!text) {
+    const size_t index = remat_i_builtin_index(REMAT_BUILTIN_MODEL, name);
+    if (index == REMAT_NONE) {
         char near[256];
         nearest_models(name, near, sizeof near);
         const size_t count = remat_builtin_count(REMAT_BUILTIN_MODEL);
@@ -696,12 +736,13 @@ remat_status_t remat_i_config_apply_model(remat_config_t *c, const char *name, b
     /* a preset's values are named by the preset, not by where remat keeps it */
     char source[REMAT_ERR_SOURCE_LEN];
     snprintf(source, sizeof source, "model_name=%.*s", REMAT_ERR_SOURCE_LEN - 16, name);
-    json_t *root;
-    remat_status_t st = remat_i_json_parse(text, source, &root, err);
+    /* borrowed from the cache: read, never changed, never freed here */
+    const void *cached = NULL;
+    remat_status_t st = remat_i_cached(index, make_preset, drop_preset, &cached, err);
     if (st) {
-        /* out of memory; else a built-in preset that does not parse */
-        return st == REMAT_E_NOMEM ? st : REMAT_E_INTERNAL;
+        return st;
     }
+    json_t *root = (json_t *)cached;
     json_t *req = json_object_get(root, "requires");
     if (req && own_graph && json_is_string(req)) {
         remat_i_config_note(c, "model_name '%s' needs %s: its dims run on the graph file given",
@@ -714,7 +755,6 @@ remat_status_t remat_i_config_apply_model(remat_config_t *c, const char *name, b
                                    name, json_string_value(req))
                  : remat_error_set(err, REMAT_E_INTERNAL, source, "$.requires",
                                    "'requires' must be a string");
-        json_decref(root);
         return st;
     }
     const char *key;
@@ -734,7 +774,6 @@ remat_status_t remat_i_config_apply_model(remat_config_t *c, const char *name, b
             break;
         }
     }
-    json_decref(root);
     return st;
 }
 
@@ -1082,7 +1121,8 @@ remat_status_t remat_config_size(const remat_config_t *c, const char *key, uint6
         return REMAT_OK;
     }
     for (size_t i = 0; i < NKEYS; i++) {
-        const bool integer = keys[i].type == K_U64 || keys[i].type == K_COUNT;
+        const bool integer =
+            keys[i].type == K_U64 || keys[i].type == K_AUTO || keys[i].type == K_COUNT;
         if (integer && strcmp(keys[i].name, key) == 0) {
             *out = *(const uint64_t *)(const void *)((const char *)c + keys[i].offset);
             return REMAT_OK;

@@ -103,8 +103,44 @@ static void record_unused(remat_config_t *c, const char *key) {
     c->nunused++;
 }
 
+/* MaxText keys remat does not model that change the step when set off
+   MaxText's default (base.yml at e591f30): noted as "no effect", they would
+   be a wrong answer, so any other value is refused, saying what it does. */
+static const struct {
+    const char *key, *deflt, *why;
+} step_changers[] = {
+    {"custom_mesh_and_rule", "",
+     "it replaces MaxText's mesh and logical axis rules by a file's: give the mesh (ici_*, dcn_*) "
+     "and logical_axis_rules it sets instead"},
+    {"custom_mesh", "", "it orders the devices of a custom mesh, which remat does not model"},
+    {"ici_diloco_parallelism", "1", "remat's mesh has no DiLoCo axis: its devices would "
+                                    "land on another axis"},
+    {"dcn_diloco_parallelism", "1", "remat's mesh has no DiLoCo axis: its devices would "
+                                    "land on another axis"},
+    {"ici_context_autoregressive_parallelism", "1",
+     "remat's mesh has no context_autoregressive axis: its devices would land on another axis"},
+    {"dcn_context_autoregressive_parallelism", "1",
+     "remat's mesh has no context_autoregressive axis: its devices would land on another axis"},
+    {"pipeline_parallel_layers", "-1",
+     "it pipelines only some of the layers; remat pipelines all of them (-1, MaxText's default)"},
+};
+
+bool remat_i_config_step_changer(const char *key, const char *value, const char **why) {
+    for (size_t i = 0; i < sizeof step_changers / sizeof step_changers[0]; i++) {
+        if (strcmp(key, step_changers[i].key) == 0) {
+            *why = step_changers[i].why;
+            return strcmp(value, step_changers[i].deflt) != 0;
+        }
+    }
+    return false;
+}
+
 remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
                                            const char *value) {
+    const char *why = NULL;
+    if (remat_i_config_step_changer(key, value, &why)) {
+        return REMAT_OTHER_REFUSED;
+    }
     if (remat_i_is_maxtext_key(key)) {
         record_unused(c, key);
         return REMAT_OTHER_UNUSED;

@@ -24,6 +24,7 @@ remat_status_t remat_i_config_translate(remat_config_t *c, const char **key, con
 
 typedef enum remat_other_key {
     REMAT_OTHER_UNUSED,     /* one of MaxText's keys remat does not model: listed */
+    REMAT_OTHER_REFUSED,    /* one of those, off its default in a way that changes the step */
     REMAT_OTHER_GRAPH_NAME, /* a placement for a name MaxText does not have: the graph's own */
     REMAT_OTHER_UNKNOWN     /* neither */
 } remat_other_key_t;
@@ -33,6 +34,10 @@ typedef enum remat_other_key {
    caller's error: it knows remat's keys, the nearest of which it names). */
 remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
                                            const char *value);
+
+/* Whether MaxText's @p key set to @p value changes the step in a way remat
+   does not model (the key off MaxText's default); *why then says how. */
+bool remat_i_config_step_changer(const char *key, const char *value, const char **why);
 
 /* Once the config is built: MaxText's layer keys against remat's graph. */
 remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err);

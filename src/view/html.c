@@ -15,6 +15,7 @@
  * is written into data-script-error, so that a headless browser's DOM tells
  * whether the page ran cleanly.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -262,6 +263,34 @@ static void config_section(FILE *out, const remat_html_t *in) {
             "</td></tr>\n</table>\n",
             c->per_device_batch_size, c->max_target_length, r->nlayers, r->mesh.devices,
             r->nstages, c->gradient_accumulation_steps);
+}
+
+/* The fragment's style: the page's rules that its parts use, each under
+   .remat-summary, so that a notebook's own page keeps its look. */
+static const char *const summary_style =
+    ".remat-summary{font-family:sans-serif;color:#1a1a1a;max-width:1040px}"
+    ".remat-summary h1{font-size:18px}.remat-summary h2{font-size:16px;margin-top:16px;"
+    "border-bottom:1px solid #cccccc}"
+    ".remat-summary table{border-collapse:collapse;margin:8px 0}"
+    ".remat-summary th,.remat-summary td{padding:3px 8px;border-bottom:1px solid #e2e2e2;"
+    "text-align:right}.remat-summary th{background:#f2f2f2}"
+    ".remat-summary td.l,.remat-summary th.l{text-align:left}"
+    ".remat-summary .verdict{font-size:16px;font-weight:bold;padding:8px 12px;"
+    "border-left:8px solid}"
+    ".remat-summary .ok{border-color:#1f6f3f;background:#e6f4ea}"
+    ".remat-summary .risk{border-color:#8a5a00;background:#fff4d6}"
+    ".remat-summary .oom,.remat-summary .host-oom{border-color:#b22222;background:#fbe4e4}"
+    ".remat-summary svg{max-width:100%;height:auto}";
+
+void remat_report_html_summary(FILE *out, const remat_result_t *r, const remat_timeline_t *tl) {
+    assert(r && tl);
+    fprintf(out, "<div class=\"remat-summary\">\n<style>%s</style>\n", summary_style);
+    verdict(out, r);
+    breakdown(out, r);
+    costs(out, r);
+    fputs("<h2>Live HBM over the step</h2>\n<div class=\"remat-timeline\">\n", out);
+    remat_chart_timeline(out, r, tl, true);
+    fputs("</div>\n</div>\n", out);
 }
 
 void remat_report_html(FILE *out, const remat_html_t *in) {

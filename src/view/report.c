@@ -1074,6 +1074,10 @@ const char *remat_i_verdict_word(remat_verdict_t v) {
     return verdicts[v].text;
 }
 
+const char *remat_verdict_name(remat_verdict_t v) {
+    return verdicts[v].json;
+}
+
 static json_t *check_json(const remat_result_t *r) {
     json_t *o = json_object();
     json_object_set_new(o, "schema", json_string("remat-check/1"));

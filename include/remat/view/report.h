@@ -132,6 +132,18 @@ typedef struct remat_html {
  */
 void remat_report_html(FILE *out, const remat_html_t *in);
 
+/**
+ * The page's head for a notebook: one HTML fragment (a div with its own
+ * scoped style, no script, no network) holding the verdict, the breakdown
+ * at the peak, the step's costs and the chart of live HBM over the step.
+ * @p tl is @p r's timeline, unfolded (remat_timeline_analyze).
+ */
+void remat_report_html_summary(FILE *out, const remat_result_t *r, const remat_timeline_t *tl);
+
+/** The verdict's name as the JSON documents write it: "ok", "risk",
+    "host_oom" or "oom". Static storage. */
+const char *remat_verdict_name(remat_verdict_t v);
+
 /** "12.34 GiB" into @p buf. */
 void remat_format_bytes(uint64_t bytes, char *buf, size_t size);
 
