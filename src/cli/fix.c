@@ -181,7 +181,10 @@ static void batch_line(const remat_cli_opts_t *o, const char *cmd, const remat_c
                        const remat_fixes_t *f, remat_fix_line_t *l) {
     static const char none[] = "no policy fits at any per_device_batch_size on this slice";
     l->kind = "batch";
-    l->command[0] = '\0';
+    /* both empty until a batch passes: when none does, no line is written
+       over them (a long-lived caller's stack is not zero, as a fresh
+       process's was: the Python package's round trip found it) */
+    l->command[0] = l->settings[0] = '\0';
     snprintf(l->comment, sizeof l->comment, "%s", none);
     for (size_t i = 0; i < f->nbatches && !l->command[0] && f->batches[i].batch > 0; i++) {
         const remat_fix_batch_t *b = &f->batches[i];
