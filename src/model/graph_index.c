@@ -104,9 +104,11 @@ static const unsigned char kind_flags[REMAT_OP_COUNT] = {
     [REMAT_OP_RMSNORM] = READS_FUSED | BWD_ELEMENTWISE,
     [REMAT_OP_LAYERNORM] = READS_FUSED | BWD_ELEMENTWISE,
     [REMAT_OP_SOFTMAX] = READS_FUSED | BWD_ELEMENTWISE,
-    /* the loss's logits gradient is a new buffer: the compiler's live
-       ranges (e591f30) hold the compute-dtype logits and their gradient at
-       once where the gradient is made (docs/validation.md) */
+    /* the loss's logits gradient is a new buffer where the logits' weight
+       gradient is a windowed einsum (the compiler's live ranges at e591f30
+       hold the logits and their gradient at once); the step writes it over
+       the logits where XLA fuses it into its matmuls instead (sim/step.c,
+       loss_grad_fused; docs/memory-model.md) */
     [REMAT_OP_CROSS_ENTROPY] = READS_FUSED,
     [REMAT_OP_DROPOUT] = READS_FUSED | BWD_ELEMENTWISE,
 };

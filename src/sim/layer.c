@@ -200,8 +200,8 @@ static inline void backward_end(meter_t *m, scratch_t *s, const bound_t *bd,
 }
 
 void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
-                            const remat_op_t *op, size_t p) {
-    backward_begin(m, s, bd, op, p, op->in, op->nin, bd->ix.inplace[op - b->ops]);
+                            const remat_op_t *op, size_t p, bool inplace) {
+    backward_begin(m, s, bd, op, p, op->in, op->nin, inplace || bd->ix.inplace[op - b->ops]);
 }
 
 void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,

@@ -461,8 +461,10 @@ void remat_i_layer_prepare(remat_analyzer_t *an);
 void remat_i_buffer_lifetimes(const remat_block_t *b, const remat_i_block_view_t *v,
                               scratch_t *s);
 void remat_i_backward_list(const remat_block_t *b, scratch_t *s);
+/* @p inplace: the op's backward writes over a dying buffer of its size
+   even where its kind's rule (the graph's index) does not say so. */
 void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
-                            const remat_op_t *op, size_t p);
+                            const remat_op_t *op, size_t p, bool inplace);
 void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
                           size_t p);
 remat_status_t remat_i_profile_layers(remat_analyzer_t *an, const remat_policy_t *policy,

@@ -209,6 +209,45 @@ static void head_defer(const remat_analyzer_t *an, scratch_t *s, step_t *st,
     st->deferred_head += acts;
 }
 
+/* XLA's TPU tile is 128 rows: a weight gradient whose FSDP shard is
+   shorter is not reduce-scattered as a windowed einsum. */
+enum { WINDOWED_EINSUM_MIN_ROWS = 128 };
+
+/* Whether the loss's backward @p ce is fused into the two matmuls that read
+   the logits' gradient (the input's gradient and the weight gradient), so
+   that gradient is never a buffer of its own: the logits stay until those
+   matmuls, which is the bytes of a gradient written over them. XLA does so
+   where the logits' weight gradient is a plain matmul; where it is a
+   windowed einsum, a loop that takes the gradient as its operand, the
+   gradient is made beside the logits. The compiler at e591f30 picks the
+   windowed einsum when the weight's FSDP shard is a tile of 128 rows or
+   more (llama3-8b's [4096, 128256] weight: its gradient beside the logits
+   on v6e-32 and TPU7x-8, 128 and 512 rows; fused into the matmuls on
+   v6e-64, 64 rows; docs/validation.md). */
+static bool loss_grad_fused(const remat_analyzer_t *an, const remat_op_t *ce) {
+    const remat_block_t *b = &an->g->head;
+    const bound_t *bd = &an->hb;
+    for (size_t j = 0; j < b->nops && ce->nin; j++) {
+        const remat_op_t *op = &b->ops[j];
+        if (op->nout == 0 || op->out[0] != ce->in[0]) {
+            continue; /* not the op that makes the logits */
+        }
+        for (size_t i = 0; i < op->nin; i++) {
+            const size_t w = op->in[i];
+            if (!b->tensors[w].param) {
+                continue;
+            }
+            for (size_t d = 0; d < b->tensors[w].rank; d++) {
+                const uint64_t rows = bd->tdim[w][d];
+                if (rows < bd->ctdim[w][d] && rows < WINDOWED_EINSUM_MIN_ROWS) {
+                    return true; /* an FSDP shard under one tile */
+                }
+            }
+        }
+    }
+    return false;
+}
+
 /* The head's backward over positions [from, to), in reverse: a head op's
    gathered weights live while it runs, with the next one's prefetched. An
    op before the layers (the embedding) holds its weights' whole gradient
@@ -229,7 +268,9 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
         if (!op->has_backward) {
             continue;
         }
-        remat_i_backward_begin(&st->m, s, b, bd, op, p);
+        const bool fused = op->kind == REMAT_OP_CROSS_ENTROPY && p >= g->head_npre &&
+                           remat_i_loss_grads_deferred(an) && loss_grad_fused(an, op);
+        remat_i_backward_begin(&st->m, s, b, bd, op, p, fused);
         bool own = head_gathers_per_op(an, p);
         gcats[REMAT_CAT_GATHERED] =
             (own ? (int64_t)bd->op_gather_mem[j] : 0) + (int64_t)head_prefetch(an, from, p);

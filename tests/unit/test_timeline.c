@@ -5,7 +5,8 @@
  * built-in graph under several presets and meshes, that the timeline's
  * peak is the analysis's peak at the analysis's moment on every stage,
  * that a traced run gives the result an ordinary one gives, and that the
- * trace (Chrome's format) parses and holds its tracks and counters.
+ * trace (Chrome's format) parses and holds its tracks and counters; and
+ * the logits' gradient at the loss, beside the logits or over them.
  *
  * The mini layer under full (test_sim.c works it): 2304 static bytes, x0
  * 16, reserve 0. Forward, relative to a layer's start: fc1 32, act 64, fc2
@@ -414,6 +415,43 @@ static void test_every_graph_peak(void **state) {
     }
 }
 
+/* The loss's backward event of a run: the head's and the gradients' bytes. */
+static int64_t loss_bytes(const char *devices) {
+    const char *const args[] = {"model_name=llama3-8b", devices, "per_device_batch_size=1",
+                                "max_target_length=2048", "base_num_decoder_layers=2", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    remat_result_t r;
+    remat_timeline_t tl;
+    timeline_of(f, true, REMAT_NONE, &r, &tl);
+    int64_t bytes = -1;
+    for (size_t i = 0; i < tl.nevents; i++) {
+        const remat_event_t *e = &tl.events[i];
+        if (e->step == REMAT_STEP_BACKWARD && e->op && strcmp(e->op, "cross_entropy") == 0) {
+            bytes = e->bytes[REMAT_CAT_HEAD] + e->bytes[REMAT_CAT_ACT_GRADS];
+        }
+    }
+    remat_result_release(&r);
+    remat_timeline_release(&tl);
+    fx_free(f);
+    assert_true(bytes > 0);
+    return bytes;
+}
+
+/* The logits' gradient at the loss: beside the logits where the weight's
+   FSDP shard is a 128-row tile or more (llama3-8b's 4096 embed rows over 32
+   devices), written over them where it is shorter (over 64: XLA fuses the
+   loss's backward into the matmuls). The head's activations per device are
+   the same on both meshes, so the difference is one logits buffer: 1 x 2048
+   x 128256 bf16 = 525,336,576 bytes. */
+static void test_loss_gradient_over_the_logits(void **state) {
+    (void)state;
+    const int64_t beside = loss_bytes("num_devices=32");
+    const int64_t over = loss_bytes("num_devices=64");
+    assert_int_equal(beside - over, (int64_t)1 * 2048 * 128256 * 2);
+    /* one device: no shard, no fusion, the gradient of its own */
+    assert_int_equal(loss_bytes("num_devices=1"), beside);
+}
+
 /* Chrome's trace format: it parses; ops on the compute track, host copies
    on their own, memory as counters. */
 static void test_trace_parses(void **state) {
@@ -463,10 +501,15 @@ static void test_trace_parses(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mini_by_hand),   cmocka_unit_test(test_mini_folded),
-        cmocka_unit_test(test_mini_offload),   cmocka_unit_test(test_every_graph_peak),
-        cmocka_unit_test(test_trace_parses),   cmocka_unit_test(test_unit_holds_reruns),
-        cmocka_unit_test(test_unit_over_budget), cmocka_unit_test(test_unit_named_input),
+        cmocka_unit_test(test_mini_by_hand),
+        cmocka_unit_test(test_mini_folded),
+        cmocka_unit_test(test_mini_offload),
+        cmocka_unit_test(test_every_graph_peak),
+        cmocka_unit_test(test_trace_parses),
+        cmocka_unit_test(test_loss_gradient_over_the_logits),
+        cmocka_unit_test(test_unit_holds_reruns),
+        cmocka_unit_test(test_unit_over_budget),
+        cmocka_unit_test(test_unit_named_input),
         cmocka_unit_test(test_unit_by_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
