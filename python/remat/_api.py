@@ -257,7 +257,8 @@ def sweep(*sources: Source, grid: Mapping[str, Sequence[Any]], **settings: Any) 
     """Every combination of ``grid``'s values on top of the run, analyzed.
 
     The engine builds, resolves and analyzes each configuration as
-    ``remat analyze`` would, with the GIL released for the whole sweep; a
+    ``remat analyze`` would, with the GIL released while it runs (taken
+    back every 4,096 configurations, so that Ctrl-C stops it); a
     configuration that is bad input gets its error line in ``error`` and
     the sweep goes on. The run may be keyword arguments, dicts and
     ``key=value`` words; a pasted launch line or a path is not taken here

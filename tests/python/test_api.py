@@ -356,3 +356,21 @@ def test_from_maxtext_runs_remat_cannot_describe_are_refused_by_name() -> None:
                                            "num_pipeline_microbatches": -1,
                                            "base_moe_mlp_dim": -1}))
     assert same.peak_hbm_bytes == remat.check(remat.from_maxtext(base)).peak_hbm_bytes
+
+
+def test_ctrl_c_stops_a_long_sweep() -> None:
+    """A KeyboardInterrupt reaches a sweep of a million configurations
+    within a chunk of them, not at its end (about half a minute)."""
+    import _thread
+
+    grid = {"per_device_batch_size": list(range(1, 101)), "max_target_length":
+            list(range(1024, 1024 + 100 * 128, 128)), "ici_tensor_parallelism": [1] * 100}
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            remat.sweep(model_name="llama3-8b", topology="v6e-8", grid=grid)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 5
