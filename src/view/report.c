@@ -434,6 +434,15 @@ void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
                 "does not count (XLA needed up to 1.4 times remat's peak on them; "
                 "docs/validation.md): leave room for it");
     }
+    if (!r->config->scan_layers && r->nlayers > 1) {
+        /* unrolled, the backward has no loop boundary to keep the layers'
+           re-runs apart: the v4-16 llama2-7b compiles at batch 40 and 48
+           held the re-run MLP activations of several layers at once */
+        fn(ctx, "scan_layers=false: XLA schedules an unrolled backward freely, and its compiles "
+                "of such runs have held the re-runs of several layers at once, which remat "
+                "counts one layer at a time (XLA needed up to 1.45 times remat's peak on "
+                "them; docs/validation.md): leave room for it, or scan the layers");
+    }
     if (r->unit_held_peak_bytes) {
         char held[32];
         remat_format_bytes(r->unit_held_peak_bytes, held, sizeof held);
