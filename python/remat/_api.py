@@ -17,7 +17,7 @@ about what the C analysis does.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import remat._core as _core
@@ -268,6 +268,10 @@ def sweep(*sources: Source, grid: Mapping[str, Sequence[Any]], **settings: Any) 
         raise TypeError("sweep takes settings (keyword arguments, dicts, key=value words, "
                         "a config path), not a launch line")
     keys = [str(k) for k in grid]
+    for k, vals in grid.items():
+        # a str is a sequence too: swept as its letters, it would be a wrong answer
+        if isinstance(vals, (str, bytes)) or not isinstance(vals, Iterable):
+            raise TypeError(f"grid[{k!r}] must be a list of values, not {type(vals).__name__}")
     values = [[value_text(k, v) for v in grid[k]] for k in keys]
     columns = _core.sweep(words, config, keys, values)
     swept: dict[str, list[Any]] = {}

@@ -257,6 +257,13 @@ def test_sweep_takes_a_yaml_path(tmp_path: Path) -> None:
         remat.sweep("python3 -m MaxText.train model_name=llama3-8b", grid={"steps": [1]})
 
 
+def test_sweep_grid_values_are_lists() -> None:
+    with pytest.raises(TypeError, match=r"grid\['remat_policy'\] must be a list"):
+        remat.sweep(model_name="llama3-8b", grid={"remat_policy": "full"})
+    with pytest.raises(TypeError, match="not int"):
+        remat.sweep(model_name="llama3-8b", grid={"per_device_batch_size": 4})
+
+
 def test_sweep_bounds() -> None:
     with pytest.raises(ValueError, match="no values"):
         remat.sweep(model_name="llama3-8b", grid={"per_device_batch_size": []})
