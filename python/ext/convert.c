@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "remat/base/error.h"
+#include "remat/view/report.h"
 
 pthread_mutex_t ext_cli_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -173,10 +174,9 @@ PyObject *ext_error_tuple(const remat_cli_sink_t *sink) {
 }
 
 PyObject *ext_json_real(double x) {
-    /* the documents print reals with 10 significant digits (JSON_REAL_PRECISION
-       in view/report.c): the figure read back from that text */
+    /* the figure read back from the text the documents print */
     char buf[40];
-    snprintf(buf, sizeof buf, "%.10g", x);
+    snprintf(buf, sizeof buf, "%.*g", REMAT_JSON_REAL_DIGITS, x);
     return PyFloat_FromDouble(strtod(buf, NULL));
 }
 

@@ -360,7 +360,7 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
 }
 
 void remat_i_emit_json(FILE *out, json_t *o) {
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(REMAT_JSON_REAL_DIGITS));
     if (s) {
         fputs(s, out);
         fputc('\n', out);

@@ -140,6 +140,11 @@ void remat_report_html(FILE *out, const remat_html_t *in);
  */
 void remat_report_html_summary(FILE *out, const remat_result_t *r, const remat_timeline_t *tl);
 
+/** Significant digits of every real in the JSON documents
+    (docs/json-output.md): what a reader of a figure outside them (the
+    Python package's) rounds to, to equal the document's. */
+#define REMAT_JSON_REAL_DIGITS 10
+
 /** The verdict's name as the JSON documents write it: "ok", "risk",
     "host_oom" or "oom". Static storage. */
 const char *remat_verdict_name(remat_verdict_t v);
