@@ -693,13 +693,18 @@ static void nearest_models(const char *name, char *buf, size_t size) {
     }
 }
 
+/* Where a preset's values come from, in errors: named by the preset, not
+   by where remat keeps it. */
+static void preset_source(const char *name, char source[REMAT_ERR_SOURCE_LEN]) {
+    snprintf(source, REMAT_ERR_SOURCE_LEN, "model_name=%.*s", REMAT_ERR_SOURCE_LEN - 16, name);
+}
+
 /* Built-in preset @p index parsed (the cache's maker): every config build
    of a model read its JSON again, which cost a sweep of configurations
    about a fifth of each one's time (bench/README.md). */
 static remat_status_t make_preset(size_t index, void **out, remat_error_t *err) {
     char source[REMAT_ERR_SOURCE_LEN];
-    snprintf(source, sizeof source, "model_name=%.*s", REMAT_ERR_SOURCE_LEN - 16,
-             remat_i_builtins[index].name);
+    preset_source(remat_i_builtins[index].name, source);
     json_t *root = NULL;
     remat_status_t st = remat_i_json_parse(remat_i_builtins[index].text, source, &root, err);
     *out = root;
@@ -733,9 +738,8 @@ remat_status_t remat_i_config_apply_model(remat_config_t *c, const char *name, b
                                "models, or 'default' for none)",
                                name, count);
     }
-    /* a preset's values are named by the preset, not by where remat keeps it */
     char source[REMAT_ERR_SOURCE_LEN];
-    snprintf(source, sizeof source, "model_name=%.*s", REMAT_ERR_SOURCE_LEN - 16, name);
+    preset_source(name, source);
     /* borrowed from the cache: read, never changed, never freed here */
     const void *cached = NULL;
     remat_status_t st = remat_i_cached(index, make_preset, drop_preset, &cached, err);
