@@ -594,15 +594,13 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
     }
     const key_t_ *k = find_key(key);
     if (!k) {
-        switch (remat_i_config_other_key(c, key, value)) {
+        const char *why = NULL;
+        switch (remat_i_config_other_key(c, key, value, &why)) {
             case REMAT_OTHER_UNUSED:
                 return REMAT_OK;
-            case REMAT_OTHER_REFUSED: {
-                const char *why = "";
-                remat_i_config_step_changer(key, value, &why);
+            case REMAT_OTHER_REFUSED:
                 return remat_error_set(err, REMAT_E_CONFIG, source, path,
                                        "%s='%s' is not modeled: %s", key, value, why);
-            }
             case REMAT_OTHER_GRAPH_NAME:
                 return set_graph_name(c, key, value, source, path, err);
             case REMAT_OTHER_UNKNOWN:

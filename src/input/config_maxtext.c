@@ -125,7 +125,8 @@ static const struct {
      "it pipelines only some of the layers; remat pipelines all of them (-1, MaxText's default)"},
 };
 
-bool remat_i_config_step_changer(const char *key, const char *value, const char **why) {
+/* Whether @p key set to @p value is one of those; *why then says how. */
+static bool step_changer(const char *key, const char *value, const char **why) {
     for (size_t i = 0; i < sizeof step_changers / sizeof step_changers[0]; i++) {
         if (strcmp(key, step_changers[i].key) == 0) {
             *why = step_changers[i].why;
@@ -136,9 +137,9 @@ bool remat_i_config_step_changer(const char *key, const char *value, const char 
 }
 
 remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
-                                           const char *value) {
-    const char *why = NULL;
-    if (remat_i_config_step_changer(key, value, &why)) {
+                                           const char *value, const char **why) {
+    *why = NULL;
+    if (step_changer(key, value, why)) {
         return REMAT_OTHER_REFUSED;
     }
     if (remat_i_is_maxtext_key(key)) {

@@ -30,14 +30,12 @@ typedef enum remat_other_key {
 } remat_other_key_t;
 
 /* A key that is not one of remat's: one of MaxText's (listed in
-   c->unused_keys), a placement for a graph's own name, or unknown (the
-   caller's error: it knows remat's keys, the nearest of which it names). */
+   c->unused_keys), one of those set off MaxText's default in a way that
+   changes the step (refused: *why says how), a placement for a graph's
+   own name, or unknown (the caller's error: it knows remat's keys, the
+   nearest of which it names). */
 remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
-                                           const char *value);
-
-/* Whether MaxText's @p key set to @p value changes the step in a way remat
-   does not model (the key off MaxText's default); *why then says how. */
-bool remat_i_config_step_changer(const char *key, const char *value, const char **why);
+                                           const char *value, const char **why);
 
 /* Once the config is built: MaxText's layer keys against remat's graph. */
 remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err);
