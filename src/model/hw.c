@@ -88,7 +88,7 @@ static remat_status_t check_keys(json_t *root, const char *source, bool v2, rema
         "flops_bf16",     "flops_fp8",  "host_link_bw",  "chips_per_host", "host_ram_bytes",
         "ici_bw",         "assumed",    "sources",       "devices_per_chip",
         "hbm_limit_bytes", "cores_per_chip", "matmul_efficiency", "attention_efficiency",
-        "memory_efficiency", "reserve_fraction", NULL};
+        "memory_efficiency", "reserve_fraction", "compiler", NULL};
     const size_t v1_keys = 13; /* the first 13 names are format 1's */
     const char *key;
     json_t *v;
@@ -199,6 +199,21 @@ static remat_status_t derive_devices(json_t *root, const char *source, bool v2, 
     return REMAT_OK;
 }
 
+/* The optional compiler: "xla-tpu" (the default) or "xla-gpu". */
+static remat_status_t load_compiler(json_t *root, const char *source, remat_hw_t *out,
+                                    remat_error_t *err) {
+    json_t *v = json_object_get(root, "compiler");
+    if (!v) {
+        return REMAT_OK;
+    }
+    const char *c = json_is_string(v) ? json_string_value(v) : "";
+    if (strcmp(c, "xla-tpu") != 0 && strcmp(c, "xla-gpu") != 0) {
+        return bad(source, "compiler", "\"xla-tpu\" or \"xla-gpu\"", err);
+    }
+    out->xla_gpu = strcmp(c, "xla-gpu") == 0;
+    return REMAT_OK;
+}
+
 remat_status_t remat_hw_load_string(const char *text, const char *source, remat_hw_t *out,
                                     remat_error_t *err) {
     memset(out, 0, sizeof *out);
@@ -243,7 +258,8 @@ remat_status_t remat_hw_load_string(const char *text, const char *source, remat_
                              err)) ||
         (st = get_efficiency(root, source, "memory_efficiency", &out->memory_efficiency, err)) ||
         (st = get_fraction(root, source, "reserve_fraction", &out->reserve_fraction, err)) ||
-        (st = load_assumed(root, source, out, err))) {
+        (st = load_assumed(root, source, out, err)) ||
+        (st = load_compiler(root, source, out, err))) {
         goto out;
     }
 out:

@@ -453,6 +453,7 @@ static void totals(play_t *pl, tpl_t *t) {
         const size_t i = pl->bd->ix.owners[n];
         if (s->cls[i] == B_KEEP) {
             t->saved += bd->kbytes[i];
+            t->input_kept += i == pl->b->inputs[0] ? (int64_t)bd->kbytes[i] : 0;
         } else if (s->cls[i] == B_OFF) {
             t->offloaded += bd->kbytes[i];
             pl->noff++;

@@ -94,6 +94,9 @@ typedef struct tpl {
        plan's re-run ops ran): what the layer holds while the layers above
        it in its remat unit run their backward */
     int64_t rec_held;
+    /* the layer input's bytes kept in HBM to the backward (0: offloaded or
+       not saved): its slice of the scan's stacked inputs (step.c) */
+    int64_t input_kept;
 } tpl_t;
 
 /* A buffer's class: freed after its last forward reader, kept in HBM, or

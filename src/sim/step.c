@@ -800,6 +800,86 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
     *stp = st;
 }
 
+/* ---- the saved inputs laid out again ------------------------------------ */
+
+/* Whether XLA lays the scan's stacked layer inputs out a second time for
+   the backward. Its compiles of runs over several slices with FSDP (and
+   data) parallelism alone do: between the two scans it copies the stacked
+   inputs, bf16[L, B, S, E], into a sequence-minor layout ({2,3,1,0}) and
+   peels the last layer's backward out of the backward loop, both copies
+   live through that layer's backward and the stacked weight gradients not
+   yet made (v4-384 x 2 52B and v5e-16 x 2 llama2-7b, --dump;
+   docs/validation.md). Runs with tensor parallelism, the chunked loss or
+   one slice make no copy; with expert, sequence or context parallelism, a
+   pipeline or unrolled layers it has not been seen, nor from XLA's GPU
+   backend, so the rule stays off there. */
+static bool relays_inputs(const remat_analyzer_t *an) {
+    const remat_config_t *c = an->cfg;
+    if (an->hw->xla_gpu) {
+        return false;
+    }
+    bool slices = c->num_slices > 1;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        slices |= c->dcn[a] > 1;
+        const bool dp = a == REMAT_AXIS_DATA || a == REMAT_AXIS_FSDP ||
+                        a == REMAT_AXIS_FSDP_TRANSPOSE;
+        if (!dp && an->mesh.shards[a] > 1) {
+            return false;
+        }
+    }
+    return slices && c->scan_layers && c->num_vocab_tiling <= 1 && an->nstages == 1;
+}
+
+/* The layers XLA peels off the backward loop: the last remat unit's. */
+static size_t peeled_layers(const remat_analyzer_t *an) {
+    return an->unit;
+}
+
+/* The second copy's bytes on stage [first, last]: every layer input the
+   scan keeps on the device (an offloaded input's stack is on the host, a
+   block's inner dropped inputs are not kept: input_dropped, which the
+   profile does not know); 0 where XLA makes none. */
+static int64_t relaid_bytes(const remat_analyzer_t *an, size_t first, size_t last) {
+    int64_t x = 0;
+    if (!relays_inputs(an)) {
+        return 0;
+    }
+    for (size_t l = first; l <= last; l++) {
+        x += input_dropped(an, l, first) ? 0 : an->tpls[run_of(an, l)->profile].input_kept;
+    }
+    return x;
+}
+
+/* The weight gradients of the peeled layers [from, last]: their params'
+   bytes (the gradients have the params' dtypes, static.c). */
+static int64_t peeled_grads(const remat_analyzer_t *an, size_t from, size_t last) {
+    int64_t g = 0;
+    for (size_t l = from; l <= last; l++) {
+        g += (int64_t)an->kpart[an->kind_of[l]].bytes;
+    }
+    return g;
+}
+
+/* The layers' backward when XLA lays the inputs out again (@p copy bytes,
+   relays_inputs): the peeled layers with both copies and their own weight
+   gradients, then the loop over the rest, which reads the copy alone and
+   carries the stacked gradients (@p grads, all of the layers'). */
+static void relaid_backward(const remat_analyzer_t *an, int64_t copy, uint64_t grads,
+                            step_t *stp) {
+    const size_t first = stp->first, last = stp->last;
+    const size_t from = last - peeled_layers(an) + 1;
+    const int64_t own = peeled_grads(an, from, last);
+    assert(from >= first && own >= 0 && (uint64_t)own <= grads);
+    add_const(&stp->m, REMAT_CAT_SAVED, copy);
+    add_const(&stp->m, REMAT_CAT_GRADS, own);
+    stage_layers(an, from, last, true, stp);
+    add_const(&stp->m, REMAT_CAT_SAVED, -copy);
+    add_const(&stp->m, REMAT_CAT_GRADS, (int64_t)grads - own);
+    if (from > first) {
+        stage_layers(an, first, from - 1, true, stp);
+    }
+}
+
 /* The weight gradients that exist when the layers' backward begins: XLA
    allocates the backward scan's stacked gradients before the loop, as the
    head's backward begins; the head's own come later (stage_static_t). */
@@ -838,8 +918,13 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
     stage_begin(an, s, pre, stp);
     add_const(&stp->m, REMAT_CAT_SCAN_WEIGHTS, (int64_t)ss->scan_weights);
     stage_layers(an, first, last, false, stp);
-    stage_turn(an, s, pre, post, grads_at_turn(ss), stp);
-    stage_layers(an, first, last, true, stp);
+    const int64_t copy = relaid_bytes(an, first, last);
+    stage_turn(an, s, pre, post, copy ? 0 : grads_at_turn(ss), stp);
+    if (copy) {
+        relaid_backward(an, copy, grads_at_turn(ss), stp);
+    } else {
+        stage_layers(an, first, last, true, stp);
+    }
     add_const(&stp->m, REMAT_CAT_SCAN_WEIGHTS, -(int64_t)ss->scan_weights);
     add_const(&stp->m, REMAT_CAT_ACT_GRADS, -stp->deferred_grads); /* the weight gradient is made */
     add_const(&stp->m, REMAT_CAT_HEAD, -stp->deferred_head);
@@ -863,6 +948,21 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
 static uint64_t loop_state_inputs(const remat_analyzer_t *an) {
     const bool circular = an->repeats > 1 && an->microbatches > an->nstages * an->delay;
     return an->delay + (circular ? an->microbatches + 1 : 0);
+}
+
+/* What a floor (the stage's peak under any placement at least) may count
+   of the gradients besides the saved inputs: all of them, live from the
+   layers' backward on; with the inputs laid out again, at least the
+   peeled layers' with the copy, or all of them after (relaid_backward). */
+static uint64_t floor_grads(const remat_analyzer_t *an, const stage_static_t *ss, int64_t copy,
+                            size_t last) {
+    const uint64_t all = grads_at_turn(ss);
+    if (!copy) {
+        return all;
+    }
+    const uint64_t with_copy =
+        (uint64_t)copy + (uint64_t)peeled_grads(an, last - peeled_layers(an) + 1, last);
+    return with_copy < all ? with_copy : all;
 }
 
 /* Stage @p k's peak: its static memory, the residuals of the pipeline's
@@ -917,7 +1017,9 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     row->peak_at.stages = stages;
     /* cannot overflow: the in-flight sum above is checked and below 2^62,
        and one micro-batch's residuals are part of the simulated live bytes */
-    row->floor_bytes = row->static_bytes + row->inflight_bytes + stage_saved + grads_at_turn(ss);
+    row->relaid_bytes = (uint64_t)relaid_bytes(an, row->first_layer, row->last_layer);
+    row->floor_bytes = row->static_bytes + row->inflight_bytes + stage_saved +
+                       floor_grads(an, ss, (int64_t)row->relaid_bytes, row->last_layer);
     assert(row->peak_bytes >= row->floor_bytes);
     return REMAT_OK;
 }

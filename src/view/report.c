@@ -413,26 +413,19 @@ static void absent_name_notes(const remat_result_t *r, note_fn fn, void *ctx) {
     }
 }
 
-/* Whether the run spans slices with FSDP alone within them: the compiles
-   of such runs held a second copy of the scan's saved layer inputs that
-   remat does not model (docs/validation.md, "The misses, by class"). */
-static bool second_copy_risk(const remat_result_t *r) {
-    const remat_config_t *c = r->config;
-    int64_t dcn = 1;
-    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-        dcn *= c->dcn[a] > 1 ? c->dcn[a] : 1;
-    }
-    return (c->num_slices > 1 || dcn > 1) && c->scan_layers && c->num_vocab_tiling <= 1 &&
-           r->nstages == 1 && r->mesh.shards[REMAT_AXIS_TENSOR] == 1;
-}
-
 void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
     char buf[512];
-    if (second_copy_risk(r)) {
-        fn(ctx, "several slices with FSDP alone in each: XLA's compiles of such runs have held a "
-                "second copy of the scan's saved layer inputs through the backward, which remat "
-                "does not count (XLA needed up to 1.4 times remat's peak on them; "
-                "docs/validation.md): leave room for it");
+    const uint64_t relaid = r->stages[r->worst_stage].relaid_bytes;
+    if (relaid) {
+        char copy[32];
+        remat_format_bytes(relaid, copy, sizeof copy);
+        snprintf(buf, sizeof buf,
+                 "several slices with data and FSDP parallelism alone: XLA lays the scan's saved "
+                 "layer inputs out again for the backward, and both copies (%s more) live "
+                 "through the last layer's backward, which these figures count "
+                 "(docs/memory-model.md)",
+                 copy);
+        fn(ctx, buf);
     }
     if (!r->config->scan_layers && r->nlayers > 1) {
         /* unrolled, the backward has no loop boundary to keep the layers'

@@ -389,7 +389,8 @@ static void test_every_graph_peak(void **state) {
         {"per_device_batch_size=1", NULL, NULL},
         {"topology=tpu7x-16", "per_device_batch_size=2", NULL},
         {"num_devices=4", "ici_pipeline_parallelism=2", "num_pipeline_microbatches=4"},
-        {"per_device_batch_size=2", "num_vocab_tiling=4", "gradient_accumulation_steps=2"}};
+        {"per_device_batch_size=2", "num_vocab_tiling=4", "gradient_accumulation_steps=2"},
+        {"topology=v5e-8", "num_slices=2", "dcn_data_parallelism=2"}};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         for (size_t p = 0; p < sizeof policies / sizeof policies[0]; p++) {
             for (size_t k = 0; k < sizeof meshes / sizeof meshes[0]; k++) {
@@ -452,6 +453,81 @@ static void test_loss_gradient_over_the_logits(void **state) {
     assert_int_equal(loss_bytes("num_devices=1"), beside);
 }
 
+/* A llama3-8b step of 4 layers at batch 1 and sequence 2048 on v5e-8, on
+   one slice or on two (@p more: further settings), unfolded. */
+static fx_run_t *four_layers(remat_result_t *r, remat_timeline_t *tl, const char *a,
+                             const char *b, const char *c) {
+    const char *const args[] = {"model_name=llama3-8b", "base_num_decoder_layers=4",
+                                "per_device_batch_size=1", "max_target_length=2048",
+                                "topology=v5e-8", a, b, c, NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    timeline_of(f, true, REMAT_NONE, r, tl);
+    return f;
+}
+
+/* Two slices, data parallel across them and FSDP within: XLA's second
+   copy of the stacked layer inputs lives through the last layer's
+   backward, when only that layer's weight gradients exist. By hand: the
+   copy is 4 layers x 1 x 2048 x 4096 bf16 = 67,108,864 bytes; a layer's
+   matrices are 218,103,808 params (4096 x (4096 + 1024 + 1024 + 4096) + 3
+   x 4096 x 14336) in fp32 over 8 devices, 109,051,904 bytes a device, and
+   its two norm scales 2 x 4096 fp32 on every device, 32,768: 109,084,672
+   bytes, so the other 3 layers' gradients, 327,254,016 bytes, come after.
+   Every other event is the one slice's: the per-device shapes are the
+   same. */
+static void test_saved_inputs_laid_out_again(void **state) {
+    (void)state;
+    const int64_t copy = 4 * 2048 * 4096 * 2, later = 3 * (int64_t)109084672;
+    remat_result_t r1, r2;
+    remat_timeline_t t1, t2;
+    fx_run_t *f1 = four_layers(&r1, &t1, "remat_policy=full", NULL, NULL);
+    fx_run_t *f2 = four_layers(&r2, &t2, "remat_policy=full", "num_slices=2",
+                               "dcn_data_parallelism=2");
+    assert_int_equal(r1.stages[0].relaid_bytes, 0);
+    assert_int_equal(r2.stages[0].relaid_bytes, copy);
+    assert_int_equal(t1.nevents, t2.nevents);
+    size_t peeled = 0;
+    for (size_t i = 0; i < t1.nevents; i++) {
+        const remat_event_t *a = &t1.events[i], *b = &t2.events[i];
+        const bool in = b->where == REMAT_AT_LAYER && b->layer == 3 &&
+                        b->step != REMAT_STEP_FORWARD;
+        peeled += in;
+        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+            const int64_t d = c == REMAT_CAT_SAVED   ? (in ? copy : 0)
+                              : c == REMAT_CAT_GRADS ? (in ? -later : 0)
+                                                     : 0;
+            if (c == REMAT_CAT_RESERVE) {
+                /* the copy is transient: the reserve's share of it, to
+                   the truncation of each event's reserve */
+                const int64_t want = in ? (int64_t)((double)copy * f1->hw.reserve_fraction) : 0;
+                assert_true(llabs(b->bytes[c] - a->bytes[c] - want) <= 1);
+                continue;
+            }
+            assert_int_equal(b->bytes[c] - a->bytes[c], d);
+        }
+    }
+    assert_true(peeled > 0);
+    remat_result_release(&r1);
+    remat_result_release(&r2);
+    remat_timeline_release(&t1);
+    remat_timeline_release(&t2);
+    fx_free(f1);
+    fx_free(f2);
+    /* no copy where XLA makes none on the device: tensor parallelism, one
+       slice with data parallelism, an offloaded input */
+    static const char *const none[][3] = {
+        {"num_slices=2", "dcn_data_parallelism=2", "ici_tensor_parallelism=2"},
+        {"ici_data_parallelism=2", NULL, NULL},
+        {"num_slices=2", "remat_policy=custom", "decoder_layer_input=offload"}};
+    for (size_t k = 0; k < sizeof none / sizeof none[0]; k++) {
+        fx_run_t *f = four_layers(&r1, &t1, none[k][0], none[k][1], none[k][2]);
+        assert_int_equal(r1.stages[0].relaid_bytes, 0);
+        remat_result_release(&r1);
+        remat_timeline_release(&t1);
+        fx_free(f);
+    }
+}
+
 /* Chrome's trace format: it parses; ops on the compute track, host copies
    on their own, memory as counters. */
 static void test_trace_parses(void **state) {
@@ -507,6 +583,7 @@ int main(void) {
         cmocka_unit_test(test_every_graph_peak),
         cmocka_unit_test(test_trace_parses),
         cmocka_unit_test(test_loss_gradient_over_the_logits),
+        cmocka_unit_test(test_saved_inputs_laid_out_again),
         cmocka_unit_test(test_unit_holds_reruns),
         cmocka_unit_test(test_unit_over_budget),
         cmocka_unit_test(test_unit_named_input),

@@ -189,6 +189,18 @@ CASES = [
     case("default", "v4-384", "full", D52 + ["num_slices=2", "ici_fsdp_parallelism=192", "dcn_fsdp_parallelism=2",
                                             "dcn_data_parallelism=1"]),
     case("llama2-7b", "v5e-16", "full", ["num_slices=2", "dcn_data_parallelism=2"]),
+    # The rule made of it (docs/memory-model.md, "The saved inputs laid out
+    # again"), checked where it was not read: other policies, an offloaded
+    # input (no copy on the device), another chip, and where it stays off
+    # (tensor parallelism across the slices' chips, data parallelism within
+    # one slice).
+    case("llama2-7b", "v5e-16", "save_qkv_proj", ["num_slices=2", "dcn_data_parallelism=2"]),
+    case("llama2-7b", "v5e-16", "minimal", ["num_slices=2", "dcn_data_parallelism=2"]),
+    case("llama2-7b", "v5e-16", "qkv_proj_offloaded", ["num_slices=2", "dcn_data_parallelism=2"]),
+    case("llama2-7b", "v4-16", "full", ["num_slices=2", "dcn_data_parallelism=2"]),
+    case("llama3-8b", "v6e-16", "save_dot_except_mlp", ["num_slices=2", "dcn_data_parallelism=2"]),
+    case("llama2-7b", "v5e-16", "full", ["num_slices=2", "dcn_data_parallelism=2"] + TP2),
+    case("llama2-7b", "v5e-16", "full", ["ici_data_parallelism=2"]),
 ]
 
 

@@ -52,6 +52,9 @@ typedef struct remat_hw {
        compile reports in the validation suite (docs/memory-model.md). */
     double reserve_fraction;
     char assumed[256];          /* comma-separated field names that are assumptions */
+    /* The compiler's backend: layout and scheduling rules read from
+       XLA:TPU's compiles (the sim's) hold only where it is the TPU's. */
+    bool xla_gpu;
 } remat_hw_t;
 
 /** Parses a profile. @p source names it in errors. */

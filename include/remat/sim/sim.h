@@ -122,8 +122,13 @@ typedef struct remat_stage_row {
     /* static + in flight + this micro-batch's residuals kept in HBM + the
        weight gradients: all live when the stage turns from forward to
        backward, so the peak is at least this (asserted); the solver's
-       feasibility bound rests on it */
+       feasibility bound rests on it. With relaid_bytes, the gradients
+       counted are the lesser of all of them and the copy with the peeled
+       layers' (docs/memory-model.md, "The saved inputs laid out again") */
     uint64_t floor_bytes;
+    /* XLA's second, sequence-minor copy of the scan's saved layer inputs,
+       live with them through the last layer's backward (0: none made) */
+    uint64_t relaid_bytes;
     int64_t breakdown[REMAT_CAT_COUNT];
     remat_moment_t peak_at;
 } remat_stage_row_t;
