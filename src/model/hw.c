@@ -88,7 +88,7 @@ static remat_status_t check_keys(json_t *root, const char *source, bool v2, rema
         "flops_bf16",     "flops_fp8",  "host_link_bw",  "chips_per_host", "host_ram_bytes",
         "ici_bw",         "assumed",    "sources",       "devices_per_chip",
         "hbm_limit_bytes", "cores_per_chip", "matmul_efficiency", "attention_efficiency",
-        "memory_efficiency", "reserve_fraction", "compiler", NULL};
+        "memory_efficiency", "reserve_fraction", "compiler", "mxu_size", NULL};
     const size_t v1_keys = 13; /* the first 13 names are format 1's */
     const char *key;
     json_t *v;
@@ -214,6 +214,13 @@ static remat_status_t load_compiler(json_t *root, const char *source, remat_hw_t
     return REMAT_OK;
 }
 
+/* The optional side of the matrix units, a positive integer. */
+static remat_status_t load_mxu(json_t *root, const char *source, remat_hw_t *out,
+                               remat_error_t *err) {
+    return json_object_get(root, "mxu_size") ? get_u64(root, source, "mxu_size", &out->mxu_size, err)
+                                             : REMAT_OK;
+}
+
 remat_status_t remat_hw_load_string(const char *text, const char *source, remat_hw_t *out,
                                     remat_error_t *err) {
     memset(out, 0, sizeof *out);
@@ -259,7 +266,8 @@ remat_status_t remat_hw_load_string(const char *text, const char *source, remat_
         (st = get_efficiency(root, source, "memory_efficiency", &out->memory_efficiency, err)) ||
         (st = get_fraction(root, source, "reserve_fraction", &out->reserve_fraction, err)) ||
         (st = load_assumed(root, source, out, err)) ||
-        (st = load_compiler(root, source, out, err))) {
+        (st = load_compiler(root, source, out, err)) ||
+        (st = load_mxu(root, source, out, err))) {
         goto out;
     }
 out:

@@ -809,13 +809,16 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
    peels the last layer's backward out of the backward loop, both copies
    live through that layer's backward and the stacked weight gradients not
    yet made (v4-384 x 2 52B and v5e-16 x 2 llama2-7b, --dump;
-   docs/validation.md). Runs with tensor parallelism, the chunked loss or
-   one slice make no copy; with expert, sequence or context parallelism, a
-   pipeline or unrolled layers it has not been seen, nor from XLA's GPU
-   backend, so the rule stays off there. */
+   docs/validation.md). Chips with 128-wide matrix units do (v4, v5e and
+   v5p: 4-layer llama3-8b compiles on two slices of each hold a
+   bf16[4, B, 2048, 4096]{2,3,1,0} copy); v6e's and TPU7x's 256-wide ones
+   do not. Runs with tensor parallelism, the chunked loss or one slice
+   make no copy; with expert, sequence or context parallelism, a pipeline
+   or unrolled layers it has not been seen, nor from XLA's GPU backend or
+   on a profile that gives no mxu_size, so the rule stays off there. */
 static bool relays_inputs(const remat_analyzer_t *an) {
     const remat_config_t *c = an->cfg;
-    if (an->hw->xla_gpu) {
+    if (an->hw->xla_gpu || an->hw->mxu_size != 128) {
         return false;
     }
     bool slices = c->num_slices > 1;

@@ -513,9 +513,11 @@ static void test_saved_inputs_laid_out_again(void **state) {
     remat_timeline_release(&t2);
     fx_free(f1);
     fx_free(f2);
-    /* no copy where XLA makes none on the device: tensor parallelism, one
-       slice with data parallelism, an offloaded input */
+    /* no copy where XLA makes none on the device: 256-wide matrix units,
+       tensor parallelism, one slice with data parallelism, an offloaded
+       input */
     static const char *const none[][3] = {
+        {"num_slices=2", "dcn_data_parallelism=2", "topology=v6e-8"},
         {"num_slices=2", "dcn_data_parallelism=2", "ici_tensor_parallelism=2"},
         {"ici_data_parallelism=2", NULL, NULL},
         {"num_slices=2", "remat_policy=custom", "decoder_layer_input=offload"}};

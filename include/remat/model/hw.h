@@ -55,6 +55,10 @@ typedef struct remat_hw {
     /* The compiler's backend: layout and scheduling rules read from
        XLA:TPU's compiles (the sim's) hold only where it is the TPU's. */
     bool xla_gpu;
+    /* The side of the chip's matrix units (TPU v4, v5e, v5p: 128; v6e,
+       TPU7x: 256); 0 where the profile does not say. XLA:TPU's layouts
+       follow it (the sim's relaid inputs). */
+    uint64_t mxu_size;
 } remat_hw_t;
 
 /** Parses a profile. @p source names it in errors. */
