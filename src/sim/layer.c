@@ -443,6 +443,13 @@ static void classify(play_t *pl, tpl_t *t) {
     }
 }
 
+/* Whether tensor @p i has the layer input's dims (batch, sequence,
+   embed): the saved stacks XLA lays out again (step.c, relays_inputs). */
+static bool input_shaped(const remat_block_t *b, size_t i) {
+    const remat_tensor_t *x = &b->tensors[b->inputs[0]], *t = &b->tensors[i];
+    return t->rank == x->rank && memcmp(t->dim, x->dim, x->rank * sizeof *x->dim) == 0;
+}
+
 /* Kept and offloaded bytes, FLOPs and op times of one layer; lists the
    kept and offloaded buffers (held) and counts the offloaded ones. */
 static void totals(play_t *pl, tpl_t *t) {
@@ -454,6 +461,7 @@ static void totals(play_t *pl, tpl_t *t) {
         if (s->cls[i] == B_KEEP) {
             t->saved += bd->kbytes[i];
             t->input_kept += i == pl->b->inputs[0] ? (int64_t)bd->kbytes[i] : 0;
+            t->relaid += input_shaped(pl->b, i) ? (int64_t)bd->kbytes[i] : 0;
         } else if (s->cls[i] == B_OFF) {
             t->offloaded += bd->kbytes[i];
             pl->noff++;

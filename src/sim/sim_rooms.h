@@ -95,8 +95,9 @@ typedef struct tpl {
        it in its remat unit run their backward */
     int64_t rec_held;
     /* the layer input's bytes kept in HBM to the backward (0: offloaded or
-       not saved): its slice of the scan's stacked inputs (step.c) */
-    int64_t input_kept;
+       not saved), and those of every kept residual shaped like it (the
+       input among them): their slices of the scan's stacks (step.c) */
+    int64_t input_kept, relaid;
 } tpl_t;
 
 /* A buffer's class: freed after its last forward reader, kept in HBM, or

@@ -838,17 +838,21 @@ static size_t peeled_layers(const remat_analyzer_t *an) {
     return an->unit;
 }
 
-/* The second copy's bytes on stage [first, last]: every layer input the
-   scan keeps on the device (an offloaded input's stack is on the host, a
-   block's inner dropped inputs are not kept: input_dropped, which the
-   profile does not know); 0 where XLA makes none. */
+/* The second copy's bytes on stage [first, last]: every residual shaped
+   like the layer input, [B, S, E], that the scan keeps on the device (the
+   input; under save_dot_except_mlp and minimal the attention's output
+   projection too: 4-layer llama3-8b compiles on two v5e-16 slices copy
+   both stacks). An offloaded stack is on the host, and a block's inner
+   dropped inputs are not kept (input_dropped, which the profile does not
+   know); 0 where XLA makes none. */
 static int64_t relaid_bytes(const remat_analyzer_t *an, size_t first, size_t last) {
     int64_t x = 0;
     if (!relays_inputs(an)) {
         return 0;
     }
     for (size_t l = first; l <= last; l++) {
-        x += input_dropped(an, l, first) ? 0 : an->tpls[run_of(an, l)->profile].input_kept;
+        const tpl_t *t = &an->tpls[run_of(an, l)->profile];
+        x += t->relaid - (input_dropped(an, l, first) ? t->input_kept : 0);
     }
     return x;
 }
