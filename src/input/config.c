@@ -71,6 +71,8 @@ static const key_t_ keys[] = {
     {"per_device_batch_size", K_F64, F(per_device_batch_size), "sequences per device per step"},
     {"gradient_accumulation_steps", K_U64, F(gradient_accumulation_steps),
      "micro-batches per step (activations are per micro-batch)"},
+    {"trainable_position_size", K_AUTO, F(trainable_position_size),
+     "rows of gpt3's learned position table (its ymls: 16384); -1: none"},
     {"num_vocab_tiling", K_U64, F(num_vocab_tiling),
      "chunks the logits/loss over tokens so one chunk's logits are live"},
     {"dtype", K_DTYPE, F(dtype), "activation dtype (bfloat16)"},
@@ -202,6 +204,7 @@ static const struct {
     {"base_num_decoder_layers", SIZE_FIELD(base_num_decoder_layers)},
     {"vocab_size", SIZE_FIELD(vocab_size)},
     {"max_target_length", SIZE_FIELD(max_target_length)},
+    {"trainable_position_size", SIZE_FIELD(trainable_position_size)},
     {"num_experts_per_tok", SIZE_FIELD(num_experts_per_tok)},
     {"base_moe_mlp_dim", SIZE_FIELD(base_moe_mlp_dim)},
     {"first_num_dense_layers", SIZE_FIELD(first_num_dense_layers)},
@@ -1065,6 +1068,7 @@ const char *remat_i_config_size_formula(const char *key) {
     } derived[] = {{"shared_mlp_dim", "shared_experts x base_moe_mlp_dim"},
                    {"qk_head_dim", "qk_nope_head_dim + qk_rope_head_dim"},
                    {"kv_a_dim", "kv_lora_rank + qk_rope_head_dim"},
+                   {"trainable_position_size", "MaxText's -1, no table, reads as 0"},
                    {"expert_capacity", "from capacity_factor, max_target_length, "
                                        "num_experts_per_tok and num_experts"}};
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++) {

@@ -156,12 +156,12 @@ static void test_pipeline_by_hand(void **state) {
    3.1 and 3.3 model pages on Hugging Face (8.03B, 70.6B, 406B: the 405B
    checkpoint has 405.85B); Mistral 7B model page (7.24B); Qwen2.5 model
    cards (7.61B, 14.7B); GPT-3 paper (Brown et al. 2020, Table 2.1: 175.0B).
-   gpt3-22b and gpt3-52k are MaxText's configs with no published count: the
-   count is MaxText's gpt3 block at the yml's dims (MaxText e591f30,
-   configs/models/gpt3-22b.yml and gpt3-52k.yml), L(12E^2 + 13E) + VE + PE +
-   2E with a position table of P = trainable_position_size rows: 16384 for
-   gpt3-22b, which remat counts at the sequence's 1024 (0.43% short), and
-   2048 for gpt3-52k, its sequence, so remat's 52,464 is exact. */
+   gpt3-6b, gpt3-22b and gpt3-52k are MaxText's configs with no published
+   count: the count is MaxText's gpt3 block at the yml's dims (MaxText
+   e591f30, configs/models/gpt3-6b.yml, gpt3-22b.yml and gpt3-52k.yml),
+   L(12E^2 + 13E) + VE + PE + 2E with a position table of P =
+   trainable_position_size rows: 16384 for gpt3-6b (E 3072, 48 layers,
+   V 32768: 5,588,736,000) and gpt3-22b, 2048 for gpt3-52k. */
 static void test_param_counts(void **state) {
     (void)state;
     static const struct {
@@ -174,7 +174,8 @@ static void test_param_counts(void **state) {
                   {"model_name=llama3-405b", 405.85e9},   {"model_name=llama3.1-405b", 405.85e9},
                   {"model_name=mistral-7b", 7.24e9},      {"model_name=qwen2.5-7b", 7.61e9},
                   {"model_name=qwen2.5-14b", 14.7e9},     {"model_name=gpt3-175b", 175e9},
-                  {"model_name=gpt3-22b", 22049107968.0}, {"model_name=gpt3-52k", 52464.0}};
+                  {"model_name=gpt3-22b", 22049107968.0}, {"model_name=gpt3-52k", 52464.0},
+                  {"model_name=gpt3-6b", 5588736000.0}};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         const char *args[] = {models[i].model, "per_device_batch_size=1", NULL};
         fx_run_t *f = run(args);
@@ -193,6 +194,18 @@ static void test_param_counts(void **state) {
     fx_run_t *f = run(exact);
     assert_int_equal(f->r.param_count, 70553706496ull);
     fx_free(f);
+    /* the gpt3 counts to the parameter, the position table's 16384 rows
+       among them (not the sequence's 1024) */
+    static const struct {
+        const char *model;
+        unsigned long long count;
+    } gpt3[] = {{"model_name=gpt3-6b", 5588736000ull}, {"model_name=gpt3-22b", 22049107968ull}};
+    for (size_t i = 0; i < 2; i++) {
+        const char *args[] = {gpt3[i].model, "per_device_batch_size=1", NULL};
+        f = run(args);
+        assert_int_equal(f->r.param_count, gpt3[i].count);
+        fx_free(f);
+    }
 }
 
 static const remat_tensor_row_t *row(const fx_run_t *f, const char *name) {

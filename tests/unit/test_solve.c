@@ -531,12 +531,13 @@ static void test_largest_batch(void **state) {
    a policy's rule) is not seen by the next resolve. */
 static void test_resolve_copies_parsed_builtins(void **state) {
     (void)state;
-    static const char *const graphs[][3] = {{"graph=llama", "attention=flash", "llama.flash"},
-                                            {"graph=gpt3", "attention=dot_product",
-                                             "gpt3.dot_product"}};
+    /* the gpt3 graph's position table needs its rows (the gpt3 ymls') */
+    static const char *const graphs[][4] = {
+        {"graph=llama", "attention=flash", "llama.flash", NULL},
+        {"graph=gpt3", "attention=dot_product", "gpt3.dot_product", "trainable_position_size=2048"}};
     for (size_t k = 0; k < 2; k++) {
         const char *args[] = {graphs[k][0], graphs[k][1], "remat_policy=minimal",
-                              "hardware=v6e", NULL};
+                              "hardware=v6e", graphs[k][3], NULL};
         fx_run_t *a = setup_run(NULL, args), *b = setup_run(NULL, args);
         remat_graph_t *fresh = NULL;
         remat_error_t err;

@@ -201,6 +201,10 @@ CASES = [
     case("llama3-8b", "v6e-16", "save_dot_except_mlp", ["num_slices=2", "dcn_data_parallelism=2"]),
     case("llama2-7b", "v5e-16", "full", ["num_slices=2", "dcn_data_parallelism=2"] + TP2),
     case("llama2-7b", "v5e-16", "full", ["ici_data_parallelism=2"]),
+    # gpt3-6b: the learned position table of trainable_position_size rows
+    # (16384) at sequence 1024.
+    case("gpt3-6b", "v5e-16", "full", targets=FIT),
+    case("gpt3-6b", "v6e-8", "minimal", targets=FIT),
 ]
 
 

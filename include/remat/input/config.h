@@ -50,6 +50,9 @@ typedef struct remat_config {
     uint64_t base_emb_dim, base_num_query_heads, base_num_kv_heads, head_dim, base_mlp_dim;
     uint64_t base_num_decoder_layers, vocab_size, max_target_length;
     uint64_t gradient_accumulation_steps, num_vocab_tiling, num_devices;
+    /* rows of the learned position table (the gpt3 graph's); 0: MaxText's
+       -1, no table */
+    uint64_t trainable_position_size;
     bool num_devices_set;             /* num_devices given (else topology or the mesh decide) */
     char topology[64];                /* NAME-N or NAME-AxBxC as MaxText spells slices; "" if unset */
     double per_device_batch_size;
