@@ -53,6 +53,7 @@ __all__ = ["settings_from_maxtext", "hardware_from_device_kind"]
 _PLAIN_KEYS = (
     "model_name", "decoder_block", "attention", "attention_type", "hardware",
     "remat_policy", "opt_type", "head_dim", "vocab_size", "max_target_length",
+    "trainable_position_size",
     "per_device_batch_size", "gradient_accumulation_steps", "num_vocab_tiling",
     "dtype", "weight_dtype", "grad_dtype", "mu_dtype", "scan_layers",
     "dropout_rate", "enable_dropout", "quantization", "use_qwix_quantization",
