@@ -413,20 +413,27 @@ static void absent_name_notes(const remat_result_t *r, note_fn fn, void *ctx) {
     }
 }
 
+/* The worst stage's relaid copy of the saved inputs (the sim's
+   relays_inputs), when XLA makes one: its size, since it is counted. */
+static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
+    const uint64_t relaid = r->stages[r->worst_stage].relaid_bytes;
+    if (!relaid) {
+        return;
+    }
+    char copy[32], buf[512];
+    remat_format_bytes(relaid, copy, sizeof copy);
+    snprintf(buf, sizeof buf,
+             "several slices with data and FSDP parallelism alone: XLA lays the scan's saved "
+             "layer inputs out again for the backward, and both copies (%s more) live "
+             "through the last layer's backward, which these figures count "
+             "(docs/memory-model.md)",
+             copy);
+    fn(ctx, buf);
+}
+
 void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
     char buf[512];
-    const uint64_t relaid = r->stages[r->worst_stage].relaid_bytes;
-    if (relaid) {
-        char copy[32];
-        remat_format_bytes(relaid, copy, sizeof copy);
-        snprintf(buf, sizeof buf,
-                 "several slices with data and FSDP parallelism alone: XLA lays the scan's saved "
-                 "layer inputs out again for the backward, and both copies (%s more) live "
-                 "through the last layer's backward, which these figures count "
-                 "(docs/memory-model.md)",
-                 copy);
-        fn(ctx, buf);
-    }
+    relaid_note(r, fn, ctx);
     if (!r->config->scan_layers && r->nlayers > 1) {
         /* unrolled, the backward has no loop boundary to keep the layers'
            re-runs apart: the v4-16 llama2-7b compiles at batch 40 and 48
