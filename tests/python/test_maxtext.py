@@ -462,6 +462,8 @@ RUNS = {
         "model_name=llama3.1-8b per_device_batch_size=2 compile_topology=tpu7x-8"),
     "gemma3 blocks": (
         "model_name=gemma3-12b per_device_batch_size=1 compile_topology=v5p-16", None),
+    "gpt3 position table": (
+        "model_name=gpt3-6b per_device_batch_size=4 compile_topology=v5e-16", None),
 }
 
 
