@@ -41,6 +41,9 @@ typedef struct step {
     /* what the logits' weight gradient holds through the layers' backward
        (head_defer): its output's gradient, its activation operands */
     int64_t deferred_grads, deferred_head;
+    /* XLA's relaid copy of the saved inputs (relaid_bytes; 0: none) and the
+       peeled layers' weight gradients (peeled_grads), set at the turn */
+    int64_t relaid, peeled_grads;
 } step_t;
 
 /* The bytes that come and go within the step at a moment: all but the
@@ -875,7 +878,7 @@ static void relaid_backward(const remat_analyzer_t *an, int64_t copy, uint64_t g
                             step_t *stp) {
     const size_t first = stp->first, last = stp->last;
     const size_t from = last - peeled_layers(an) + 1;
-    const int64_t own = peeled_grads(an, from, last);
+    const int64_t own = stp->peeled_grads = peeled_grads(an, from, last);
     assert(from >= first && own >= 0 && (uint64_t)own <= grads);
     add_const(&stp->m, REMAT_CAT_SAVED, copy);
     add_const(&stp->m, REMAT_CAT_GRADS, own);
@@ -925,7 +928,7 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
     stage_begin(an, s, pre, stp);
     add_const(&stp->m, REMAT_CAT_SCAN_WEIGHTS, (int64_t)ss->scan_weights);
     stage_layers(an, first, last, false, stp);
-    const int64_t copy = relaid_bytes(an, first, last);
+    const int64_t copy = stp->relaid = relaid_bytes(an, first, last);
     stage_turn(an, s, pre, post, copy ? 0 : grads_at_turn(ss), stp);
     if (copy) {
         relaid_backward(an, copy, grads_at_turn(ss), stp);
@@ -961,14 +964,12 @@ static uint64_t loop_state_inputs(const remat_analyzer_t *an) {
    of the gradients besides the saved inputs: all of them, live from the
    layers' backward on; with the inputs laid out again, at least the
    peeled layers' with the copy, or all of them after (relaid_backward). */
-static uint64_t floor_grads(const remat_analyzer_t *an, const stage_static_t *ss, int64_t copy,
-                            size_t last) {
+static uint64_t floor_grads(const stage_static_t *ss, const step_t *stp) {
     const uint64_t all = grads_at_turn(ss);
-    if (!copy) {
+    if (!stp->relaid) {
         return all;
     }
-    const uint64_t with_copy =
-        (uint64_t)copy + (uint64_t)peeled_grads(an, last - peeled_layers(an) + 1, last);
+    const uint64_t with_copy = (uint64_t)stp->relaid + (uint64_t)stp->peeled_grads;
     return with_copy < all ? with_copy : all;
 }
 
@@ -1024,9 +1025,9 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     row->peak_at.stages = stages;
     /* cannot overflow: the in-flight sum above is checked and below 2^62,
        and one micro-batch's residuals are part of the simulated live bytes */
-    row->relaid_bytes = (uint64_t)relaid_bytes(an, row->first_layer, row->last_layer);
-    row->floor_bytes = row->static_bytes + row->inflight_bytes + stage_saved +
-                       floor_grads(an, ss, (int64_t)row->relaid_bytes, row->last_layer);
+    row->relaid_bytes = (uint64_t)stp.relaid; /* the simulation's own, not summed again */
+    row->floor_bytes =
+        row->static_bytes + row->inflight_bytes + stage_saved + floor_grads(ss, &stp);
     assert(row->peak_bytes >= row->floor_bytes);
     return REMAT_OK;
 }
