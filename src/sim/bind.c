@@ -51,7 +51,7 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
     X(gnumel, nt) X(tbytes, nt) X(cbytes, nt) X(fwd, no) X(bwd, no) X(op_gather, no)           \
     X(op_gather_mem, no) X(op_wgrad, no) X(fwd_s, no) X(bwd_s, no) X(mark, nt)
 #define BOUND_ZEROED(X)                                                                        \
-    X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no)
+    X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no) X(streams, no)
 
 /* Array starts stay aligned for any element type. */
 #define SLAB_ALIGN ((size_t)16)
@@ -166,6 +166,7 @@ typedef struct bind_ctx {
                                                 mesh's rules are the defaults; or NULL */
     const size_t *shape_first;               /* the index's shape_first, likewise */
     bool fp8;                                /* is_fp8(cfg) */
+    bool windowed;                           /* remat_i_windowed_einsums */
     unsigned dtype_bytes[REMAT_DTYPE_COUNT]; /* remat_config_dtype_bytes of each dtype */
     uint64_t numel_max[REMAT_DTYPE_COUNT];   /* the most elements within BYTES_MAX bytes */
     unsigned compute_bytes;                  /* of the compute dtype (cfg->dtype) */
@@ -523,19 +524,14 @@ static void fp8_kept_copies(const remat_block_t *b, bound_t *out, unsigned char 
    XLA gathers the cast copy (fp8 under fp8 quantization), weight by weight,
    and frees it after its op; in backward the weight's gradient exists whole
    in the compute dtype until its reduce-scatter. Only a param sharded over
-   the gathered axes is gathered into a new buffer; one held in host RAM is
-   brought in whole, in its own dtype. */
+   the gathered axes is gathered into a new buffer. Params held in host RAM
+   between steps are on the device for the whole step (static.c). */
 /* The copy op_gather makes of param @p w for its op, added to @p copies:
-   its gathered copy when it is sharded over the gathered axes, and the
-   whole param brought in from host RAM when params live there. */
-static void add_param_copy(const bind_ctx_t *x, size_t w, const bound_t *out,
-                           remat_acc_t *copies) {
-    if (out->gnumel[w] != out->numel[w]) {
+   its gathered copy when it is sharded over the gathered axes and not
+   @p streamed (a windowed einsum's). */
+static void add_param_copy(size_t w, const bound_t *out, bool streamed, remat_acc_t *copies) {
+    if (out->gnumel[w] != out->numel[w] && !streamed) {
         remat_acc_add_product(copies, out->gnumel[w], out->cbytes[w]);
-    }
-    if (x->cfg->parameter_memory_host_offload) {
-        remat_acc_add_product(copies, out->numel[w],
-                              x->dtype_bytes[out->ix.tflags[w] & REMAT_I_T_DTYPE]);
     }
 }
 
@@ -543,20 +539,26 @@ static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bou
     const remat_op_t *op = &b->ops[j];
     const size_t *flags = out->ix.tflags;
     remat_acc_t reads = {0, false}, copies = {0, false}, wgrad = {0, false};
+    /* a windowed einsum moves the same bytes, shard by shard, into no
+       buffer of the gathered size (remat_i_windowed_einsums); a gather
+       group's params are a grouped matmul's, which XLA gathers whole */
+    const bool windowed = x->windowed && weight_einsum(b, op) && !op->ragged[0];
     /* from its first param (the index's): most ops read none */
     for (size_t i = out->ix.first_param[j]; i < op->nin; i++) {
         size_t w = op->in[i];
         if (!(flags[w] & REMAT_I_T_PARAM)) {
             continue;
         }
+        const bool streamed = windowed && !b->tensors[w].gather_group;
         if (out->gnumel[w] != out->numel[w]) { /* gathered, in its compute dtype */
             remat_acc_add_product(&reads, out->gnumel[w], out->cbytes[w]);
-            remat_acc_add_product(&wgrad, out->gnumel[w], x->compute_bytes);
+            remat_acc_add_product(&wgrad, streamed ? 0 : out->gnumel[w], x->compute_bytes);
         } else {
             remat_acc_add_product(&reads, out->numel[w], x->dtype_bytes[flags[w] & REMAT_I_T_DTYPE]);
         }
-        add_param_copy(x, w, out, &copies);
+        add_param_copy(w, out, streamed, &copies);
     }
+    out->streams[j] = windowed && reads.value > 0;
     out->op_gather[j] = reads.value;
     out->op_gather_mem[j] = copies.value;
     out->op_wgrad[j] = wgrad.value;
@@ -564,9 +566,9 @@ static bool op_gather(const bind_ctx_t *x, const remat_block_t *b, size_t j, bou
 }
 
 /* The bytes op_gather's copy of param @p w takes (add_param_copy). */
-static uint64_t param_copy(const bind_ctx_t *x, size_t w, const bound_t *out) {
+static uint64_t param_copy(size_t w, const bound_t *out) {
     remat_acc_t c = {0, false};
-    add_param_copy(x, w, out, &c);
+    add_param_copy(w, out, false, &c); /* a gather group's: never streamed */
     return c.value; /* at most the envelope's bytes: no overflow */
 }
 
@@ -587,13 +589,12 @@ static bool reads_group(const remat_block_t *b, size_t j, const char *group) {
    (forward; backward the span in reverse). Every op of the span holds them
    all instead of its own members', and prefetches nothing within the span:
    the group is already there. */
-static void gather_group(const bind_ctx_t *x, const remat_block_t *b, size_t first,
-                         bound_t *out) {
+static void gather_group(const remat_block_t *b, size_t first, bound_t *out) {
     const char *group = b->tensors[first].gather_group;
     uint64_t all = 0;
     for (size_t i = 0; i < b->ntensors; i++) {
         const char *gg = b->tensors[i].gather_group;
-        all += gg && strcmp(gg, group) == 0 ? param_copy(x, i, out) : 0;
+        all += gg && strcmp(gg, group) == 0 ? param_copy(i, out) : 0;
     }
     size_t lo = REMAT_NONE, hi = 0;
     for (size_t p = 0; p < b->nops; p++) {
@@ -608,7 +609,7 @@ static void gather_group(const bind_ctx_t *x, const remat_block_t *b, size_t fir
         for (size_t i = 0; i < op->nin; i++) {
             const char *gg = b->tensors[op->in[i]].gather_group;
             if (gg && strcmp(gg, group) == 0) {
-                out->op_gather_mem[j] -= param_copy(x, op->in[i], out);
+                out->op_gather_mem[j] -= param_copy(op->in[i], out);
             }
         }
         out->op_gather_mem[j] += all;
@@ -622,7 +623,7 @@ static void gather_group(const bind_ctx_t *x, const remat_block_t *b, size_t fir
    the earlier tensors are searched. */
 #define GROUPS_LISTED 16
 
-static void gather_groups(const bind_ctx_t *x, const remat_block_t *b, bound_t *out) {
+static void gather_groups(const remat_block_t *b, bound_t *out) {
     const char *met[GROUPS_LISTED];
     size_t nmet = 0;
     for (size_t i = 0; i < b->ntensors; i++) {
@@ -635,7 +636,7 @@ static void gather_groups(const bind_ctx_t *x, const remat_block_t *b, bound_t *
             seen = b->tensors[k].gather_group && strcmp(b->tensors[k].gather_group, gg) == 0;
         }
         if (gg && !seen) {
-            gather_group(x, b, i, out);
+            gather_group(b, i, out);
             if (nmet < GROUPS_LISTED) {
                 met[nmet++] = gg;
             }
@@ -649,15 +650,18 @@ static void gather_groups(const bind_ctx_t *x, const remat_block_t *b, bound_t *
    order: the nearest gathering op ahead of each op (behind it, backward)
    is the last one the pass met, and before the pass meets any, the
    neighbouring layer's first (last) one. Without @p wrap only this layer's
-   copy counts. */
+   copy counts. A windowed einsum (out->streams) is a gathering op that
+   gathers nothing: the prefetch reaches no further than the next op that
+   reads a sharded weight, as it did when that op gathered it. */
 static void gather_prefetch(const remat_block_t *b, bool wrap, bound_t *out) {
     const size_t n = b->nops;
     const uint64_t *mem = out->op_gather_mem;
     size_t first = 0, last = n;
-    while (first < n && !mem[b->order[first]]) {
+    const unsigned char *streams = out->streams;
+    while (first < n && !mem[b->order[first]] && !streams[b->order[first]]) {
         first++;
     }
-    while (last > first && !mem[b->order[last - 1]]) {
+    while (last > first && !mem[b->order[last - 1]] && !streams[b->order[last - 1]]) {
         last--;
     }
     uint64_t next = wrap && first < n ? mem[b->order[first]] : 0;
@@ -665,12 +669,12 @@ static void gather_prefetch(const remat_block_t *b, bool wrap, bound_t *out) {
     for (size_t p = n; p-- > 0;) {
         const size_t j = b->order[p];
         out->gather_next[j] = next;
-        next = mem[j] ? mem[j] : next;
+        next = mem[j] || streams[j] ? mem[j] : next;
     }
     for (size_t p = 0; p < n; p++) {
         const size_t j = b->order[p];
         out->gather_prev[j] = prev;
-        prev = mem[j] ? mem[j] : prev;
+        prev = mem[j] || streams[j] ? mem[j] : prev;
     }
 }
 
@@ -757,7 +761,7 @@ static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_er
         gather_prefetch(b, true, out);
     }
     if (x->grouped) {
-        gather_groups(x, b, out);
+        gather_groups(b, out);
     }
     return REMAT_OK;
 }
@@ -1104,6 +1108,7 @@ static void bind_ctx_init(bind_ctx_t *x, const remat_analyzer_t *an) {
     x->mesh = &an->mesh;
     x->dimsize = an->dim_size;
     x->fp8 = is_fp8(an->cfg);
+    x->windowed = remat_i_windowed_einsums(an);
     for (int d = 0; d < REMAT_DTYPE_COUNT; d++) {
         x->dtype_bytes[d] = remat_config_dtype_bytes(an->cfg, (remat_dtype_t)d);
         x->numel_max[d] = x->dtype_bytes[d] ? BYTES_MAX / x->dtype_bytes[d] : UINT64_MAX;
@@ -1145,6 +1150,11 @@ static remat_status_t bind_blocks(remat_analyzer_t *an, bind_ctx_t *x, remat_err
     /* the head's batch differs with a pipeline: its dims and shapes bind
        anew (the per-dim and per-shape caches hold the layers' sizes) */
     x->dimsize = an->head_dim_size;
+    /* the head's weights are gathered whole where the layers' stream: the
+       logits' and the embedding's tables are all-gathered in every one-slice
+       dump (bf16[4096, 128256] on v6e-32 and TPU7x-8, [4096, 32000] on
+       v4-16), and the logits' gradient is its own deferred einsum (step.c) */
+    x->windowed = false;
     x->known[0] = x->known[1] = 0;
     memset(x->sdone, 0, g->index->nshapes);
     return bind_block(x, g->nkinds, &an->hb, err);

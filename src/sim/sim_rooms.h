@@ -61,6 +61,9 @@ typedef struct bound {
     double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
     double *xscale;     /* per op: executed over model FLOPs beyond the kernel's own rule
                            (a windowed flash op's whole blocks); 0 is 1 */
+    unsigned char *streams; /* per op: a windowed einsum's (remat_i_windowed_einsums): its
+                               weights stream shard by shard, and the prefetch of the
+                               next gathered weight waits for it as for a gather */
     void *slab;         /* the one allocation every array above lives in */
     /* The block's index (graph_index.h): what no config changes, among it
        each op's position, each tensor's buffer, flags and whether XLA can
@@ -290,6 +293,34 @@ struct remat_analyzer {
    stage's static gradients (static.c) and the step (step.c) both read it. */
 static inline bool remat_i_loss_grads_deferred(const remat_analyzer_t *an) {
     return an->cfg->num_vocab_tiling <= 1;
+}
+
+/* XLA:TPU's SPMD partitioner runs a matmul whose weight is sharded like
+   its activation's batch as a windowed einsum (a ring of collective
+   permutes, shard by shard, in both directions) instead of an all-gather
+   and a reduce-scatter, so neither the gathered weight nor its whole
+   gradient is ever a buffer. It does so when the devices' one sharded mesh
+   axis is fsdp over at most 32 of them (its iteration limit); any other
+   sharded axis (data across slices, tensor, stage, expert, context) makes
+   the weight replicated along it and XLA gathers it whole. Read from the
+   compiler: sharded matmuls and their gradients compiled for v4, v5e and
+   v6e (4 MiB to 1.1 GiB weights, 32 to 768 rows a shard: windowed on 8,
+   16 and 32 fsdp devices, gathered on 64, on 2 x 8 and on 8 x tensor 2),
+   and MaxText's steps (bf16[49152, 1, 768] shards in gpt3-175b's loop on
+   v4-32; collective permutes of every weight in the 4-layer dumps on one
+   slice, none on two). XLA:GPU's threshold leaves them off. */
+enum { WINDOWED_EINSUM_MAX_SHARDS = 32 };
+static inline bool remat_i_windowed_einsums(const remat_analyzer_t *an) {
+    if (an->hw->xla_gpu) {
+        return false;
+    }
+    for (unsigned a = 0; a < REMAT_AXIS_COUNT; a++) {
+        if (a != REMAT_AXIS_FSDP && an->mesh.shards[a] != 1) {
+            return false;
+        }
+    }
+    return an->mesh.shards[REMAT_AXIS_FSDP] > 1 &&
+           an->mesh.shards[REMAT_AXIS_FSDP] <= WINDOWED_EINSUM_MAX_SHARDS;
 }
 
 /* The run that holds layer @p l (< nlayers): a binary search of the runs,

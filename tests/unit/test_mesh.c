@@ -451,10 +451,14 @@ static const char *const sharded_mini =
     "{\"name\":\"fc2\",\"op\":\"einsum\",\"spec\":\"bm,me->be\",\"in\":[\"a\",\"w2\"],\"out\":[\"o\"]},"
     "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]}}";
 
+/* On a GPU profile: XLA:GPU gathers every sharded weight whole (its
+   windowed-einsum threshold is off by default); test_weights_streamed has
+   XLA:TPU's windowed einsums. */
 static const char *const fsdp_base[] = {"model_name=default",        "per_device_batch_size=2",
                                         "base_emb_dim=4",            "base_mlp_dim=8",
                                         "base_num_decoder_layers=3", "num_devices=2",
-                                        "reserve_fraction=0", "scan_layers=false",        NULL};
+                                        "reserve_fraction=0",        "scan_layers=false",
+                                        "hardware=h100",             NULL};
 
 static void test_fsdp_gathers_by_hand(void **state) {
     (void)state;
@@ -489,13 +493,9 @@ static void test_fsdp_gathers_by_hand(void **state) {
     assert_int_equal(f->r.peak_bytes, 1840);
     assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 64);
     fx_free(f);
-    /* Parameters in host RAM: each op also brings its params' own shard in
-       their own dtype (16 x 4 = 64 B): fc1's and fc2's transfers are 128.
-       forward fc1 32 + 128 + 128 | silu 64 + 128 | fc2 48 + 256 = 304 |
-       add 32 + 128; backward re-run 288, 192; add 80 + 128; fc2 112 + 256
-       + 64 = 432; silu 64 + 128; fc1 32 + 256 + 64. Static: adamw 768
-       only; x 16: 784; forward ends at 832; the turn + 384: 1216; layer 2
-       backward 1216 + 432 = 1648. */
+    /* Parameters in host RAM between steps: MaxText moves them all to the
+       device before the forward, so the step is the one above, 1904, with
+       the 384 B of params in host RAM too. */
     /* fp8 quantization gathers the weights cast to 1 byte: 32 B an op; the
        whole gradients stay in the compute dtype (bf16), 64 B. forward fc1
        32 + 32 + 32 | silu 64 + 32 | fc2 48 + 64 = 112 | add 32 + 32;
@@ -512,13 +512,56 @@ static void test_fsdp_gathers_by_hand(void **state) {
     const char *host[] = {"parameter_memory_host_offload=true", NULL};
     f = fx_analyze_with(sharded_mini, fsdp_base, host);
     assert_int_equal(f->r.host_static_bytes, 384);
-    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 304);
-    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 432);
-    assert_int_equal(f->r.peak_bytes, 1648);
-    assert_int_equal(f->r.breakdown[REMAT_CAT_PARAMS], 0);
-    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 256);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 176);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 304);
+    assert_int_equal(f->r.peak_bytes, 1904);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_PARAMS], 384);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 64 + 64);
     assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 64);
     fx_free(f);
+}
+
+/* XLA:TPU's windowed einsums (remat_i_windowed_einsums): the same step on
+   a TPU profile, fsdp 2 on one slice, streams each weight shard by shard,
+   so no op holds a gathered copy or a whole gradient. By hand from
+   test_fsdp_gathers_by_hand without them: forward 32, 64, 48, 32: 64 at
+   silu; backward re-run fc1 32, silu 64; add 80; fc2 112; silu 64; fc1
+   32: 112 at fc2; the step 1600 + 112 = 1712. With data parallelism
+   beside fsdp (2 x 2 devices, the same shards a device) XLA gathers them
+   whole again: the 1904 above. */
+static void test_weights_streamed(void **state) {
+    (void)state;
+    const char *tpu[] = {"hardware=tpu-v5e", NULL};
+    fx_run_t *f = fx_analyze_with(sharded_mini, fsdp_base, tpu);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 64);
+    assert_int_equal(f->r.profiles[0].bwd_peak_rel, 112);
+    assert_int_equal(f->r.peak_bytes, 1712);
+    assert_string_equal(f->r.peak_at.op, "fc2");
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 0);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 0);
+    /* the FLOPs and the bytes moved are the gathered matmul's */
+    assert_int_equal(f->r.layers[0].forward_flops, 328);
+    fx_free(f);
+    const char *dp[] = {"hardware=tpu-v5e", "num_devices=4", "ici_data_parallelism=2",
+                        "ici_fsdp_parallelism=2", NULL};
+    f = fx_analyze_with(sharded_mini, fsdp_base, dp);
+    assert_int_equal(f->r.peak_bytes, 1904);
+    assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 64 + 64);
+    fx_free(f);
+    /* XLA's windowed loop runs at most 32 iterations: llama2-7b's layers
+       stream on 32 v5p chips and are gathered on 64, where the peak, the
+       last layer's MLP output backward, holds wo [11008, 4096] gathered in
+       bf16 (90,177,536 B), wi_1's prefetched (as many) and wo's gradient */
+    const int64_t wo = 11008 * 4096 * 2;
+    static const char *const chips[] = {"topology=v5p-64", "topology=v5p-128"};
+    for (size_t k = 0; k < 2; k++) {
+        const char *a[] = {"model_name=llama2-7b", "per_device_batch_size=4", chips[k], NULL};
+        f = run(a);
+        assert_string_equal(f->r.peak_at.op, "wo");
+        assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], k ? 2 * wo : 0);
+        assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], k ? wo : 0);
+        fx_free(f);
+    }
 }
 
 /* Context parallelism: an attention-only layer, x [b,s,h,d] -> k = 2x,
@@ -620,7 +663,8 @@ static void test_optimizers_and_host_offload(void **state) {
                          "parameter_memory_host_offload=true", NULL};
     f = run(off);
     assert_int_equal(f->r.breakdown[REMAT_CAT_OPTIMIZER], 0);
-    assert_int_equal(f->r.breakdown[REMAT_CAT_PARAMS], 0);
+    /* the params are on the device for the step too (static.c) */
+    assert_int_equal(f->r.breakdown[REMAT_CAT_PARAMS], f->r.param_bytes);
     assert_int_equal(f->r.host_static_bytes, 8 * f->r.param_count + 4 * f->r.param_count);
     /* tpu7x: 4 chips of 2 devices a host, each device's share on it */
     assert_int_equal(f->r.host_bytes_per_host, 8 * f->r.host_static_bytes);
@@ -908,6 +952,7 @@ int main(void) {
         cmocka_unit_test(test_axis_rules_on_llama),
         cmocka_unit_test(test_shapes_fsdp_tensor_context),
         cmocka_unit_test(test_gathered_param_flops),
+        cmocka_unit_test(test_weights_streamed),
         cmocka_unit_test(test_fsdp_gathers_by_hand),
         cmocka_unit_test(test_context_kv_gather),
         cmocka_unit_test(test_fp8_residuals),

@@ -358,6 +358,29 @@ def cmd_forget(args):
   return 0
 
 
+def cmd_rederive(args):
+  """Reads XLA's peak again from what every compiled entry recorded (its
+  memory_analysis and buffer-assignment breakdown), with the harness's
+  current rule (xla_messages.hbm_peak): for a rule learned after the
+  compile, without compiling again. Prints each figure that changes."""
+  del args
+  with open(CORPUS + ".lock", "a", encoding="utf-8") as held:
+    fcntl.flock(held, fcntl.LOCK_EX)
+    corpus = load(CORPUS, CORPUS_FORMAT, "runs")
+    changed = 0
+    for r in corpus["runs"]:
+      if r.get("status") != "fits" or not r.get("memory_analysis"):
+        continue
+      peak, source = xla_messages.hbm_peak(r["memory_analysis"], r.get("xla_peak_breakdown") or {})
+      if (peak, source) != (r.get("xla_peak_bytes"), r.get("xla_peak_source")):
+        print(f"{r['id']}: {r.get('xla_peak_bytes')} ({r.get('xla_peak_source')}) -> {peak} ({source})")
+        r["xla_peak_bytes"], r["xla_peak_source"] = peak, source
+        changed += 1
+    save(CORPUS, corpus)
+  print(f"rederive: {changed} runs changed")
+  return 0
+
+
 def cmd_limits(args):
   cmd = [sys.executable, os.path.join(HERE, "limits.py")]
   if args.maxtext:
@@ -388,9 +411,10 @@ def main(argv):
   s = sub.add_parser("forget")
   s.add_argument("ids", nargs="+")
   sub.add_parser("status")
+  sub.add_parser("rederive")
   args = p.parse_args(argv)
   return {"plan": cmd_plan, "grow": cmd_grow, "limits": cmd_limits, "forget": cmd_forget,
-          "status": cmd_status}[args.cmd](args)
+          "status": cmd_status, "rederive": cmd_rederive}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -91,14 +91,18 @@ def _tail(out, n=30):
   return lines[-n:]
 
 
+HOST_FIELDS = ("host_argument_size_in_bytes", "host_temp_size_in_bytes", "host_output_size_in_bytes")
+
+
 def hbm_peak(ma, breakdown):
   """(XLA's HBM peak, where it comes from). memory_analysis's peak is HBM's
-  unless the step holds host memory: then it is the larger of the HBM and
-  host peaks (arguments plus host temporaries, above the limit for steps
-  that compile), and the HBM peak is the one rebuilt from the buffer
-  assignment's HBM allocations (xla_dump.py), which equals
+  unless the step holds host memory: then host bytes are in it too (host
+  temporaries: the larger of the two peaks; host-offloaded parameters,
+  which are host arguments: the HBM peak plus them, 1.08 of the limit for
+  a v5e-16 step that compiles), and the HBM peak is the one rebuilt from
+  the buffer assignment's HBM allocations (xla_dump.py), which equals
   peak_memory_in_bytes to 0.01% on every step without host memory."""
-  if ma.get("host_temp_size_in_bytes", 0) > 0 and breakdown.get("reconstructed_peak_bytes"):
+  if any(ma.get(k, 0) > 0 for k in HOST_FIELDS) and breakdown.get("reconstructed_peak_bytes"):
     return breakdown["reconstructed_peak_bytes"], "hbm_rebuilt_from_buffer_assignment"
   return ma["peak_memory_in_bytes"], "memory_analysis"
 
