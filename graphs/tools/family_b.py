@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the Gemma, Gemma 2, Gemma 3, tied-llama and DeepSeek-V2-Lite graphs
+"""Writes the Gemma, Gemma 2, Gemma 3, tied-llama, tied-Qwen3 and DeepSeek-V2-Lite graphs
 (graphs/gemma.flash.json, graphs/gemma2.flash.json, graphs/gemma3.flash.json,
-graphs/llama_tied.flash.json, graphs/deepseek_lite.flash.json) from the pieces of moe_graphs.py: llama's
+graphs/llama_tied.flash.json, graphs/qwen3_tied.flash.json, graphs/deepseek_lite.flash.json)
+from the pieces of moe_graphs.py and moe_family_a.py: llama's
 attention, its gated MLP, MLA, the routed experts. The JSON files are the
 source the build embeds; this script is how they were made. Run it from
 anywhere with python3; it needs nothing else. The shapes follow MaxText
@@ -17,6 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ beside the generators
+import moe_family_a  # noqa: E402
 import moe_graphs  # noqa: E402
 from moe_graphs import T, O, base, dense_mlp, llama_attention, op_index, write  # noqa: E402
 
@@ -216,6 +218,16 @@ def llama_tied():
     return g
 
 
+def qwen3_tied():
+    """The Qwen3 dense layer (moe_family_a.qwen3: per-head query and key
+    RMSNorm) under the tied head: Qwen3 0.6B, 1.7B and 4B (decoder_block
+    qwen3, logits_via_embedding true, normalize_embedding_logits false)."""
+    return gemma_graph("qwen3_tied", (
+        "Qwen3 dense decoder layer as the qwen3 graph (per-head RMSNorm on q and k, the flash kernel, "
+        "llama's gated SiLU MLP) under a tied head: token embedding, final RMSNorm, logits from the "
+        "embedding table (logits_via_embedding), cross-entropy in fp32"), layer=moe_family_a.qwen3()["layer"])
+
+
 def gemma1():
     """GemmaDecoderLayer (models/gemma.py): llama's layer with the Gemma
     activations ['gelu', 'linear'] (GeGLU: gelu on wi_0), no post-norms,
@@ -233,6 +245,7 @@ def gemma1():
 
 if __name__ == "__main__":
     write("llama_tied", llama_tied())
+    write("qwen3_tied", qwen3_tied())
     write("gemma", gemma1())
     write("gemma2", gemma2())
     write("gemma3", gemma3())

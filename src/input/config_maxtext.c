@@ -173,6 +173,7 @@ static const graph_features_t graph_features[] = {
     {"deepseek_lite", 2, true, true, false, false, false},
     {"qwen3_moe", 2, true, false, true, false, false},
     {"qwen3", 2, false, false, true, false, false},
+    {"qwen3_tied", 2, false, false, true, false, true},
     {"gpt_oss", 2, true, false, false, false, false},
     {"llama4", 2, true, false, false, false, false},
     {"llama4_qk_norm", 2, true, false, true, false, false},
@@ -205,7 +206,7 @@ static const struct {
     /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
        llama graph (docs/config.md, Models) */
     {"qwen2", "llama|llama_tied", NULL},
-    {"qwen3", "qwen3", NULL},
+    {"qwen3", "qwen3|qwen3_tied", NULL},
     {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"envy", NULL, "an MoE block"},

@@ -464,6 +464,8 @@ RUNS = {
         "model_name=gemma3-12b per_device_batch_size=1 compile_topology=v5p-16", None),
     "gpt3 position table": (
         "model_name=gpt3-6b per_device_batch_size=4 compile_topology=v5e-16", None),
+    "tied qwen3": (
+        "model_name=qwen3-4b per_device_batch_size=4 compile_topology=v5e-8", None),
 }
 
 

@@ -387,6 +387,46 @@ static void test_preset_param_counts(void **state) {
     }
 }
 
+/* Qwen3's small dense models tie the logits to the embedding table. By
+   hand, a layer with embed E, 16 or 32 query heads and 8 key/value heads
+   of 128, MLP width M: q and o E x 128 Hq each, k and v E x 1024 each,
+   the gated MLP 3 E M, the query and key norms 128 each, the two layer
+   norms E each; the model: layers x that, the table 151936 x E once, the
+   final norm E.
+     0.6B: E 1024, Hq 16, M 3072, 28 layers: 15,730,944 a layer,
+           440,466,432 + 155,582,464 + 1024 = 596,049,920
+     1.7B: E 2048, Hq 16, M 6144, 28 layers: 50,336,000 a layer,
+           1,409,408,000 + 311,164,928 + 2048 = 1,720,574,976
+     4B:   E 2560, Hq 32, M 9728, 36 layers: 100,930,816 a layer,
+           3,633,509,376 + 388,956,160 + 2560 = 4,022,468,096
+   The model cards round the totals (0.6B, 1.7B, 4.0B: 0.7%, 1.2% and 0.6%
+   from these); their non-embedding counts (0.44B, 1.4B, 3.6B) hold to
+   their rounding. */
+static void test_tied_qwen3_counts(void **state) {
+    (void)state;
+    static const struct {
+        const char *model;
+        uint64_t total;
+        double non_embedding, half;
+    } models[] = {{"model_name=qwen3-0.6b", 596049920u, 0.44e9, 0.005e9},
+                  {"model_name=qwen3-1.7b", 1720574976u, 1.4e9, 0.05e9},
+                  {"model_name=qwen3-1.7b-base", 1720574976u, 1.4e9, 0.05e9},
+                  {"model_name=qwen3-4b", 4022468096u, 3.6e9, 0.05e9},
+                  {"model_name=qwen3-4b-base", 4022468096u, 3.6e9, 0.05e9},
+                  {"model_name=qwen3-4b-thinking-2507", 4022468096u, 3.6e9, 0.05e9}};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        const char *args[] = {models[i].model, "per_device_batch_size=1", "max_target_length=1024",
+                              NULL};
+        fx_run_t *f = fx_analyze_ok(NULL, args);
+        assert_int_equal(f->r.param_count, models[i].total);
+        assert_string_equal(f->graph->name, "qwen3_tied");
+        const double table = (double)f->cfg.vocab_size * (double)f->cfg.base_emb_dim;
+        assert_true(fabs((double)f->r.param_count - table - models[i].non_embedding) <=
+                    models[i].half);
+        fx_free(f);
+    }
+}
+
 /* The built-in MoE graphs at tiny sizes (batch 1, seq 4, embed 8, 4
    experts, top-2): what each kind keeps per preset under JAX's residual
    rule, as `remat table --kind tensors` lists it, kinds in stack order. */
@@ -830,6 +870,7 @@ int main(void) {
         cmocka_unit_test(test_every_and_stages),
         cmocka_unit_test(test_stack_errors),
         cmocka_unit_test(test_preset_param_counts),
+        cmocka_unit_test(test_tied_qwen3_counts),
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),
         cmocka_unit_test(test_grouped_padding_time),

@@ -205,6 +205,9 @@ CASES = [
     # (16384) at sequence 1024.
     case("gpt3-6b", "v5e-16", "full", targets=FIT),
     case("gpt3-6b", "v6e-8", "minimal", targets=FIT),
+    # the tied Qwen3 layer (qwen3_tied): two chips, two policies
+    case("qwen3-4b", "v5e-8", "full", targets=FIT),
+    case("qwen3-1.7b", "v6e-8", "save_qkv_proj", targets=FIT),
 ]
 
 

@@ -19,7 +19,8 @@ sharding constraints, host copies and into shard_map bodies.
     python3 validation/xla/residuals.py --maxtext SRC [--out FILE] [--only GRAPH ...]
 
 `--maxtext SRC` is a MaxText checkout (its `src` folder is put on the path);
-without it the installed `maxtext` package is used. The result, format
+without it the installed `maxtext` package is used. With `--only` or
+`--policies` the run redoes those cases and keeps the file's others. The result, format
 `remat-residuals/1` (validation/README.md), goes to
 validation/xla_residuals.json; the `residuals` ctest compares it with
 `remat table --kind tensors` for the same settings, name by name and byte by
@@ -84,6 +85,7 @@ CASES = [
     {"graph": "deepseek_lite.flash", "settings": ["model_name=deepseek2-16b"], "layers": [(0, "dense"), (1, "moe")]},
     {"graph": "qwen3_moe.flash", "settings": ["model_name=qwen3-30b-a3b"], "layers": [(0, "layer")]},
     {"graph": "qwen3.flash", "settings": ["model_name=qwen3-8b"], "layers": [(0, "layer")]},
+    {"graph": "qwen3_tied.flash", "settings": ["model_name=qwen3-0.6b"], "layers": [(0, "layer")]},
     {"graph": "gpt_oss.flash", "settings": ["model_name=gpt-oss-20b"], "layers": [(0, "local"), (1, "global")]},
     {"graph": "llama4.flash", "settings": ["model_name=llama4-17b-128e"],
      "layers": [(0, "chunked_dense"), (1, "chunked_moe"), (3, "global_moe")]},
@@ -129,6 +131,19 @@ def parse_args(argv):
   return p.parse_args(argv)
 
 
+def kept_cases(args):
+  """With --only or --policies, the recorded cases the run does not redo:
+  a partial run replaces its own cases in the data file and keeps the rest."""
+  if not (args.only or args.policies) or not os.path.exists(args.out):
+    return []
+  with open(args.out, encoding="utf-8") as f:
+    old = json.load(f)
+  if old.get("format") != FORMAT:
+    raise SystemExit(f"{args.out}: format {old.get('format')!r}, not {FORMAT!r}: run without --only")
+  return [c for c in old["cases"]
+          if (args.only and c["graph"] not in args.only) or (args.policies and c["policy"] not in args.policies)]
+
+
 def main(argv):
   args = parse_args(argv)
   for key, value in TRACE_ENV.items():
@@ -157,6 +172,9 @@ def main(argv):
         record.update(tracer.trace(settings, layer))
         print(f"{case['graph']:26} {policy:34} layer {layer} ({kind}): {summary(record)}", flush=True)
         cases.append(record)
+  cases = kept_cases(args) + cases
+  order = {c["graph"]: i for i, c in enumerate(CASES)}
+  cases.sort(key=lambda r: order.get(r["graph"], len(order)))  # stable: policies stay in order
   out = {
       "format": FORMAT,
       "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
