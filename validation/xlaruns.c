@@ -202,6 +202,26 @@ static bool meets(const tally_t *t, const floors_t *f) {
            (double)t->right / n >= f->verdict && t->false_fits <= f->false_fits;
 }
 
+/* Whether a compiled run's peak was read by the harness's rule for steps
+   that hold host memory (xla_messages.hbm_peak): memory_analysis's peak
+   adds the host bytes to HBM's there, so the HBM peak is the one rebuilt
+   from the buffer assignment. False for an entry recorded before the rule
+   (`corpus.py rederive` reads it again). */
+static bool peak_read_as_hbm(json_t *run) {
+    static const char *const host[] = {"host_argument_size_in_bytes", "host_temp_size_in_bytes",
+                                       "host_output_size_in_bytes"};
+    json_t *ma = json_object_get(run, "memory_analysis");
+    json_t *rebuilt = json_object_get(json_object_get(run, "xla_peak_breakdown"),
+                                      "reconstructed_peak_bytes");
+    const char *source = vr_str(run, "xla_peak_source");
+    bool holds_host = false;
+    for (size_t k = 0; k < sizeof host / sizeof host[0]; k++) {
+        holds_host |= vr_num(ma, host[k]) > 0;
+    }
+    return !json_is_true(json_object_get(run, "fits")) || !holds_host || !rebuilt ||
+           (source && strcmp(source, "hbm_rebuilt_from_buffer_assignment") == 0);
+}
+
 /* The row of run @p i, or false (with a message) when the entry is malformed. */
 static bool read_row(json_t *run, json_t *limits, row_t *row, const char *path, size_t i) {
     memset(row, 0, sizeof *row);
@@ -213,6 +233,12 @@ static bool read_row(json_t *run, json_t *limits, row_t *row, const char *path, 
         !json_is_integer(lim)) {
         fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu] needs id, hardware (with its "
                         "$.limits entry) and settings\n", path, i);
+        return false;
+    }
+    if (!peak_read_as_hbm(run)) {
+        fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu] (%s) holds host memory but its "
+                        "xla_peak_bytes is memory_analysis's peak, host bytes included: run "
+                        "validation/xla/corpus.py rederive\n", path, i, row->id);
         return false;
     }
     row->xla_limit = (uint64_t)json_integer_value(lim);
