@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the Gemma, Gemma 2, Gemma 3, tied-llama, tied-Qwen3 and DeepSeek-V2-Lite graphs
+"""Writes the Gemma, Gemma 2, Gemma 3, tied-llama, tied-Qwen3, OLMo 3 and DeepSeek-V2-Lite graphs
 (graphs/gemma.flash.json, graphs/gemma2.flash.json, graphs/gemma3.flash.json,
-graphs/llama_tied.flash.json, graphs/qwen3_tied.flash.json, graphs/deepseek_lite.flash.json)
+graphs/llama_tied.flash.json, graphs/qwen3_tied.flash.json, graphs/olmo3.flash.json,
+graphs/deepseek_lite.flash.json)
 from the pieces of moe_graphs.py and moe_family_a.py: llama's
 attention, its gated MLP, MLA, the routed experts. The JSON files are the
 source the build embeds; this script is how they were made. Run it from
@@ -228,6 +229,55 @@ def qwen3_tied():
         "embedding table (logits_via_embedding), cross-entropy in fp32"), layer=moe_family_a.qwen3()["layer"])
 
 
+def olmo3():
+    """Olmo3DecoderLayer (models/olmo3.py): no pre-norms. The attention
+    reads the layer input: q, k, v projections, one RMSNorm over all of q's
+    heads and one over k's (GlobalRMSNorm, attentions.py picks it for
+    model_name olmo3*) before RoPE, the query times head_dim^-0.5, the
+    flash kernel, the output projection, a post-attention RMSNorm, the
+    residual; llama's gated SiLU MLP on the residual stream, a post-MLP
+    RMSNorm, the residual. Three sliding-window layers then one global
+    (OLMO3_ATTENTION_PATTERN), scanned in blocks of four
+    (Olmo3ScannableBlock, inhomogeneous_layer_cycle_interval). YaRN's RoPE
+    scaling is elementwise in the rope op. Head as llama's (untied)."""
+    t, ops = moe_family_a.attention(128 ** -0.5, qk_norm="global")
+    for n in ("ln1_scale", "xn", "ln1_rstd", "ln2_scale", "hn", "ln2_rstd"):
+        del t[n]
+    ops = [o for o in ops if o["name"] not in ("pre_attention_norm", "pre_mlp_norm")]
+    for o in ops:
+        o["in"] = ["x" if n == "xn" else n for n in o["in"]]
+    t["post_attn_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["attn_normed"] = T(BSE)
+    t["post_attn_rstd"] = T(["batch", "seq"], "fp32")
+    at = op_index(ops, "attention_residual")
+    ops.insert(at, O("post_attention_norm", "rmsnorm", ["attn", "post_attn_scale"],
+                     ["attn_normed", "post_attn_rstd"]))
+    ops[at + 1]["in"] = ["x", "attn_normed"]
+    out = dense_mlp(t, ops, "h1", "mlp", "mlp_")
+    t["post_ffw_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["mlp_normed"] = T(BSE)
+    t["post_ffw_rstd"] = T(["batch", "seq"], "fp32")
+    t["y"] = T(BSE)
+    ops += [O("post_ffw_norm", "rmsnorm", [out, "post_ffw_scale"], ["mlp_normed", "post_ffw_rstd"]),
+            O("mlp_residual", "add", ["h1", "mlp_normed"], ["y"])]
+    block = {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
+    g = {"format": base["format"], "name": "olmo3", "description": (
+        "OLMo 3 decoder layer as MaxText runs it (decoder_block olmo3): no pre-norms; q, k, v projections "
+        "of the layer input, one RMSNorm over all query heads and one over all key heads (GlobalRMSNorm: "
+        "scale [heads, head_dim]) before RoPE, the query times head_dim^-0.5 (tagged query_proj after "
+        "it), the flash kernel, output projection, post-attention RMSNorm, residual; llama's gated SiLU "
+        "MLP on the residual stream, post-MLP RMSNorm, residual. Three sliding-window layers "
+        "(sliding_window_size) then one global, layer i global when (i + 1) is a multiple of 4 "
+        "(OLMO3_ATTENTION_PATTERN), scanned in blocks of inhomogeneous_layer_cycle_interval layers. "
+        "Head as llama's: token embedding, final RMSNorm, untied logits, cross-entropy in fp32"),
+        "dims": copy.deepcopy(base["dims"]),
+        "blocks": {"decoder": block},
+        "stack": [{"name": "global", "block": "decoder", "every": 4},
+                  {"name": "local", "block": "decoder", "window": "sliding_window_size"}],
+        "head": copy.deepcopy(base["head"])}
+    return g
+
+
 def gemma1():
     """GemmaDecoderLayer (models/gemma.py): llama's layer with the Gemma
     activations ['gelu', 'linear'] (GeGLU: gelu on wi_0), no post-norms,
@@ -246,6 +296,7 @@ def gemma1():
 if __name__ == "__main__":
     write("llama_tied", llama_tied())
     write("qwen3_tied", qwen3_tied())
+    write("olmo3", olmo3())
     write("gemma", gemma1())
     write("gemma2", gemma2())
     write("gemma3", gemma3())

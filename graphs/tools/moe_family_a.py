@@ -70,6 +70,9 @@ def redirect(t, ops, name, old, new):
 def attention(q_scale, qk_norm=None, rope=True, temperature=False, bias=False, sinks=False):
     """llama's attention up to the pre-MLP norm (hn), with:
     qk_norm "rms": per-head RMSNorm (scale [head_dim]) on q and k before RoPE (Qwen3);
+            "global": one RMSNorm over all of q's heads and one over k's
+                  (scale [heads, head_dim], statistics [batch, seq]) before
+                  RoPE: Olmo 3's GlobalRMSNorm (normalizations.py);
             "l2": Llama 4's weightless L2 norm after RoPE, as an RMSNorm whose
                   scale is one [head_dim] vector of ones (see the description);
     rope False: a NoPE layer (Llama 4's global layers), no RoPE;
@@ -99,6 +102,10 @@ def attention(q_scale, qk_norm=None, rope=True, temperature=False, bias=False, s
     if qk_norm == "rms":
         t["q_norm_scale"] = T(["head_dim"], "weight", param=True, axes=["norm"])
         t["k_norm_scale"] = T(["head_dim"], "weight", param=True, axes=["norm"])
+    if qk_norm == "global":
+        t["q_norm_scale"] = T(["heads", "head_dim"], "weight", param=True, axes=["norm", None])
+        t["k_norm_scale"] = T(["kv_heads", "head_dim"], "weight", param=True, axes=["norm", None])
+    if qk_norm in ("rms", "global"):
         qsteps.append(("q_norm", "rmsnorm", "q_norm_scale", {}))
         ksteps.append(("k_norm", "rmsnorm", "k_norm_scale", {}))
     if rope:
@@ -123,7 +130,8 @@ def attention(q_scale, qk_norm=None, rope=True, temperature=False, bias=False, s
             ins = [cur] + ([param] if param else [])
             outs = [out]
             if kind == "rmsnorm":
-                t[out + "_rstd"] = T(["batch", "seq", heads], "fp32")
+                rows = ["batch", "seq"] if qk_norm == "global" and param != "qk_l2_unit" else ["batch", "seq", heads]
+                t[out + "_rstd"] = T(rows, "fp32")
                 outs.append(out + "_rstd")
             new.append(O(name, kind, ins, outs, **copy.deepcopy(kw)))
             cur = out

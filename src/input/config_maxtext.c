@@ -179,6 +179,7 @@ static const graph_features_t graph_features[] = {
     {"llama4_qk_norm", 2, true, false, true, false, false},
     {"gemma2", 2, false, false, false, true, true},
     {"gemma3", 2, false, false, true, true, true},
+    {"olmo3", 2, false, false, true, true, false},
 };
 
 /* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
@@ -210,7 +211,7 @@ static const struct {
     {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"envy", NULL, "an MoE block"},
-    {"olmo3", NULL, "post-norm layers with query and key norms and sliding-window attention"},
+    {"olmo3", "olmo3", NULL},
 };
 
 /* Whether @p graph is one of the "a|b" list @p list. */

@@ -198,15 +198,21 @@ static void shape_str(const remat_graph_t *g, const remat_tensor_t *t, char *buf
     buf[len] = '\0';
 }
 
-/* The last dim of x, as a rank-1 shape: what a norm's scale must be. */
-static bool is_last_dim(const remat_tensor_t *x, const remat_tensor_t *s) {
-    return s->rank == 1 && x->rank >= 1 && s->dim[0] == x->dim[x->rank - 1];
+/* The last @p r dims of x (r >= 1): what a norm's scale must be. */
+static bool is_last_dims(const remat_tensor_t *x, const remat_tensor_t *s, size_t r) {
+    return r >= 1 && s->rank == r && x->rank >= r &&
+           memcmp(s->dim, x->dim + (x->rank - r), r * sizeof s->dim[0]) == 0;
+}
+
+/* x without its last @p r dims: the shape of statistics over them. */
+static bool is_rows_of(const remat_tensor_t *x, const remat_tensor_t *s, size_t r) {
+    return x->rank >= r && s->rank == x->rank - r &&
+           memcmp(s->dim, x->dim, s->rank * sizeof s->dim[0]) == 0;
 }
 
 /* x without its last dim: the shape of per-row statistics. */
 static bool is_rows(const remat_tensor_t *x, const remat_tensor_t *s) {
-    return x->rank >= 1 && s->rank == x->rank - 1 &&
-           memcmp(s->dim, x->dim, s->rank * sizeof s->dim[0]) == 0;
+    return x->rank >= 1 && is_rows_of(x, s, 1);
 }
 
 /* One op under check: its graph and block, where to report, and its first
@@ -340,21 +346,27 @@ static remat_status_t check_elementwise(const opcheck_t *c) {
 }
 
 /* rmsnorm and layernorm: scale (and bias) over the last dim, statistics per row. */
+/* A norm reduces over its scale's dims, the input's last ones: one for a
+   norm per row, more for one over several (Olmo 3's query and key norms
+   over all heads at once, MaxText's GlobalRMSNorm: scale [heads, head_dim],
+   statistics [batch, seq]). Its bias, and its statistics, follow the scale. */
 static remat_status_t check_norm(const opcheck_t *c) {
     const remat_op_t *op = c->op;
     const remat_tensor_t *x = c->x;
     if (!same_shape(x, c->y)) {
         return shape_mismatch(c, x, c->y, "must have the same shape");
     }
+    const size_t r = T(c->b, op->in[1])->rank; /* nin >= 2: the op table's */
     for (size_t i = 1; i < op->nin; i++) {
-        if (!is_last_dim(x, T(c->b, op->in[i]))) {
-            return shape_mismatch(c, T(c->b, op->in[i]), x, "must be the last dim of the input");
+        if (!is_last_dims(x, T(c->b, op->in[i]), r)) {
+            return shape_mismatch(c, T(c->b, op->in[i]), x,
+                                  "must be the last dims of the input (the scale's count)");
         }
     }
     for (size_t i = 1; i < op->nout; i++) {
-        if (!is_rows(x, T(c->b, op->out[i]))) {
+        if (!is_rows_of(x, T(c->b, op->out[i]), r)) {
             return shape_mismatch(c, T(c->b, op->out[i]), x,
-                                  "must be the input without its last dim (statistics)");
+                                  "must be the input without the scale's dims (statistics)");
         }
     }
     return REMAT_OK;

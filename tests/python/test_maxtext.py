@@ -466,6 +466,8 @@ RUNS = {
         "model_name=gpt3-6b per_device_batch_size=4 compile_topology=v5e-16", None),
     "tied qwen3": (
         "model_name=qwen3-4b per_device_batch_size=4 compile_topology=v5e-8", None),
+    "olmo3 blocks": (
+        "model_name=olmo3-7b per_device_batch_size=4 compile_topology=v6e-8", None),
 }
 
 

@@ -427,6 +427,39 @@ static void test_tied_qwen3_counts(void **state) {
     }
 }
 
+/* OLMo 3 (the olmo3 graph): a layer with embed E, Hq query and Hk
+   key/value heads of 128 and MLP width M has q and o E x 128 Hq each, k
+   and v E x 128 Hk each, the gated MLP 3 E M, the query and key norms over
+   all heads 128 Hq and 128 Hk, and the post-attention and post-MLP norms E
+   each; the model: layers x that, untied embedding and logits tables of
+   100278 x E each, the final norm E.
+     7B:  E 4096, Hq 32, Hk 32, M 11008, 32 layers: 202,391,552 a layer,
+          6,476,529,664 + 2 x 410,738,688 + 4096 = 7,298,011,136
+     32B: E 5120, Hq 40, Hk 8, M 27648, 64 layers: 487,604,224 a layer,
+          31,206,670,336 + 2 x 513,423,360 + 5120 = 32,233,522,176
+   Hugging Face's pages for the checkpoints count 7.3B and 32.2B. The
+   layers scan in blocks of four (Olmo3ScannableBlock): one remat unit. */
+static void test_olmo3_counts(void **state) {
+    (void)state;
+    static const struct {
+        const char *model;
+        uint64_t total;
+        double published;
+    } models[] = {{"model_name=olmo3-7b", 7298011136u, 7.3e9},
+                  {"model_name=olmo3-7b-pt", 7298011136u, 7.3e9},
+                  {"model_name=olmo3-32b", 32233522176u, 32.2e9}};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        const char *args[] = {models[i].model, "per_device_batch_size=1", "max_target_length=1024",
+                              NULL};
+        fx_run_t *f = fx_analyze_ok(NULL, args);
+        assert_int_equal(f->r.param_count, models[i].total);
+        assert_true(fabs((double)f->r.param_count - models[i].published) / models[i].published <=
+                    0.005);
+        assert_int_equal(f->r.remat_unit, 4);
+        fx_free(f);
+    }
+}
+
 /* The built-in MoE graphs at tiny sizes (batch 1, seq 4, embed 8, 4
    experts, top-2): what each kind keeps per preset under JAX's residual
    rule, as `remat table --kind tensors` lists it, kinds in stack order. */
@@ -871,6 +904,7 @@ int main(void) {
         cmocka_unit_test(test_stack_errors),
         cmocka_unit_test(test_preset_param_counts),
         cmocka_unit_test(test_tied_qwen3_counts),
+        cmocka_unit_test(test_olmo3_counts),
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),
         cmocka_unit_test(test_grouped_padding_time),

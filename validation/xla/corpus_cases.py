@@ -208,6 +208,9 @@ CASES = [
     # the tied Qwen3 layer (qwen3_tied): two chips, two policies
     case("qwen3-4b", "v5e-8", "full", targets=FIT),
     case("qwen3-1.7b", "v6e-8", "save_qkv_proj", targets=FIT),
+    # OLMo 3 (no pre-norms, query/key norms over all heads, blocks of 4 layers)
+    case("olmo3-7b", "v6e-8", "full", targets=FIT),
+    case("olmo3-32b", "v5p-16", "save_qkv_proj", layers="auto", targets=FIT, step=4),
 ]
 
 

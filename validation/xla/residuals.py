@@ -92,6 +92,7 @@ CASES = [
     {"graph": "llama4_qk_norm.flash", "settings": ["model_name=llama4-17b-16e"], "layers": [(0, "chunked_moe"), (3, "global_moe")]},
     {"graph": "gemma2.flash", "settings": ["model_name=gemma2-2b"], "layers": [(0, "layer")]},
     {"graph": "gemma3.flash", "settings": ["model_name=gemma3-4b"], "layers": [(0, "local"), (5, "global")]},
+    {"graph": "olmo3.flash", "settings": ["model_name=olmo3-7b"], "layers": [(0, "local"), (3, "global")]},
 ]
 
 # MaxText's preset policies (its `get_remat_policy`), then `custom` mixes
