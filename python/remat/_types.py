@@ -352,6 +352,7 @@ class ResultBase:
     pipeline_iterations: int
     remat_unit: int
     unit_held_peak_bytes: int | None
+    weights_streamed: bool
     worst_stage: int
     stages: list[Stage]
     peak_hbm_bytes: int

@@ -1106,6 +1106,7 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
     r->nstages = an->nstages;
     r->stages = remat_i_result_alloc(r, an->nstages * sizeof *r->stages);
     r->remat_unit = an->unit;
+    r->weights_streamed = remat_i_windowed_einsums(an);
     r->unit_held_peak_bytes = 0;
     an->hold = true;
     unit_rows(an, r);

@@ -314,6 +314,7 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "remat_unit", jint(r->remat_unit));
     json_object_set_new(o, "unit_held_peak_bytes",
                         r->unit_held_peak_bytes ? jint(r->unit_held_peak_bytes) : json_null());
+    json_object_set_new(o, "weights_streamed", json_boolean(r->weights_streamed));
     json_object_set_new(o, "worst_stage", jint(r->worst_stage));
     json_object_set_new(o, "stages", stages_json(r));
     json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));

@@ -194,6 +194,11 @@ typedef struct remat_result {
        block's peak is the one reported, or the unit is one layer). */
     uint64_t remat_unit;
     uint64_t unit_held_peak_bytes;
+    /* Whether XLA:TPU runs the layers' weight matmuls as windowed einsums
+       here (one sharded mesh axis, fsdp, over at most 32 devices): each
+       weight streams shard by shard, and no gathered copy or whole weight
+       gradient of a layer is counted (docs/memory-model.md). */
+    bool weights_streamed;
     uint64_t dim_size[REMAT_MAX_DIMS]; /* bound per-device size of each graph dim */
     /* private: the blocks the tables above are carved from, which the
        result owns. remat_result_release frees them; an analysis into a
