@@ -213,10 +213,11 @@ typedef struct stage_static {
 
 /* Layers first..last, all of profile `profile`; names_input: their policy
    saves decoder_layer_input by name (device or offload, or a default that
-   saves everything), so a block keeps its inner layers' inputs too. */
+   saves everything), so a block keeps its inner layers' inputs too;
+   input_on_device: it keeps them in HBM (not offloaded). */
 typedef struct layer_run {
     size_t first, last, profile;
-    bool names_input;
+    bool names_input, input_on_device;
 } layer_run_t;
 
 struct remat_analyzer {

@@ -377,23 +377,30 @@ static uint64_t range_key(const remat_policy_t *policy, size_t l) {
    run: the distinct pairs are looked up once a run, not once a layer. */
 /* Layers [@p l, @p end) of profile @p p appended to the runs, merged with
    the run before when it has the profile. */
-static void add_run(remat_analyzer_t *an, size_t l, size_t end, size_t p, bool names_input) {
-    layer_run_t *last = an->nruns ? &an->runs[an->nruns - 1] : NULL;
-    if (last && last->profile == p && last->last + 1 == l && last->names_input == names_input) {
-        last->last = end - 1;
-    } else {
-        an->runs[an->nruns++] = (layer_run_t){l, end - 1, p, names_input};
+/* Where @p policy puts decoder_layer_input at layer @p l: by name, or by a
+   default that saves everything (on the device), else re-run. */
+static remat_place_t input_place(const remat_policy_t *policy, size_t l) {
+    remat_place_t place;
+    if (remat_policy_lookup(policy, "decoder_layer_input", l, &place)) {
+        return place;
     }
+    return policy->fallback == REMAT_PLACE_DEVICE ? REMAT_PLACE_DEVICE : REMAT_PLACE_REMAT;
 }
 
-/* Whether @p policy saves decoder_layer_input at layer @p l by name (to
-   HBM or the host) or by a default that saves everything: a block's inner
-   layers' inputs are then saved too (input_dropped). */
-static bool names_input(const remat_policy_t *policy, size_t l) {
-    remat_place_t place;
-    return remat_policy_lookup(policy, "decoder_layer_input", l, &place)
-               ? place != REMAT_PLACE_REMAT
-               : policy->fallback == REMAT_PLACE_DEVICE;
+/* Layers [l, end) of profile @p p, their input placed as @p policy says at
+   @p l: saved by name (HBM or the host), a block's inner layers' inputs
+   are saved too (input_dropped). */
+static void add_run(remat_analyzer_t *an, size_t l, size_t end, size_t p,
+                    const remat_policy_t *policy) {
+    const remat_place_t place = input_place(policy, l);
+    const bool names = place != REMAT_PLACE_REMAT, device = place == REMAT_PLACE_DEVICE;
+    layer_run_t *last = an->nruns ? &an->runs[an->nruns - 1] : NULL;
+    if (last && last->profile == p && last->last + 1 == l && last->names_input == names &&
+        last->input_on_device == device) {
+        last->last = end - 1;
+    } else {
+        an->runs[an->nruns++] = (layer_run_t){l, end - 1, p, names, device};
+    }
 }
 
 static remat_status_t plan_ranges(remat_analyzer_t *an, const remat_policy_t *policy,
@@ -428,7 +435,7 @@ static remat_status_t plan_ranges(remat_analyzer_t *an, const remat_policy_t *po
             key_profile[nkeys++] = profile_of_plan(r, kind, plan, l);
         }
         const size_t p = key_profile[k];
-        add_run(an, l, end, p, names_input(policy, l));
+        add_run(an, l, end, p, policy);
         r->profiles[p].last = end - 1;
         r->profiles[p].nlayers += end - l;
     }
@@ -448,7 +455,7 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
         pr->first = 0;
         pr->last = L - 1;
         pr->nlayers = L;
-        add_run(an, 0, L, 0, names_input(policy, 0));
+        add_run(an, 0, L, 0, policy);
     } else if ((st = check_ranges(policy, L, err)) || (st = plan_ranges(an, policy, r, err))) {
         return st;
     }
@@ -1079,6 +1086,36 @@ static remat_status_t all_stages(remat_analyzer_t *an, remat_result_t *r, remat_
     return REMAT_OK;
 }
 
+/* The share of the way from the held step down to the layer-by-layer one
+   that XLA's rematerialization is taken to cover where the blocks' inner
+   inputs are re-run or offloaded: it covered 16% (Llama 4 Maverick) and
+   failed at 47% (OLMo 3 7B, batch 12), so a fifth (below). */
+#define UNIT_TAKE_BACK_NUM 1
+#define UNIT_TAKE_BACK_DEN 5
+
+/* Whether the budget lies within UNIT_TAKE_BACK of the way from @p held
+   (over it) down to @p apart (under it). Bytes are below 2^62: the
+   products fit in 64 bits. */
+static bool takes_apart(uint64_t held, uint64_t apart, uint64_t budget) {
+    assert(held > budget && apart <= held && held <= BYTES_MAX);
+    return UNIT_TAKE_BACK_DEN * (held - budget) <= UNIT_TAKE_BACK_NUM * (held - apart);
+}
+
+/* Whether every layer keeps its input in HBM (decoder_layer_input on the
+   device): each layer's re-run then needs nothing from the layers below
+   it, and XLA's rematerialization, over the limit, runs it just before the
+   layer's backward, as the layer-by-layer step does (Gemma 3 12B at 32k
+   on v6e, its layer inputs kept: 26.5 GiB compiled where the blocks held
+   whole would need 45.9). */
+static bool inputs_on_device(const remat_analyzer_t *an) {
+    for (size_t i = 0; i < an->nruns; i++) {
+        if (!an->runs[i].input_on_device) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The stages, once with the hold set as @p hold; a traced run keeps this
    run's events only. */
 static remat_status_t stages_with(remat_analyzer_t *an, bool hold, remat_result_t *r,
@@ -1095,13 +1132,20 @@ static remat_status_t stages_with(remat_analyzer_t *an, bool hold, remat_result_
    does not fit its limit, re-runs the held layers' residuals where their
    backward reads them: Gemma 3 at 32k on v6e holds 6.8 GiB of re-runs,
    not the 6 layers' 32 (docs/validation.md, "Blocks re-run whole"). It
-   gets there only with room to spare: when the layer-by-layer step is not
+   gets there only with room to spare. When the layer-by-layer step is not
    under the budget less the safety margin, XLA keeps the blocks' re-runs
    and is refused at about the held figure (Llama 4 Scout under full:
    124.3 GiB where the held step is 128.4 and the layer-by-layer one 93.5,
-   of a 94.75 GiB limit; on v5p-16, 156.7 against 155.6 and 112.1). So the
-   stages are simulated again layer by layer, and that figure kept, with
-   the held one for the note, only when it is under the margin. */
+   of a 94.75 GiB limit; on v5p-16, 156.7 against 155.6 and 112.1). And it
+   takes the hold apart only partway: of the way from the held step down
+   to the layer-by-layer one, the compiles that fit needed 16% (Llama 4
+   Maverick on v5p-128) and 61% (Gemma 3 12B at 32k), those refused 74%
+   (Gemma 3 12B, 48 layers, batch 8 on v6e-16) and 85% (OLMo 3 7B, batch 16
+   on v6e-8). So the stages are simulated again layer by layer, and that
+   figure kept, with the held one for the note, only when it is under the
+   margin and the budget is within UNIT_TAKE_BACK of that way, or the
+   layers keep their inputs in HBM (inputs_on_device: nothing holds the
+   re-runs together then). */
 remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err) {
     r->nstages = an->nstages;
     r->stages = remat_i_result_alloc(r, an->nstages * sizeof *r->stages);
@@ -1121,7 +1165,8 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
         an->hold = true;
         return st;
     }
-    if (r->stages[r->worst_stage].peak_bytes <= usable) {
+    const uint64_t apart = r->stages[r->worst_stage].peak_bytes;
+    if (apart <= usable && (inputs_on_device(an) || takes_apart(held, apart, budget))) {
         an->hold = true;
         r->unit_held_peak_bytes = held;
         return REMAT_OK;

@@ -211,6 +211,9 @@ CASES = [
     # OLMo 3 (no pre-norms, query/key norms over all heads, blocks of 4 layers)
     case("olmo3-7b", "v6e-8", "full", targets=FIT),
     case("olmo3-32b", "v5p-16", "save_qkv_proj", layers="auto", targets=FIT, step=4),
+    # blocks of 4 re-run whole near the limit: where XLA's rematerialization
+    # takes the held re-runs apart (the layer-by-layer step at these shares)
+    case("olmo3-7b", "v6e-8", "full", targets=(0.82, 0.85, 0.88)),
 ]
 
 
