@@ -1116,6 +1116,18 @@ static bool inputs_on_device(const remat_analyzer_t *an) {
     return true;
 }
 
+/* The highest of the stages' floors: no simulation of them, held or
+   layer by layer, peaks below it (the floor counts the static bytes, the
+   saved residuals and the gradients, which the hold does not change), so
+   a layer-by-layer step that the floor already rules out need not run. */
+static uint64_t floor_of(const remat_result_t *r) {
+    uint64_t top = 0;
+    for (size_t k = 0; k < r->nstages; k++) {
+        top = r->stages[k].floor_bytes > top ? r->stages[k].floor_bytes : top;
+    }
+    return top;
+}
+
 /* The stages, once with the hold set as @p hold; a traced run keeps this
    run's events only. */
 static remat_status_t stages_with(remat_analyzer_t *an, bool hold, remat_result_t *r,
@@ -1137,11 +1149,12 @@ static remat_status_t stages_with(remat_analyzer_t *an, bool hold, remat_result_
    and is refused at about the held figure (Llama 4 Scout under full:
    124.3 GiB where the held step is 128.4 and the layer-by-layer one 93.5,
    of a 94.75 GiB limit; on v5p-16, 156.7 against 155.6 and 112.1). And it
-   takes the hold apart only partway: of the way from the held step down
-   to the layer-by-layer one, the compiles that fit needed 16% (Llama 4
-   Maverick on v5p-128) and 61% (Gemma 3 12B at 32k), those refused 74%
-   (Gemma 3 12B, 48 layers, batch 8 on v6e-16) and 85% (OLMo 3 7B, batch 16
-   on v6e-8). So the stages are simulated again layer by layer, and that
+   takes the hold apart only partway where the inner inputs are re-run or
+   offloaded: of the way from the held step down to the layer-by-layer
+   one, the compile that fit needed 16% (Llama 4 Maverick on v5p-128),
+   those refused 47% to 85% (OLMo 3 7B, batch 12 to 16 on v6e-8) and 74%
+   (Gemma 3 12B, 48 layers, batch 8 on v6e-16). So the stages are simulated
+   again layer by layer, when their floor (floor_of) leaves room, and that
    figure kept, with the held one for the note, only when it is under the
    margin and the budget is within UNIT_TAKE_BACK of that way, or the
    layers keep their inputs in HBM (inputs_on_device: nothing holds the
@@ -1160,13 +1173,18 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
     if (st || an->unit == 1 || r->stages[r->worst_stage].peak_bytes <= budget) {
         return st;
     }
-    const uint64_t held = r->stages[r->worst_stage].peak_bytes;
+    const uint64_t held = r->stages[r->worst_stage].peak_bytes, floor = floor_of(r);
+    const bool on_device = inputs_on_device(an);
+    if (floor > usable || (!on_device && !takes_apart(held, floor, budget))) {
+        return REMAT_OK; /* no layer-by-layer step can pass: the held one stands */
+    }
     if ((st = stages_with(an, false, r, err))) {
         an->hold = true;
         return st;
     }
     const uint64_t apart = r->stages[r->worst_stage].peak_bytes;
-    if (apart <= usable && (inputs_on_device(an) || takes_apart(held, apart, budget))) {
+    assert(apart >= floor);
+    if (apart <= usable && (on_device || takes_apart(held, apart, budget))) {
         an->hold = true;
         r->unit_held_peak_bytes = held;
         return REMAT_OK;
