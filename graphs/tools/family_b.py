@@ -49,6 +49,28 @@ def gelu_mlp(t, ops, inp, prefix):
     return out
 
 
+def post_attention_norm(t, ops):
+    """An RMSNorm of the attention's output projection (attn) before the
+    residual, which then adds the normed value (Gemma 2 and 3, OLMo 3)."""
+    t["post_attn_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["attn_normed"] = T(BSE)
+    t["post_attn_rstd"] = T(["batch", "seq"], "fp32")
+    at = op_index(ops, "attention_residual")
+    ops.insert(at, O("post_attention_norm", "rmsnorm", ["attn", "post_attn_scale"],
+                     ["attn_normed", "post_attn_rstd"]))
+    ops[at + 1]["in"] = ["x", "attn_normed"]
+
+
+def post_mlp_norm(t, ops, out):
+    """An RMSNorm of the MLP's output `out`, then the residual into y."""
+    t["post_ffw_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["mlp_normed"] = T(BSE)
+    t["post_ffw_rstd"] = T(["batch", "seq"], "fp32")
+    t["y"] = T(BSE)
+    ops += [O("post_ffw_norm", "rmsnorm", [out, "post_ffw_scale"], ["mlp_normed", "post_ffw_rstd"]),
+            O("mlp_residual", "add", ["h1", "mlp_normed"], ["y"])]
+
+
 def gemma_sublayer(prefix, inp, qk_norm, query_scale):
     """One Gemma decoder sub-layer (MaxText's Gemma2DecoderLayer half, or a
     Gemma3DecoderLayer) on the residual stream `inp`: pre-norm, GQA with RoPE
@@ -81,22 +103,8 @@ def gemma_sublayer(prefix, inp, qk_norm, query_scale):
         t["q_rot"] = T(["batch", "seq", "heads", "head_dim"])
         ops[op_index(ops, "q_rope")]["out"] = ["q_rot"]
         ops.insert(op_index(ops, "k_rope") + 1, O("query_scale", "scale", ["q_rot"], ["q"]))
-    # post-attention norm between the output projection and the residual
-    t["post_attn_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
-    t["attn_normed"] = T(BSE)
-    t["post_attn_rstd"] = T(["batch", "seq"], "fp32")
-    at = op_index(ops, "attention_residual")
-    ops.insert(at, O("post_attention_norm", "rmsnorm", ["attn", "post_attn_scale"],
-                     ["attn_normed", "post_attn_rstd"]))
-    ops[at + 1]["in"] = ["x", "attn_normed"]
-    # the MLP, its post norm and the residual
-    out = gelu_mlp(t, ops, "hn", "mlp_")
-    t["post_ffw_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
-    t["mlp_normed"] = T(BSE)
-    t["post_ffw_rstd"] = T(["batch", "seq"], "fp32")
-    t["y"] = T(BSE)
-    ops += [O("post_ffw_norm", "rmsnorm", [out, "post_ffw_scale"], ["mlp_normed", "post_ffw_rstd"]),
-            O("mlp_residual", "add", ["h1", "mlp_normed"], ["y"])]
+    post_attention_norm(t, ops)
+    post_mlp_norm(t, ops, gelu_mlp(t, ops, "hn", "mlp_"))
     t, ops = renamed(t, ops, rename)
     return t, ops, prefix + "y"
 
@@ -246,20 +254,8 @@ def olmo3():
     ops = [o for o in ops if o["name"] not in ("pre_attention_norm", "pre_mlp_norm")]
     for o in ops:
         o["in"] = ["x" if n == "xn" else n for n in o["in"]]
-    t["post_attn_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
-    t["attn_normed"] = T(BSE)
-    t["post_attn_rstd"] = T(["batch", "seq"], "fp32")
-    at = op_index(ops, "attention_residual")
-    ops.insert(at, O("post_attention_norm", "rmsnorm", ["attn", "post_attn_scale"],
-                     ["attn_normed", "post_attn_rstd"]))
-    ops[at + 1]["in"] = ["x", "attn_normed"]
-    out = dense_mlp(t, ops, "h1", "mlp", "mlp_")
-    t["post_ffw_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
-    t["mlp_normed"] = T(BSE)
-    t["post_ffw_rstd"] = T(["batch", "seq"], "fp32")
-    t["y"] = T(BSE)
-    ops += [O("post_ffw_norm", "rmsnorm", [out, "post_ffw_scale"], ["mlp_normed", "post_ffw_rstd"]),
-            O("mlp_residual", "add", ["h1", "mlp_normed"], ["y"])]
+    post_attention_norm(t, ops)
+    post_mlp_norm(t, ops, dense_mlp(t, ops, "h1", "mlp", "mlp_"))
     block = {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
     g = {"format": base["format"], "name": "olmo3", "description": (
         "OLMo 3 decoder layer as MaxText runs it (decoder_block olmo3): no pre-norms; q, k, v projections "

@@ -539,6 +539,7 @@ static void test_weights_streamed(void **state) {
     assert_string_equal(f->r.peak_at.op, "fc2");
     assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 0);
     assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], 0);
+    assert_true(f->r.weights_streamed);
     /* the FLOPs and the bytes moved are the gathered matmul's */
     assert_int_equal(f->r.layers[0].forward_flops, 328);
     fx_free(f);
@@ -547,6 +548,7 @@ static void test_weights_streamed(void **state) {
     f = fx_analyze_with(sharded_mini, fsdp_base, dp);
     assert_int_equal(f->r.peak_bytes, 1904);
     assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], 64 + 64);
+    assert_false(f->r.weights_streamed);
     fx_free(f);
     /* XLA's windowed loop runs at most 32 iterations: llama2-7b's layers
        stream on 32 v5p chips and are gathered on 64, where the peak, the
@@ -560,6 +562,7 @@ static void test_weights_streamed(void **state) {
         assert_string_equal(f->r.peak_at.op, "wo");
         assert_int_equal(f->r.breakdown[REMAT_CAT_GATHERED], k ? 2 * wo : 0);
         assert_int_equal(f->r.breakdown[REMAT_CAT_GRAD_BUFFER], k ? wo : 0);
+        assert_int_equal(f->r.weights_streamed, k == 0);
         fx_free(f);
     }
 }
