@@ -227,6 +227,8 @@ class LayerRow:
     allgather_seconds: float
     reduce_scatter_seconds: float
     all_to_all_seconds: float
+    act_collective_forward_seconds: float
+    act_collective_backward_seconds: float
     d2h_seconds: float
     h2d_seconds: float
     param_fetch_seconds: float

@@ -49,9 +49,11 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
 #define BOUND_ARRAYS(X)                                                                        \
     X(tdim, nt) X(ctdim, nt) X(numel, nt) X(bytes, nt) X(kbytes, nt) X(gbytes, nt)              \
     X(gnumel, nt) X(tbytes, nt) X(cbytes, nt) X(fwd, no) X(bwd, no) X(op_gather, no)           \
-    X(op_gather_mem, no) X(op_wgrad, no) X(fwd_s, no) X(bwd_s, no) X(mark, nt)
+    X(op_gather_mem, no) X(op_wgrad, no) X(fwd_s, no) X(bwd_s, no) X(mark, nt)                 \
+    X(act_f_s, no) X(act_b_s, no) X(act_br_s, no)
 #define BOUND_ZEROED(X)                                                                        \
-    X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no) X(streams, no)
+    X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no) X(streams, no)         \
+    X(act_ag, no) X(act_rs, no)
 
 /* Array starts stay aligned for any element type. */
 #define SLAB_ALIGN ((size_t)16)
@@ -754,7 +756,8 @@ static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_er
     if (x->fp8 && !head) {
         fp8_kept_copies(b, out, out->mark);
     }
-    if ((st = bind_ops(x, b, out, err))) {
+    if ((st = bind_ops(x, b, out, err)) ||
+        (st = remat_i_act_collectives(x->g, b, x->dimsize, out, err))) {
         return st;
     }
     if (x->cfg->fsdp_prefetch && !head) {

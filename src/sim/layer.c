@@ -237,13 +237,15 @@ static void prepare_ops(const remat_block_t *b, const bound_t *bd, size_t *slab,
     k->gin = k->gin_at + no + 1;
     size_t ngin = 0;
     k->fwd_flops = k->bwd_flops = 0;
-    k->fwd_s = k->bwd_s = 0;
+    k->fwd_s = k->bwd_s = k->act_f_s = k->act_b_s = 0;
     for (size_t j = 0; j < no; j++) {
         const remat_op_t *op = &b->ops[j];
         k->fwd_flops += bd->fwd[j];
         k->bwd_flops += bd->bwd[j];
         k->fwd_s += bd->fwd_s[j];
         k->bwd_s += bd->bwd_s[j];
+        k->act_f_s += bd->act_f_s[j];
+        k->act_b_s += bd->act_b_s[j];
         k->xf[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_next[j]) + (int64_t)bd->kv_extra[j];
         k->xb[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_prev[j]) + (int64_t)bd->op_wgrad[j] +
                    (int64_t)bd->kv_extra[j];
@@ -430,6 +432,8 @@ static void classify(play_t *pl, tpl_t *t) {
         pl->rerun = true;
         t->recompute_flops += pl->bd->fwd[j];
         t->rec_s += pl->bd->fwd_s[j];
+        /* the re-run's collectives, and its gather serves the backward */
+        t->act_b_s += pl->bd->act_f_s[j] + (pl->bd->act_br_s[j] - pl->bd->act_b_s[j]);
         for (size_t i = 0; i < op->nin; i++) {
             size_t buf = pl->bd->ix.storage[op->in[i]];
             if (s->rec_use[buf] == REMAT_NONE || p > s->rec_use[buf]) {
@@ -474,6 +478,8 @@ static void totals(play_t *pl, tpl_t *t) {
     t->bwd_flops = pl->k->bwd_flops;
     t->fwd_s = pl->k->fwd_s;
     t->bwd_s = pl->k->bwd_s;
+    t->act_f_s = pl->k->act_f_s;
+    t->act_b_s += pl->k->act_b_s;
 }
 
 /* Forward (1)-(4). The layer input's buffer is in the caller's baseline.

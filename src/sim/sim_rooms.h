@@ -59,6 +59,12 @@ typedef struct bound {
     uint64_t *tbytes;   /* per tensor: its size, views included */
     unsigned char *mark; /* per tensor: binding's scratch */
     double *fwd_s, *bwd_s; /* per op: roofline seconds (op_times) */
+    /* per op: the activation collectives (act_comm.c): bytes each device
+       sends to gather the inputs first gathered here, and to complete its
+       partial output; and their seconds on the op's critical path
+       (op_times), forward, backward and backward when the op re-runs */
+    uint64_t *act_ag, *act_rs;
+    double *act_f_s, *act_b_s, *act_br_s;
     double *xscale;     /* per op: executed over model FLOPs beyond the kernel's own rule
                            (a windowed flash op's whole blocks); 0 is 1 */
     unsigned char *streams; /* per op: a windowed einsum's (remat_i_windowed_einsums): its
@@ -93,6 +99,9 @@ typedef struct tpl {
     int64_t bwd_dcats[REMAT_CAT_COUNT];
     uint64_t saved, offloaded, recompute_flops, fwd_flops, bwd_flops;
     double fwd_s, bwd_s, rec_s;
+    /* its activation collectives' waits (act_comm.c), forward and
+       backward, the re-run's among the backward's */
+    double act_f_s, act_b_s;
     /* the re-run's bytes its backward starts from (RECOMPUTE once the
        plan's re-run ops ran): what the layer holds while the layers above
        it in its remat unit run their backward */
@@ -145,6 +154,7 @@ typedef struct kind_prep {
     size_t *gin_at, *gin;
     uint64_t fwd_flops, bwd_flops; /* summed over the ops in op order, as a profile sums */
     double fwd_s, bwd_s;
+    double act_f_s, act_b_s; /* the activation collectives, no op re-run */
 } kind_prep_t;
 
 /* A layer's measures relative to its start, kept for the trace: its
@@ -476,6 +486,13 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err);
 size_t remat_i_bound_bytes(const remat_block_t *b);
 /* ...and in its own share of the arena (bind_mem), the bytes of: */
 size_t remat_i_bind_bytes(const remat_graph_t *g);
+
+/* act_comm.c: block @p b's activation collectives into @p bd's act_ag and
+   act_rs (zeroed), once its tensors and ops are bound (@p dimsize: the
+   block's whole dim sizes); uses bd's mark as scratch. */
+remat_status_t remat_i_act_collectives(const remat_graph_t *g, const remat_block_t *b,
+                                       const uint64_t *dimsize, bound_t *bd,
+                                       remat_error_t *err);
 
 /* static.c */
 remat_status_t remat_i_static_parts(remat_analyzer_t *an, remat_error_t *err);

@@ -114,6 +114,27 @@ static bool fused_away(const remat_op_t *op, const bound_t *bd) {
     return op->nout > 0;
 }
 
+/* Op @p j's activation collectives in seconds at @p ici (ICI bytes per
+   second), once its rooflines are set (docs/time-model.md, "Activation
+   collectives"). Forward, its consumers wait for them: the gather of its
+   inputs before it runs, the reduce-scatter of its partial output after.
+   Backward, the transposes move the same bytes: its output's gradient is
+   gathered before either contraction can start (waited for); its input's
+   gradient is reduce-scattered, and its input gathered again for the
+   weight gradient, beside its two contractions, so only what they do not
+   cover waits. An op the plan re-runs gathers its input in the re-run
+   (act_f_s there), not again in backward (act_br_s). */
+static void act_times(const remat_op_t *op, double ici, size_t j, bound_t *bd) {
+    const double ag = (double)bd->act_ag[j] / ici, rs = (double)bd->act_rs[j] / ici;
+    bd->act_f_s[j] = ag + rs;
+    if (!op->has_backward) {
+        bd->act_b_s[j] = bd->act_br_s[j] = 0;
+        return;
+    }
+    bd->act_b_s[j] = rs + max2(2 * ag - bd->bwd_s[j], 0);
+    bd->act_br_s[j] = rs + max2(ag - bd->bwd_s[j], 0);
+}
+
 /* The roofline of every op (docs/time-model.md): its time is the larger of
    the FLOPs its kernels execute at the sustained peak of its kind (matmul
    or attention kernel; weight einsums at the fp8 peak under fp8
@@ -134,6 +155,7 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
         const remat_op_t *op = &b->ops[j];
         if (remat_i_opkind_is_view(op->kind)) {
             bd->fwd_s[j] = bd->bwd_s[j] = 0;
+            act_times(op, hw->ici_bw, j, bd); /* a view moves nothing: zeros */
             continue;
         }
         double fmoved = 0, bmoved = 0, f, w;
@@ -154,6 +176,7 @@ void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const r
         double bc = w / peak, bm = bmoved / bw;
         bd->fwd_s[j] = max2(fc, fm);
         bd->bwd_s[j] = op->has_backward ? max2(bc, bm) : 0;
+        act_times(op, hw->ici_bw, j, bd);
     }
 }
 
@@ -186,8 +209,10 @@ static void layer_row(const remat_analyzer_t *an, const tpl_t *t, double fsdp_fr
        critical path, forward and backward. */
     const double ep = (double)an->mesh.shards[REMAT_AXIS_EXPERT];
     row->all_to_all_seconds = (double)col->all_to_all * (ep - 1) / ep / an->hw->ici_bw;
-    double f = t->fwd_s + row->all_to_all_seconds;
-    double b2 = t->bwd_s + t->rec_s + row->all_to_all_seconds;
+    row->act_collective_forward_seconds = t->act_f_s;
+    row->act_collective_backward_seconds = t->act_b_s;
+    double f = t->fwd_s + row->all_to_all_seconds + t->act_f_s;
+    double b2 = t->bwd_s + t->rec_s + row->all_to_all_seconds + t->act_b_s;
     double fc = row->allgather_seconds, bcol = row->allgather_seconds + row->reduce_scatter_seconds;
     double d2h = row->d2h_seconds, h2d = row->h2d_seconds + row->param_fetch_seconds;
     row->forward_seconds = max2(max2(max2(f, fc), d2h), row->param_fetch_seconds);
@@ -318,17 +343,23 @@ static remat_status_t worst_stage_work(const remat_analyzer_t *an, remat_result_
    floating add's latency). */
 typedef struct fsums {
     double slowest, model, rec;                      /* the stages' layers */
-    double head, head_model;                         /* the head's, once per step */
+    double head, head_model, head_wait;              /* the head's, once per step */
     double d2h, exposed, collective, rerun;          /* the worst stage's */
 } fsums_t;
 
-/* The worst stage's per-step terms of @p row, into @p per[4]: transfers
-   beyond the compute (exposed), collectives beyond it, D2H and re-run. */
+/* The worst stage's per-step terms of @p row, into @p per[4]: host
+   transfers beyond the compute and collectives (exposed), collectives
+   beyond the compute, D2H and re-run. */
 static void worst_terms(const remat_layer_row_t *row, double steps, double *per) {
     const double fc = row->forward_compute_seconds;
     const double bc = row->backward_compute_seconds + row->recompute_seconds;
-    const double fcol = max2(fc, row->allgather_seconds);
-    const double bcol = max2(bc, row->allgather_seconds + row->reduce_scatter_seconds);
+    /* the collectives the compute waits for lengthen it; the weights'
+       gathers and scatters run beside it */
+    const double fwait = row->all_to_all_seconds + row->act_collective_forward_seconds;
+    const double bwait = row->all_to_all_seconds + row->act_collective_backward_seconds;
+    const double fcol = max2(fc + fwait, row->allgather_seconds);
+    const double bcol =
+        max2(bc + bwait, row->allgather_seconds + row->reduce_scatter_seconds);
     per[0] = row->d2h_seconds * steps;
     per[1] = (row->forward_seconds - fcol + row->backward_seconds - bcol) * steps;
     per[2] = (fcol - fc + bcol - bc) * steps;
@@ -370,7 +401,12 @@ static void step_fsums(const remat_analyzer_t *an, const remat_result_t *r, uint
     }
     for (size_t p = 0; an->g->has_head && p < an->g->head.nops; p++) {
         size_t j = an->g->head.order[p];
-        f->head += an->hb.fwd_s[j] * (head_reruns(an, p) ? 2 : 1) + an->hb.bwd_s[j];
+        /* its activation collectives wait on its critical path, as a
+           layer's do (the chunked loss's forward runs twice) */
+        const double runs = head_reruns(an, p) ? 2 : 1;
+        const double wait = an->hb.act_f_s[j] * runs + an->hb.act_b_s[j];
+        f->head += an->hb.fwd_s[j] * runs + an->hb.bwd_s[j] + wait;
+        f->head_wait += wait;
         f->head_model += (double)(an->hb.fwd[j] + an->hb.bwd[j]);
     }
 }
@@ -416,7 +452,8 @@ remat_status_t remat_i_step_time(const remat_analyzer_t *an, remat_result_t *r,
     step_fsums(an, r, steps, &f);
     r->d2h_seconds = f.d2h;
     r->exposed_seconds = f.exposed;
-    r->exposed_collective_seconds = f.collective;
+    r->exposed_collective_seconds =
+        f.collective + f.head_wait * (double)an->cfg->gradient_accumulation_steps;
     r->recompute_seconds = f.rerun;
     r->h2d_bytes = r->d2h_bytes;
     r->h2d_seconds = r->d2h_seconds;

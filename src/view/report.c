@@ -157,6 +157,10 @@ static json_t *layers_json(const remat_result_t *r) {
         json_object_set_new(o, "allgather_seconds", json_real(row->allgather_seconds));
         json_object_set_new(o, "reduce_scatter_seconds", json_real(row->reduce_scatter_seconds));
         json_object_set_new(o, "all_to_all_seconds", json_real(row->all_to_all_seconds));
+        json_object_set_new(o, "act_collective_forward_seconds",
+                            json_real(row->act_collective_forward_seconds));
+        json_object_set_new(o, "act_collective_backward_seconds",
+                            json_real(row->act_collective_backward_seconds));
         json_object_set_new(o, "d2h_seconds", json_real(row->d2h_seconds));
         json_object_set_new(o, "h2d_seconds", json_real(row->h2d_seconds));
         json_object_set_new(o, "param_fetch_seconds", json_real(row->param_fetch_seconds));

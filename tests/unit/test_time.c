@@ -218,6 +218,76 @@ static void test_fsdp_collectives(void **state) {
     fx_free(f);
 }
 
+/* Tensor parallelism's activation collectives (time-model.md,
+   "Activation collectives"): y = x + (x @ w1) @ w2 with x [b,e] on
+   activation_embed, w1 [e,m] and w2 [m,e] on embed and mlp, h [b,m] on
+   activation_mlp. On 2 devices of ici_tensor_parallelism, e = 4096, m =
+   16384, per_device_batch_size=4 (b = 8: the batch is not sharded over
+   tensor): x is held [8,2048], h [8,8192], w1 [4096,8192], w2 [8192,4096].
+   mm1 gathers x to [8,4096]: each device sends the 8 x 2048 bf16 it holds,
+   32768 B. mm2 contracts m held at 8192 of 16384: two partial sums of
+   [8,4096] bf16 (65536 B), reduce-scattered: each device sends half,
+   32768 B. Forward the layer waits for both: 65536 B / ICI. Backward
+   under `full`, mm1 re-runs and gathers x again (32768 B), and mm2's
+   output gradient is gathered (32768 B); mm1's input-gradient scatter
+   runs beside its two contractions (its fp32 weight alone takes 36 us at
+   HBM, the scatter 55 ns at ICI). Under `minimal` h is kept: nothing
+   re-runs, and the backward waits only for the output gradient's gather
+   (mm1's regather of x runs beside its contractions). With no FSDP the
+   weights are not gathered: the waits are the exposed collectives. */
+static const char *const tp_graph =
+    "{\"format\":\"remat-graph/1\",\"name\":\"tp\",\"dims\":{"
+    "\"b\":{\"from\":\"per_device_batch_size\",\"axis\":\"activation_batch\"},"
+    "\"e\":{\"from\":\"base_emb_dim\",\"axis\":\"activation_embed\",\"weight_axis\":\"embed\"},"
+    "\"m\":{\"from\":\"base_mlp_dim\",\"axis\":\"activation_mlp\",\"weight_axis\":\"mlp\"}},"
+    "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
+    "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+    "\"w1\":{\"shape\":[\"e\",\"m\"],\"dtype\":\"weight\",\"param\":true},"
+    "\"w2\":{\"shape\":[\"m\",\"e\"],\"dtype\":\"weight\",\"param\":true},"
+    "\"h\":{\"shape\":[\"b\",\"m\"],\"dtype\":\"act\",\"checkpoint\":\"mlpwi\"},"
+    "\"o\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+    "\"y\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}},\"ops\":["
+    "{\"name\":\"mm1\",\"op\":\"einsum\",\"spec\":\"be,em->bm\",\"in\":[\"x\",\"w1\"],\"out\":[\"h\"]},"
+    "{\"name\":\"mm2\",\"op\":\"einsum\",\"spec\":\"bm,me->be\",\"in\":[\"h\",\"w2\"],\"out\":[\"o\"]},"
+    "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]}}";
+
+static void test_tensor_parallel_collectives(void **state) {
+    (void)state;
+    const char *base[] = {"model_name=default",  "per_device_batch_size=4", "base_emb_dim=4096",
+                          "base_mlp_dim=16384", "base_num_decoder_layers=1", "num_devices=2",
+                          "ici_fsdp_parallelism=1", "ici_tensor_parallelism=2", EXACT, NULL};
+    const char *full[] = {"remat_policy=full", NULL}, *minimal[] = {"remat_policy=minimal", NULL};
+    const double unit = 32768 / ICI;
+    fx_run_t *f = fx_analyze_with(tp_graph, base, full);
+    const remat_layer_row_t *row = &f->r.layers[0];
+    assert_int_equal(f->r.profiles[0].tensors[0].shape[1], 2048);
+    assert_float_equal(row->act_collective_forward_seconds, 2 * unit, unit * 1e-12);
+    assert_float_equal(row->act_collective_backward_seconds, 2 * unit, unit * 1e-12);
+    assert_true(row->allgather_seconds == 0 && row->reduce_scatter_seconds == 0);
+    double fwd = row->forward_compute_seconds + 2 * unit;
+    assert_float_equal(row->forward_seconds, fwd, fwd * 1e-12);
+    double bwd = row->backward_compute_seconds + row->recompute_seconds + 2 * unit;
+    assert_float_equal(row->backward_seconds, bwd, bwd * 1e-12);
+    assert_float_equal(f->r.exposed_collective_seconds, 4 * unit, unit * 1e-12);
+    assert_float_equal(f->r.step_seconds, fwd + bwd, bwd * 1e-12);
+    fx_free(f);
+    f = fx_analyze_with(tp_graph, base, minimal);
+    row = &f->r.layers[0];
+    assert_true(f->r.recompute_flops == 0);
+    assert_float_equal(row->act_collective_forward_seconds, 2 * unit, unit * 1e-12);
+    assert_float_equal(row->act_collective_backward_seconds, unit, unit * 1e-12);
+    assert_float_equal(f->r.exposed_collective_seconds, 3 * unit, unit * 1e-12);
+    fx_free(f);
+    /* FSDP alone shards the batch, which no einsum here contracts: no
+       activation collective (the weights' gathers are their own terms) */
+    const char *fsdp[] = {"ici_tensor_parallelism=1", "ici_fsdp_parallelism=2", NULL};
+    f = fx_analyze_with(tp_graph, base, fsdp);
+    row = &f->r.layers[0];
+    assert_true(row->act_collective_forward_seconds == 0 &&
+                row->act_collective_backward_seconds == 0 && row->allgather_seconds > 0);
+    fx_free(f);
+}
+
 /* Parameters in host RAM come over the host link for each pass: 64 MiB at
    1e9 B/s is 67.1 ms, which sets both passes of this layer. HFU is the
    step's FLOPs at the per-device bf16 peak over the step: compute_seconds
@@ -402,6 +472,7 @@ int main(void) {
         cmocka_unit_test(test_fused_ops_move_no_bytes),
         cmocka_unit_test(test_transfers_hide_or_not),
         cmocka_unit_test(test_fsdp_collectives),
+        cmocka_unit_test(test_tensor_parallel_collectives),
         cmocka_unit_test(test_param_fetch_and_hfu),
         cmocka_unit_test(test_fp8_peak),
         cmocka_unit_test(test_vocab_tiling_time),

@@ -80,10 +80,14 @@ typedef struct remat_layer_row {
     double allgather_seconds;        /* FSDP weight gather over ICI (each pass) */
     double reduce_scatter_seconds;   /* FSDP gradient reduce-scatter over ICI */
     double all_to_all_seconds;       /* MoE token all-to-alls over ICI (each pass; not hidden) */
+    /* tensor- and sequence-parallel activation gathers and reduce-scatters
+       over ICI, as much as the layer waits for them: forward, and backward
+       with the re-run's (docs/time-model.md, "Activation collectives") */
+    double act_collective_forward_seconds, act_collective_backward_seconds;
     double d2h_seconds, h2d_seconds; /* host link */
     double param_fetch_seconds;      /* host-resident params to HBM, each pass */
-    double forward_seconds;  /* max(compute, all-gather, D2H): they overlap */
-    double backward_seconds; /* max(compute + recompute, gather + scatter, H2D) */
+    double forward_seconds;  /* max(compute + waits, all-gather, D2H): they overlap */
+    double backward_seconds; /* max(compute + recompute + waits, gather + scatter, H2D) */
 } remat_layer_row_t;
 
 typedef struct remat_tensor_row {
