@@ -378,10 +378,10 @@ static void put_kind(gen_t *G, const remat_kind_t *K) {
     FILE *f = G->a[A_KINDS];
     fprintf(f,
             "    {%" PRIu32 ", %" PRIu32 ", %" PRIu32 ", %" PRIu32 ", %" PRIu32 ", %" PRIu64
-            "u, %" PRIu64 "u, ",
+            "u, %" PRIu64 "u, %s, ",
             intern(&G->pool, K->name), intern(&G->pool, K->block_name),
             intern(&G->pool, K->first), intern(&G->pool, K->every), intern(&G->pool, K->window),
-            K->first_n, K->every_n);
+            K->first_n, K->every_n, K->keeps_offloads ? "true" : "false");
     put_block_desc(f, &d);
     fputs("},\n", f);
 }

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the Gemma, Gemma 2, Gemma 3, tied-llama, tied-Qwen3, OLMo 3 and DeepSeek-V2-Lite graphs
+"""Writes the Gemma, Gemma 2, Gemma 3, Gemma 4, tied-llama, tied-Qwen3, OLMo 3 and DeepSeek-V2-Lite graphs
 (graphs/gemma.flash.json, graphs/gemma2.flash.json, graphs/gemma3.flash.json,
-graphs/llama_tied.flash.json, graphs/qwen3_tied.flash.json, graphs/olmo3.flash.json,
+graphs/gemma4.flash.json, graphs/llama_tied.flash.json, graphs/qwen3_tied.flash.json, graphs/olmo3.flash.json,
 graphs/deepseek_lite.flash.json)
 from the pieces of moe_graphs.py and moe_family_a.py: llama's
 attention, its gated MLP, MLA, the routed experts. The JSON files are the
 source the build embeds; this script is how they were made. Run it from
 anywhere with python3; it needs nothing else. The shapes follow MaxText
-e591f30 (models/gemma2.py, models/gemma3.py, layers/attentions.py,
+e591f30 (models/gemma2.py, models/gemma3.py, models/gemma4.py, layers/attentions.py,
 layers/decoders.py, layers/attention_mla.py, layers/moe.py);
 docs/graph-format.md describes the ops.
 """
@@ -289,7 +289,63 @@ def gemma1():
         "token embedding, final RMSNorm, logits tied to the embedding, cross-entropy in fp32"), layer=layer)
 
 
+def gemma4_layer(glob):
+    """Gemma4DecoderLayer (models/gemma4.py) as MaxText e591f30 trains it:
+    Gemma 3's layer (models/gemma3.py) with query_pre_attn_scalar 1 (no
+    query scale), a value RMSNorm without a scale on every layer
+    (use_v_norm, v_norm_with_scale false in the 31B's yml), and the output
+    times a learned scalar (layer_scalar, shape (1,): a rank-0 param here).
+    A global layer (`glob`) has its own head dim and key/value heads
+    (global_head_dim, global_num_kv_heads) and one key/value projection:
+    the value is the unnormed key (share_kv_projections, attentions.py),
+    normed without a scale. Partial RoPE (global_rope_proportion) rotates a
+    part of each head: elementwise either way."""
+    t, ops, out = gemma_sublayer("", "x", qk_norm=True, query_scale=False)
+    if glob:
+        for v in t.values():
+            v["shape"] = ["global_kv_heads" if d == "kv_heads" else
+                          "global_head_dim" if d == "head_dim" else d for d in v["shape"]]
+        del t["wv"]
+        ops = [o for o in ops if o["name"] != "v_proj"]
+        src = "k_raw"
+    else:
+        src = "v_raw"
+        t[src] = copy.deepcopy(t["k_raw"])
+        ops[op_index(ops, "v_proj")]["out"] = [src]
+    t["v_norm_rstd"] = copy.deepcopy(t["k_norm_rstd"])
+    ops.insert(op_index(ops, "key_norm") + 1, O("value_norm", "rmsnorm", [src], ["v", "v_norm_rstd"]))
+    t["layer_scalar"] = T([], "weight", param=True, axes=[])
+    t["y_sum"] = T(BSE)
+    ops[op_index(ops, "mlp_residual")]["out"] = ["y_sum"]
+    ops.append(O("layer_scale", "mul", ["y_sum", "layer_scalar"], [out]))
+    return {"inputs": ["x"], "outputs": [out], "tensors": t, "ops": ops}
+
+
+def gemma4():
+    g = gemma_graph("gemma4", (
+        "Gemma 4 dense decoder layer as MaxText runs it (decoder_block gemma4): five local "
+        "(sliding-window, sliding_window_size) layers then one global, layer i global when (i + 1) is a "
+        "multiple of 6 (GEMMA4_ATTENTION_PATTERN). Each layer: RMSNorm, attention with per-head RMSNorms "
+        "on q and k before RoPE and an RMSNorm without a scale on v, the flash kernel, output projection, "
+        "post-attention RMSNorm, residual; RMSNorm, GeGLU MLP (gelu on wi_0), post-MLP RMSNorm, residual, "
+        "times a learned scalar. A global layer has global_head_dim and global_num_kv_heads and one "
+        "projection for key and value (the value is the key before its norm and RoPE). Each layer is "
+        "its own remat unit (Gemma4ScannableBlock rematerializes its layers one by one), and a global "
+        "layer keeps on device what the policy offloads by name (its scan's own policy saves them). "
+        "Head: token "
+        "embedding, final RMSNorm, logits tied to the embedding, cross-entropy in fp32. Left out: the "
+        "vision encoder; the MoE (26B) and the per-layer embeddings (E2B, E4B)"),
+        blocks={"local": gemma4_layer(False), "global": gemma4_layer(True)},
+        stack=[{"name": "global", "block": "global", "every": 6, "keeps_offloads": True},
+               {"name": "local", "block": "local", "window": "sliding_window_size"}])
+    g["dims"]["global_head_dim"] = {"from": "global_head_dim"}
+    g["dims"]["global_kv_heads"] = {"from": "global_num_kv_heads", "axis": "activation_kv_heads",
+                                    "weight_axis": "kv_heads"}
+    return g
+
+
 if __name__ == "__main__":
+    write("gemma4", gemma4())
     write("llama_tied", llama_tied())
     write("qwen3_tied", qwen3_tied())
     write("olmo3", olmo3())

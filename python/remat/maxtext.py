@@ -68,6 +68,8 @@ _PLAIN_KEYS = (
     "wi_tile_fwd_batch_seq", "sa_block_kv", "q_lora_rank", "kv_lora_rank",
     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
     "sliding_window_size", "chunk_attn_window_size", "mtp_num_layers",
+    "global_head_dim", "global_num_kv_heads", "share_kv_projections",
+    "v_norm_with_scale",
     # pipeline
     "num_layers_per_pipeline_stage", "pipeline_delay_activation_forwarding",
     "override_logical_axis_rules",

@@ -152,6 +152,10 @@ static const key_t_ keys[] = {
     {"sliding_window_size", K_COUNT, F(sliding_window_size),
      "local attention's window (its layers' attention FLOPs scale by window / sequence)"},
     {"chunk_attn_window_size", K_COUNT, F(chunk_attn_window_size), "chunked attention's chunk"},
+    {"global_head_dim", K_COUNT, F(global_head_dim),
+     "Gemma 4: the global layers' head dimension (0: head_dim)"},
+    {"global_num_kv_heads", K_COUNT, F(global_num_kv_heads),
+     "Gemma 4: the global layers' key/value heads (0: base_num_kv_heads)"},
     {"nope_layer_interval", K_I64, F(nope_layer_interval),
      "layer i is a global (NoPE) attention layer when (i + 1) is a multiple of it (Llama 4); "
      "<= 0: none"},
@@ -162,6 +166,10 @@ static const key_t_ keys[] = {
     {"use_post_attn_norm", K_BOOL, F(use_post_attn_norm),
      "MaxText's norm after attention; true is refused"},
     {"use_post_ffw_norm", K_BOOL, F(use_post_ffw_norm), "MaxText's norm after the MLP; true is refused"},
+    {"share_kv_projections", K_BOOL, F(share_kv_projections),
+     "MaxText's one key/value projection (Gemma 4's global layers); refused where the graph differs"},
+    {"v_norm_with_scale", K_BOOL, F(v_norm_with_scale),
+     "MaxText's learned scale on the value norm (default true); refused where the graph differs"},
     {"num_pipeline_microbatches", K_AUTO, F(num_pipeline_microbatches),
      "micro-batches per step through the pipeline (default, or -1: the stage count, twice that "
      "with pipeline_delay_activation_forwarding; a multiple of it)"},
@@ -225,6 +233,8 @@ static const struct {
     {"kv_up_dim", 0},
     {"moe_buffer_factor", 0},
     {"expert_capacity", 0},
+    {"global_head_dim", 0},
+    {"global_num_kv_heads", 0},
     {"per_device_batch_size", 0},
 };
 
@@ -277,6 +287,7 @@ void remat_config_defaults(remat_config_t *c) {
     c->mu_dtype = REMAT_DTYPE_F32;
     c->scan_layers = true;
     c->enable_dropout = true; /* MaxText base.yml; dropout_rate defaults to 0 */
+    c->v_norm_with_scale = true; /* MaxText base.yml */
     c->safety_margin = 0.05;
     for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
         c->ici[a] = 1;
@@ -1057,6 +1068,10 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
         *out = 1;
     } else if (strcmp(key, "expert_capacity") == 0) {
         *out = expert_capacity(c);
+    } else if (strcmp(key, "global_head_dim") == 0) {
+        *out = c->global_head_dim ? c->global_head_dim : c->head_dim;
+    } else if (strcmp(key, "global_num_kv_heads") == 0) {
+        *out = c->global_num_kv_heads ? c->global_num_kv_heads : c->base_num_kv_heads;
     } else {
         return false;
     }
@@ -1070,6 +1085,8 @@ const char *remat_i_config_size_formula(const char *key) {
                    {"qk_head_dim", "qk_nope_head_dim + qk_rope_head_dim"},
                    {"kv_a_dim", "kv_lora_rank + qk_rope_head_dim"},
                    {"trainable_position_size", "MaxText's -1, no table, reads as 0"},
+                   {"global_head_dim", "global_head_dim, or head_dim when 0"},
+                   {"global_num_kv_heads", "global_num_kv_heads, or base_num_kv_heads when 0"},
                    {"expert_capacity", "from capacity_factor, max_target_length, "
                                        "num_experts_per_tok and num_experts"}};
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++) {

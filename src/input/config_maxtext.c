@@ -156,30 +156,32 @@ remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
 /* What each built-in graph's layers have, as MaxText's keys select it: a
    key that asks for what the graph lacks (or lacks what the graph has) is
    refused, naming the graph. `acts` is the MLP's activation count (2: a
-   gated MLP). */
+   gated MLP); `shared_kv`: its global layers' value is their key's
+   projection; `v_norm`: a value norm without a learned scale. */
 typedef struct graph_features {
     const char *graph;
     unsigned acts;
-    bool moe, mla, qk_norm, post_norms, tied;
+    bool moe, mla, qk_norm, post_norms, tied, shared_kv, v_norm;
 } graph_features_t;
 
 static const graph_features_t graph_features[] = {
-    {"llama", 2, false, false, false, false, false},
-    {"llama_tied", 2, false, false, false, false, true},
-    {"gemma", 2, false, false, false, false, true},
-    {"gpt3", 1, false, false, false, false, true},
-    {"mixtral", 2, true, false, false, false, false},
-    {"deepseek", 2, true, true, false, false, false},
-    {"deepseek_lite", 2, true, true, false, false, false},
-    {"qwen3_moe", 2, true, false, true, false, false},
-    {"qwen3", 2, false, false, true, false, false},
-    {"qwen3_tied", 2, false, false, true, false, true},
-    {"gpt_oss", 2, true, false, false, false, false},
-    {"llama4", 2, true, false, false, false, false},
-    {"llama4_qk_norm", 2, true, false, true, false, false},
-    {"gemma2", 2, false, false, false, true, true},
-    {"gemma3", 2, false, false, true, true, true},
-    {"olmo3", 2, false, false, true, true, false},
+    {"llama", 2, false, false, false, false, false, false, false},
+    {"llama_tied", 2, false, false, false, false, true, false, false},
+    {"gemma", 2, false, false, false, false, true, false, false},
+    {"gpt3", 1, false, false, false, false, true, false, false},
+    {"mixtral", 2, true, false, false, false, false, false, false},
+    {"deepseek", 2, true, true, false, false, false, false, false},
+    {"deepseek_lite", 2, true, true, false, false, false, false, false},
+    {"qwen3_moe", 2, true, false, true, false, false, false, false},
+    {"qwen3", 2, false, false, true, false, false, false, false},
+    {"qwen3_tied", 2, false, false, true, false, true, false, false},
+    {"gpt_oss", 2, true, false, false, false, false, false, false},
+    {"llama4", 2, true, false, false, false, false, false, false},
+    {"llama4_qk_norm", 2, true, false, true, false, false, false, false},
+    {"gemma2", 2, false, false, false, true, true, false, false},
+    {"gemma3", 2, false, false, true, true, true, false, false},
+    {"gemma4", 2, false, false, true, true, true, true, true},
+    {"olmo3", 2, false, false, true, true, false, false, false},
 };
 
 /* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
@@ -202,7 +204,7 @@ static const struct {
     {"gemma", "gemma", NULL},
     {"gemma2", "gemma2", NULL},
     {"gemma3", "gemma3", NULL},
-    {"gemma4", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
+    {"gemma4", "gemma4", NULL},
     {"gemma4_small", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
     /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
        llama graph (docs/config.md, Models) */
@@ -324,7 +326,14 @@ static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *e
          (st = feature(c->logits_via_embedding, f->tied,
                        c->logits_via_embedding ? "logits_via_embedding=true"
                                                : "logits_via_embedding=false",
-                       "a tied output head", f->graph, err)))) {
+                       "a tied output head", f->graph, err))) ||
+        (st = feature(c->share_kv_projections, f->shared_kv,
+                      c->share_kv_projections ? "share_kv_projections=true"
+                                              : "share_kv_projections=false",
+                      "one key/value projection in its global layers", f->graph, err)) ||
+        (f->v_norm && c->v_norm_with_scale &&
+         (st = feature(true, false, "v_norm_with_scale=true", "a learned scale on its value norm",
+                       f->graph, err)))) {
         return st;
     }
     if (c->mlp_activations[0] && list_items(c->mlp_activations) != f->acts) {

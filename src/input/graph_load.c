@@ -662,7 +662,8 @@ static remat_status_t load_rule_key(loader_t *L, json_t *e, const char *key, cha
 /* Stack entry @p e: a kind named `name` running block `block` of @p blocks
    under its rule. */
 static remat_status_t load_kind(loader_t *L, json_t *blocks, json_t *e, remat_kind_t *k) {
-    static const char *const allowed[] = {"name", "block", "first", "every", "window", NULL};
+    static const char *const allowed[] = {"name",   "block",          "first", "every",
+                                          "window", "keeps_offloads", NULL};
     const char *name, *block;
     remat_status_t st;
     if (!json_is_object(e)) {
@@ -687,6 +688,12 @@ static remat_status_t load_kind(loader_t *L, json_t *blocks, json_t *e, remat_ki
         (st = load_rule_key(L, e, "window", &k->window, NULL))) {
         return st;
     }
+    json_t *keeps = json_object_get(e, "keeps_offloads");
+    if (keeps && !json_is_boolean(keeps)) {
+        remat_i_jpath_key(&L->path, "keeps_offloads");
+        return fail(L, REMAT_E_SCHEMA, "'keeps_offloads' must be true or false");
+    }
+    k->keeps_offloads = json_is_true(keeps);
     remat_jpath_t at = L->path;
     remat_i_jpath_init(&L->path);
     remat_i_jpath_key(&L->path, "blocks");

@@ -305,6 +305,7 @@ static void carve_kinds(carver_t *c, remat_graph_t *d, const remat_i_static_grap
         b->window = carve_str(c, a->window);
         b->first_n = a->first_n;
         b->every_n = a->every_n;
+        b->keeps_offloads = a->keeps_offloads;
         carve_block(c, &b->block, &a->block);
     }
 }
@@ -629,6 +630,11 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
     }
     if (st) {
         return st;
+    }
+    /* A kind's own policy is its scanned block's (Gemma4ScannableBlock);
+       unscanned, MaxText runs every layer under the config's policy. */
+    for (size_t k = 0; !cfg->scan_layers && k < (*graph)->nkinds; k++) {
+        (*graph)->kinds[k].keeps_offloads = false;
     }
     st = check_graph_names(cfg, *graph, err);
     if (st == REMAT_OK) {

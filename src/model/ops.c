@@ -25,7 +25,7 @@ static const kind_info_t kinds[REMAT_OP_COUNT] = {
     [REMAT_OP_SILU] = {"silu", 1, 1, 1, 1},
     [REMAT_OP_GELU] = {"gelu", 1, 1, 1, 1},
     [REMAT_OP_SOFTMAX] = {"softmax", 1, 1, 1, 1},
-    [REMAT_OP_RMSNORM] = {"rmsnorm", 2, 2, 1, 2},
+    [REMAT_OP_RMSNORM] = {"rmsnorm", 1, 2, 1, 2},
     [REMAT_OP_LAYERNORM] = {"layernorm", 3, 3, 1, 3},
     [REMAT_OP_ROPE] = {"rope", 1, 1, 1, 1},
     [REMAT_OP_DROPOUT] = {"dropout", 1, 1, 2, 2},
@@ -356,7 +356,9 @@ static remat_status_t check_norm(const opcheck_t *c) {
     if (!same_shape(x, c->y)) {
         return shape_mismatch(c, x, c->y, "must have the same shape");
     }
-    const size_t r = T(c->b, op->in[1])->rank; /* nin >= 2: the op table's */
+    /* the dims it normalizes over: its scale's, or the last one for an
+       rmsnorm without a learned scale (Gemma 4's value norm) */
+    const size_t r = op->nin >= 2 ? T(c->b, op->in[1])->rank : 1;
     for (size_t i = 1; i < op->nin; i++) {
         if (!is_last_dims(x, T(c->b, op->in[i]), r)) {
             return shape_mismatch(c, T(c->b, op->in[i]), x,

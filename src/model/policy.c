@@ -572,6 +572,14 @@ void remat_i_plan_copy_in(remat_plan_t *dst, const remat_plan_t *src, void *mem)
 
 /* The placement the policy asks for non-param tensor @p i of the layer, and
    whether a name or a predicate chose it (rather than a default). */
+/* Whether JAX's predicate, not a name, places tensor @p i of @p b under
+   @p p (asked_place's second rule). */
+static bool by_predicate(const remat_block_t *b, const remat_policy_t *p, size_t i) {
+    const remat_tensor_t *t = &b->tensors[i];
+    return i != b->inputs[0] && p->predicate != REMAT_PRED_NONE && t->producer != REMAT_NONE &&
+           remat_op_einsum_no_batch_dims(&b->ops[t->producer]);
+}
+
 static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p, size_t layer,
                                  size_t i, bool *chosen) {
     const remat_tensor_t *t = &b->tensors[i];
@@ -584,8 +592,7 @@ static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p
                    ? REMAT_PLACE_OFFLOAD
                    : REMAT_PLACE_DEVICE;
     }
-    if (p->predicate != REMAT_PRED_NONE && t->producer != REMAT_NONE &&
-        remat_op_einsum_no_batch_dims(&b->ops[t->producer])) {
+    if (by_predicate(b, p, i)) {
         *chosen = true;
         return p->predicate_place;
     }
@@ -619,7 +626,7 @@ static inline void mark_needed(remat_plan_t *plan, size_t t, size_t *nunused) {
    the scan carry, that is saveable is kept; a residual that is not starts
    the walk (pushed on the stack, whose height it returns). */
 static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t layer,
-                         remat_plan_t *plan, size_t *nunused) {
+                         bool keeps_offloads, remat_plan_t *plan, size_t *nunused) {
     const size_t nt = b->ntensors, x = b->inputs[0];
     size_t top = 0;
     memset(plan->needed, 0, (nt + b->nops) * sizeof *plan->needed);
@@ -633,7 +640,10 @@ static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t
             continue;
         }
         bool chosen;
-        const remat_place_t place = asked_place(b, p, layer, i, &chosen);
+        remat_place_t place = asked_place(b, p, layer, i, &chosen);
+        if (keeps_offloads && place == REMAT_PLACE_OFFLOAD && !by_predicate(b, p, i)) {
+            place = REMAT_PLACE_DEVICE; /* the kind's own policy saves the offloaded names */
+        }
         plan->asked[i] = place;
         plan->fate[i] = REMAT_FATE_TRANSIENT;
         /* a name or the predicate asked to keep it: if backward never
@@ -721,7 +731,8 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, size_t kind, const remat
     /* `none` (p->none_policy) needs nothing here: it asks nothing, as
        `full` does, because MaxText checkpoints it so (remat_policy_t). */
     size_t nunused = 0;
-    plan_walk(b, plan, plan_asked(b, p, layer, plan, &nunused), &nunused);
+    plan_walk(b, plan, plan_asked(b, p, layer, g->kinds[kind].keeps_offloads, plan, &nunused),
+              &nunused);
     if (nunused) {
         unused_views(b, plan);
     }

@@ -460,6 +460,80 @@ static void test_olmo3_counts(void **state) {
     }
 }
 
+/* Gemma 4 31B (gemma4 graph): embedding 262,144 x 5,376 = 1,409,286,144
+   and the final norm 5,376. A local layer: q and out 5,376 x 32 x 256 =
+   44,040,192 each, k and v 5,376 x 16 x 256 = 22,020,096 each, the GeGLU
+   MLP 3 x 5,376 x 21,504 = 346,816,512, four norms of 5,376, the query and
+   key norms 256 each, the layer scalar 1: 478,959,105. A global layer
+   (head dim 512, 4 key/value heads, no value projection): q and out
+   5,376 x 32 x 512 = 88,080,384 each, k 5,376 x 4 x 512 = 11,010,048, the
+   MLP, the norms (2 x 512 + 4 x 5,376) and the scalar: 534,009,857. Layers
+   5, 11, ..., 59 are global: 50 x 478,959,105 + 10 x 534,009,857 +
+   1,409,291,520 = 30,697,345,340; the model card counts 30.7B (and about
+   550M more in the vision encoder, which remat leaves out). Each layer is
+   its own remat unit (Gemma4ScannableBlock rematerializes layer by layer);
+   the global layers bind their own head dim. */
+static void test_gemma4_counts(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=gemma4-31b", "per_device_batch_size=1",
+                          "max_target_length=1024", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    assert_int_equal(f->r.param_count, 30697345340u);
+    assert_true(fabs((double)f->r.param_count - 30.7e9) / 30.7e9 <= 0.005);
+    assert_int_equal(f->r.remat_unit, 1);
+    assert_int_equal(f->r.nprofiles >= 2, 1);
+    const remat_block_t *g = remat_profile_block(&f->r, f->r.layers[5].profile);
+    const remat_block_t *l = remat_profile_block(&f->r, f->r.layers[0].profile);
+    assert_int_equal(remat_block_find_tensor(g, "wv"), REMAT_NONE);
+    assert_true(remat_block_find_tensor(l, "wv") != REMAT_NONE);
+    const remat_tensor_row_t *q = &f->r.profiles[f->r.layers[5].profile]
+                                       .tensors[remat_block_find_tensor(g, "q_raw")];
+    assert_int_equal(q->shape[3], 512);
+    fx_free(f);
+    /* global_head_dim and global_num_kv_heads at MaxText's 0 read as the
+       local layers' head dim and heads: a global layer is then a local one
+       without its value projection (22,020,096) */
+    const char *zero[] = {"model_name=gemma4-31b", "global_head_dim=0", "global_num_kv_heads=0",
+                          "base_num_decoder_layers=6", "per_device_batch_size=1",
+                          "max_target_length=1024", NULL};
+    f = fx_analyze_ok(NULL, zero);
+    assert_int_equal(f->r.param_count, 1409291520u + 5 * 478959105u + 478959105u - 22020096u);
+    fx_free(f);
+}
+
+/* Gemma 4's global layer runs under its scan's own policy, which saves
+   the names the config offloads (models/gemma4.py, _scan_global_layer:
+   save_only_these_names of the saved and offloaded names): the gemma4
+   graph's global kind keeps them on device (keeps_offloads). A JAX
+   predicate's offload is not by name: it stays; and unscanned layers run
+   the config's policy (remat_resolve clears the flag). */
+static void test_gemma4_global_keeps_offloads(void **state) {
+    (void)state;
+    static const struct {
+        const char *policy, *scan;
+        remat_fate_t local, global;
+    } cases[] = {{"remat_policy=minimal_offloaded", "scan_layers=true", REMAT_FATE_OFFLOAD,
+                  REMAT_FATE_DEVICE},
+                 {"remat_policy=offload_dot_with_no_batch_dims", "scan_layers=true",
+                  REMAT_FATE_OFFLOAD, REMAT_FATE_OFFLOAD},
+                 /* unscanned, every layer runs the config's policy */
+                 {"remat_policy=minimal_offloaded", "scan_layers=false", REMAT_FATE_OFFLOAD,
+                  REMAT_FATE_OFFLOAD}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[] = {"model_name=gemma4-31b", "base_num_decoder_layers=12",
+                              "per_device_batch_size=1", "max_target_length=1024",
+                              cases[i].policy, cases[i].scan, NULL};
+        fx_run_t *f = fx_analyze_ok(NULL, args);
+        for (size_t l = 0; l < 12; l++) {
+            const size_t p = f->r.layers[l].profile;
+            const remat_block_t *b = remat_profile_block(&f->r, p);
+            const remat_fate_t got = f->r.profiles[p].plan.fate[remat_block_find_tensor(b, "attn")];
+            assert_int_equal(got, (l + 1) % 6 == 0 ? cases[i].global : cases[i].local);
+        }
+        fx_free(f);
+    }
+}
+
 /* The built-in MoE graphs at tiny sizes (batch 1, seq 4, embed 8, 4
    experts, top-2): what each kind keeps per preset under JAX's residual
    rule, as `remat table --kind tensors` lists it, kinds in stack order. */
@@ -905,6 +979,8 @@ int main(void) {
         cmocka_unit_test(test_preset_param_counts),
         cmocka_unit_test(test_tied_qwen3_counts),
         cmocka_unit_test(test_olmo3_counts),
+        cmocka_unit_test(test_gemma4_counts),
+        cmocka_unit_test(test_gemma4_global_keeps_offloads),
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),
         cmocka_unit_test(test_grouped_padding_time),

@@ -214,6 +214,12 @@ CASES = [
     # blocks of 4 re-run whole near the limit: where XLA's rematerialization
     # takes the held re-runs apart (the layer-by-layer step at these shares)
     case("olmo3-7b", "v6e-8", "full", targets=(0.82, 0.85, 0.88)),
+    # Gemma 4 31B (global layers with their own head dim and one key/value
+    # projection, value norms, layer scalars): two chips, two policies
+    case("gemma4-31b", "v5p-16", "full", layers="auto", targets=NEAR, step=6),
+    case("gemma4-31b", "tpu7x-8", "save_qkv_proj", layers="auto", targets=FIT, step=6),
+    # its global layers keep on device what the policy offloads by name
+    case("gemma4-31b", "v5p-16", "qkv_proj_offloaded", layers="auto", targets=FIT, step=6),
 ]
 
 

@@ -81,6 +81,10 @@ typedef struct remat_config {
     char mlp_activations[128];        /* as written, e.g. ['silu', 'linear']; "" unset */
     bool logits_via_embedding;        /* MaxText's tied output head */
     bool use_qk_norm, use_post_attn_norm, use_post_ffw_norm; /* MaxText's; true is refused */
+    /* MaxText's attention switches a graph is built with or without (Gemma
+       4's global layers share one key/value projection; its value norm has
+       no scale): a value the graph lacks is refused */
+    bool share_kv_projections, v_norm_with_scale;
     bool logits_via_embedding_set;
     int64_t num_experts;              /* MaxText's; above 1 needs an MoE graph */
     /* MoE, MLA and attention windows: graphs bind dims and stack rules to
@@ -91,6 +95,10 @@ typedef struct remat_config {
                                                     gpt_oss 2): one remat unit; 1: a layer */
     uint64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
     uint64_t sliding_window_size, chunk_attn_window_size, mtp_num_layers;
+    /* Gemma 4's global layers' head dim and key/value heads; 0 (MaxText's
+       default): head_dim and base_num_kv_heads, as a graph's dims read
+       them (remat_config_size) */
+    uint64_t global_head_dim, global_num_kv_heads;
     int64_t nope_layer_interval;      /* Llama 4's global (NoPE) layers; <= 0: none */
     bool sparse_matmul;               /* MaxText's default: Megablox grouped matmul */
     double capacity_factor;           /* the dense path's token dropping; <= 0: none */

@@ -153,6 +153,12 @@ typedef struct remat_kind {
                                   MaxText fixes some patterns in code (Gemma 3's 6) */
     char *window;         /* integer config key: its attention ops see at most this
                              many positions (sliding-window, chunked); NULL: all */
+    /* MaxText keeps on device what the policy offloads by name in these
+       layers (Gemma 4's global layer: its scan's own save_only_these_names
+       of the saved and offloaded names, models/gemma4.py); remat_resolve
+       clears it under scan_layers=false, where every layer runs the
+       config's policy */
+    bool keeps_offloads;
 } remat_kind_t;
 
 struct remat_graph_index; /* opaque: the simulator's index of a graph */
