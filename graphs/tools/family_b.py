@@ -321,6 +321,91 @@ def gemma4_layer(glob):
     return {"inputs": ["x"], "outputs": [out], "tensors": t, "ops": ops}
 
 
+def gemma4_moe_layer(glob):
+    """Gemma4DecoderLayer with Gemma4MoE (models/gemma4.py, the 26B): the
+    shared expert is the dense GeGLU MLP on the pre-MLP norm's output
+    (mlp_dim wide: maxtext_utils.get_shared_expert_mlp_dim), normed after
+    (post_feedforward_layernorm_1); the routed experts read the residual
+    stream h1 normed on their own (pre_feedforward_layernorm_2), the router
+    an unscaled RMSNorm of h1 times a learned per-feature scale (the
+    constant emb_dim^-0.5 folds into it). The router's softmax runs over
+    every expert in fp32 and the top-k take its probabilities
+    (moe.py, GEMMA4), renormalized (norm_topk_prob) and scaled per expert
+    (per_expert_scale: a param here, its [batch, seq, top-k] pick
+    elementwise); the routed output is normed (post_feedforward_layernorm_2)
+    and added to the shared one, then the post-MLP norm, the residual and
+    the layer scalar as in the dense layer."""
+    layer = gemma4_layer(glob)
+    t, ops = layer["tensors"], layer["ops"]
+    at = op_index(ops, "post_ffw_norm")
+    tail = ops[at:]
+    del ops[at:]
+    # the shared expert's output normed
+    t["post_ffw1_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["shared_normed"] = T(BSE)
+    t["post_ffw1_rstd"] = T(["batch", "seq"], "fp32")
+    ops.append(O("post_ffw_norm_1", "rmsnorm", ["mlp_out", "post_ffw1_scale"], ["shared_normed", "post_ffw1_rstd"]))
+    # the routed experts' input and the router's
+    t["pre_ffw2_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["routed_in"] = T(BSE)
+    t["pre_ffw2_rstd"] = T(["batch", "seq"], "fp32")
+    ops.append(O("pre_ffw_norm_2", "rmsnorm", ["h1", "pre_ffw2_scale"], ["routed_in", "pre_ffw2_rstd"]))
+    t["gate_normed"] = T(BSE)
+    t["gate_norm_rstd"] = T(["batch", "seq"], "fp32")
+    ops.append(O("gate_norm", "rmsnorm", ["h1"], ["gate_normed", "gate_norm_rstd"]))
+    t["router_scale"] = T(["embed"], "weight", param=True, axes=["embed"])
+    t["gate_in"] = T(BSE)
+    ops.append(O("router_input", "mul", ["gate_normed", "router_scale"], ["gate_in"]))
+    routed = moe_graphs.moe_part(t, ops, "routed_in", ["embed", None], "softmax")
+    ops[op_index(ops, "gate")]["in"] = ["gate_in", "w_gate"]
+    # softmax over every expert in fp32, then the top-k of it
+    t["router_logits_f32"] = T(["batch", "seq", "experts"], "fp32")
+    t["router_probs"] = T(["batch", "seq", "experts"], "fp32")
+    t["topk_raw"] = T(["batch", "seq", "topk"], "fp32")
+    t["topk_norm"] = T(["batch", "seq", "topk"], "fp32")
+    t["topk_w"] = T(["batch", "seq", "topk"], "fp32")
+    del t["topk_w_f32"]
+    k = op_index(ops, "top_k")
+    ops[k:k + 2] = [
+        O("router_cast", "cast", ["router_logits"], ["router_logits_f32"]),
+        O("router_softmax", "softmax", ["router_logits_f32"], ["router_probs"]),
+        O("top_k", "top_k", ["router_probs"], ["topk_raw", "topk_idx"]),
+        O("topk_renorm", "scale", ["topk_raw"], ["topk_norm"], value=1.0),
+        O("expert_scale", "scale", ["topk_norm"], ["topk_w"], value=1.0)]
+    t["per_expert_scale"] = T(["experts"], "weight", param=True, axes=["exp"])
+    ops = [o for o in ops if o["name"] != "weights_cast"]
+    ops[op_index(ops, "combine")]["in"] = ["moe_back_f32", "topk_w"]
+    ops[op_index(ops, "moe_silu")]["op"] = "gelu"
+    ops[op_index(ops, "moe_silu")]["name"] = "moe_gelu"
+    t["routed_normed"] = T(BSE)
+    t["post_ffw2_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["post_ffw2_rstd"] = T(["batch", "seq"], "fp32")
+    ops.append(O("post_ffw_norm_2", "rmsnorm", [routed, "post_ffw2_scale"], ["routed_normed", "post_ffw2_rstd"]))
+    t["mlp_sum"] = T(BSE)
+    ops.append(O("experts_sum", "add", ["routed_normed", "shared_normed"], ["mlp_sum"]))
+    tail[0]["in"] = ["mlp_sum", "post_ffw_scale"]
+    ops += tail
+    layer["ops"] = ops
+    return layer
+
+
+def gemma4_moe():
+    g = gemma4()
+    g["name"] = "gemma4_moe"
+    g["description"] = (
+        "Gemma 4 MoE decoder layer as MaxText runs it (decoder_block gemma4 with num_experts > 1, the "
+        "26B): the gemma4 graph's attention, local and global layers, then Gemma4MoE: a shared GeGLU "
+        "expert (mlp_dim wide) on the pre-MLP norm's output, normed after; routed GeGLU experts "
+        "(Megablox grouped matmuls, moe_mlp_dim wide) on their own RMSNorm of the residual stream, the "
+        "router on an unscaled RMSNorm of it times a learned scale, a softmax over every expert in fp32 "
+        "and the top-k of it, renormalized and scaled per expert (per_expert_scale, a param here); the "
+        "routed output normed, added to the shared one, the post-MLP norm, the residual and the layer "
+        "scalar. Left out: the load-balance loss; the vision encoder")
+    g["blocks"] = {"local": gemma4_moe_layer(False), "global": gemma4_moe_layer(True)}
+    g["dims"].update(copy.deepcopy(moe_graphs.MOE_DIMS))
+    return g
+
+
 def gemma4():
     g = gemma_graph("gemma4", (
         "Gemma 4 dense decoder layer as MaxText runs it (decoder_block gemma4): five local "
@@ -334,7 +419,7 @@ def gemma4():
         "layer keeps on device what the policy offloads by name (its scan's own policy saves them). "
         "Head: token "
         "embedding, final RMSNorm, logits tied to the embedding, cross-entropy in fp32. Left out: the "
-        "vision encoder; the MoE (26B) and the per-layer embeddings (E2B, E4B)"),
+        "vision encoder; the MoE (26B: the gemma4_moe graph) and the per-layer embeddings (E2B, E4B)"),
         blocks={"local": gemma4_layer(False), "global": gemma4_layer(True)},
         stack=[{"name": "global", "block": "global", "every": 6, "keeps_offloads": True},
                {"name": "local", "block": "local", "window": "sliding_window_size"}])
@@ -346,6 +431,7 @@ def gemma4():
 
 if __name__ == "__main__":
     write("gemma4", gemma4())
+    write("gemma4_moe", gemma4_moe())
     write("llama_tied", llama_tied())
     write("qwen3_tied", qwen3_tied())
     write("olmo3", olmo3())

@@ -181,6 +181,7 @@ static const graph_features_t graph_features[] = {
     {"gemma2", 2, false, false, false, true, true, false, false},
     {"gemma3", 2, false, false, true, true, true, false, false},
     {"gemma4", 2, false, false, true, true, true, true, true},
+    {"gemma4_moe", 2, true, false, true, true, true, true, true},
     {"olmo3", 2, false, false, true, true, false, false, false},
 };
 
@@ -204,7 +205,7 @@ static const struct {
     {"gemma", "gemma", NULL},
     {"gemma2", "gemma2", NULL},
     {"gemma3", "gemma3", NULL},
-    {"gemma4", "gemma4", NULL},
+    {"gemma4", "gemma4|gemma4_moe", NULL},
     {"gemma4_small", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
     /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
        llama graph (docs/config.md, Models) */
@@ -215,6 +216,36 @@ static const struct {
     {"envy", NULL, "an MoE block"},
     {"olmo3", "olmo3", NULL},
 };
+
+static const graph_features_t *features_of(const char *graph);
+
+/* Whether built-in graph @p graph (@p len bytes of a list entry) has what
+   the config's layer keys ask: an MoE block when num_experts > 1, MLA for
+   attention_type=mla, query/key norms for use_qk_norm, a tied head when
+   logits_via_embedding says so. */
+static bool graph_fits_keys(const remat_config_t *c, const char *graph, size_t len) {
+    char name[REMAT_STR_LEN];
+    snprintf(name, sizeof name, "%.*s", (int)len, graph);
+    const graph_features_t *f = features_of(name);
+    return f && f->moe == (c->num_experts > 1) &&
+           f->mla == (strcmp(c->attention_type, "mla") == 0) && (!c->use_qk_norm || f->qk_norm) &&
+           (!c->logits_via_embedding_set || f->tied == c->logits_via_embedding);
+}
+
+/* The graph a model of its own (model_name=default) runs for decoder block
+   list @p list ("a|b") when its graph is none of them: the first whose
+   features the config's layer keys ask for, else the first
+   (check_layer_keys then names what differs). */
+static void block_graph(remat_config_t *c, const char *list) {
+    const char *pick = list;
+    for (const char *q = list; *q; q += strcspn(q, "|") + (q[strcspn(q, "|")] == '|')) {
+        if (graph_fits_keys(c, q, strcspn(q, "|"))) {
+            pick = q;
+            break;
+        }
+    }
+    snprintf(c->graph, sizeof c->graph, "%.*s", (int)strcspn(pick, "|"), pick);
+}
 
 /* Whether @p graph is one of the "a|b" list @p list. */
 static bool in_list(const char *list, const char *graph) {
@@ -245,8 +276,7 @@ static remat_status_t check_block(remat_config_t *c, remat_error_t *err) {
             return REMAT_OK;
         }
         if (strcmp(c->model_name, "default") == 0) {
-            snprintf(c->graph, sizeof c->graph, "%.*s", (int)strcspn(blocks[i].graph, "|"),
-                     blocks[i].graph);
+            block_graph(c, blocks[i].graph);
             return REMAT_OK;
         }
         char graphs[96] = ""; /* "a|b" as "a or b" */

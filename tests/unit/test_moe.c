@@ -501,6 +501,34 @@ static void test_gemma4_counts(void **state) {
     fx_free(f);
 }
 
+/* Gemma 4 26B-A4B (gemma4_moe graph): embedding 262,144 x 2,816 =
+   738,197,504 and the final norm. Every layer's MLP is Gemma4MoE: the
+   shared GeGLU expert 3 x 2,816 x 2,112 = 17,842,176, the router 2,816 x
+   128 = 360,448 and its scale 2,816, 128 experts of 3 x 2,816 x 704
+   (761,266,176), the per-expert scale 128, seven norms of 2,816 and the
+   layer scalar: 779,491,457. Attention, local: q and out 2,816 x 16 x 256
+   = 11,534,336 each, k and v 2,816 x 8 x 256 = 5,767,168 each, norms 2 x
+   256: 34,603,520; global (head dim 512, 2 key/value heads, no value
+   projection): 23,068,672 x 2 + 2,883,584 + 2 x 512 = 49,021,952. 25 local
+   and 5 global layers: 25,233,141,790, the model card's 25.2B. A token
+   runs 8 of the 128 experts: 761,266,176 x 8 / 128 and the per-expert
+   scale's 8 instead of the experts' all: 3,822,526,990 active, its 3.8B. */
+static void test_gemma4_moe_counts(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=gemma4-26b", "per_device_batch_size=1",
+                          "max_target_length=1024", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    assert_int_equal(f->r.param_count, 25233141790u);
+    assert_int_equal(f->r.param_count,
+                     UINT64_C(738197504) + 2816 + UINT64_C(30) * 779491457 +
+                         UINT64_C(25) * 34603520 + UINT64_C(5) * 49021952);
+    assert_true(fabs((double)f->r.param_count - 25.2e9) / 25.2e9 <= 0.005);
+    assert_int_equal(f->r.active_param_count, 3822526990u);
+    assert_true(fabs((double)f->r.active_param_count - 3.8e9) / 3.8e9 <= 0.01);
+    assert_int_equal(f->r.remat_unit, 1);
+    fx_free(f);
+}
+
 /* Gemma 4's global layer runs under its scan's own policy, which saves
    the names the config offloads (models/gemma4.py, _scan_global_layer:
    save_only_these_names of the saved and offloaded names): the gemma4
@@ -980,6 +1008,7 @@ int main(void) {
         cmocka_unit_test(test_tied_qwen3_counts),
         cmocka_unit_test(test_olmo3_counts),
         cmocka_unit_test(test_gemma4_counts),
+        cmocka_unit_test(test_gemma4_moe_counts),
         cmocka_unit_test(test_gemma4_global_keeps_offloads),
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),

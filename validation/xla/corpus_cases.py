@@ -220,6 +220,9 @@ CASES = [
     case("gemma4-31b", "tpu7x-8", "save_qkv_proj", layers="auto", targets=FIT, step=6),
     # its global layers keep on device what the policy offloads by name
     case("gemma4-31b", "v5p-16", "qkv_proj_offloaded", layers="auto", targets=FIT, step=6),
+    # Gemma 4 26B-A4B (the same layers with a shared and 128 routed experts)
+    case("gemma4-26b", "v5p-16", "full", layers="auto", targets=NEAR, step=6),
+    case("gemma4-26b", "v6e-16", "save_qkv_proj", layers="auto", targets=FIT, step=6),
 ]
 
 

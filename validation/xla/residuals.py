@@ -94,6 +94,7 @@ CASES = [
     {"graph": "gemma3.flash", "settings": ["model_name=gemma3-4b"], "layers": [(0, "local"), (5, "global")]},
     {"graph": "olmo3.flash", "settings": ["model_name=olmo3-7b"], "layers": [(0, "local"), (3, "global")]},
     {"graph": "gemma4.flash", "settings": ["model_name=gemma4-31b"], "layers": [(0, "local"), (5, "global")]},
+    {"graph": "gemma4_moe.flash", "settings": ["model_name=gemma4-26b"], "layers": [(0, "local"), (5, "global")]},
 ]
 
 # MaxText's preset policies (its `get_remat_policy`), then `custom` mixes
