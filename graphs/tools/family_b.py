@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the Gemma, Gemma 2, Gemma 3, Gemma 4, tied-llama, tied-Qwen3, OLMo 3 and DeepSeek-V2-Lite graphs
+"""Writes the Gemma, Gemma 2, Gemma 3, Gemma 4 (dense and MoE), Envy, tied-llama, tied-Qwen3, OLMo 3 and DeepSeek-V2-Lite graphs
 (graphs/gemma.flash.json, graphs/gemma2.flash.json, graphs/gemma3.flash.json,
-graphs/gemma4.flash.json, graphs/llama_tied.flash.json, graphs/qwen3_tied.flash.json, graphs/olmo3.flash.json,
+graphs/gemma4.flash.json, graphs/gemma4_moe.flash.json, graphs/envy.flash.json,
+graphs/llama_tied.flash.json, graphs/qwen3_tied.flash.json, graphs/olmo3.flash.json,
 graphs/deepseek_lite.flash.json)
 from the pieces of moe_graphs.py and moe_family_a.py: llama's
 attention, its gated MLP, MLA, the routed experts. The JSON files are the
 source the build embeds; this script is how they were made. Run it from
 anywhere with python3; it needs nothing else. The shapes follow MaxText
-e591f30 (models/gemma2.py, models/gemma3.py, models/gemma4.py, layers/attentions.py,
+e591f30 (models/gemma2.py, models/gemma3.py, models/gemma4.py, models/envy.py, layers/attentions.py,
 layers/decoders.py, layers/attention_mla.py, layers/moe.py);
 docs/graph-format.md describes the ops.
 """
@@ -321,6 +322,40 @@ def gemma4_layer(glob):
     return {"inputs": ["x"], "outputs": [out], "tensors": t, "ops": ops}
 
 
+def envy_layer(moe):
+    """EnvyDecoderLayer (models/envy.py): RMSNorm, attention with per-head
+    query and key RMSNorms (use_qk_norm) and the query times head_dim^-0.5
+    (query_pre_attn_scalar), the residual; RMSNorm, then a routed MoE block
+    (`moe`: RoutedMoE, top-k on the router logits and a softmax over the
+    chosen) or llama's gated MLP, a post-MLP RMSNorm (use_post_ffw_norm),
+    the residual. Dropout is off in the models' ymls (enable_dropout: false)."""
+    t, ops = moe_family_a.attention(128 ** -0.5, qk_norm="rms")
+    if moe:
+        out = moe_graphs.moe_part(t, ops, "hn", ["embed", None], "softmax")
+    else:
+        out = dense_mlp(t, ops, "hn", "mlp", "mlp_")
+    post_mlp_norm(t, ops, out)
+    return {"inputs": ["x"], "outputs": ["y"], "tensors": t, "ops": ops}
+
+
+def envy():
+    g = gemma_graph("envy", (
+        "Envy decoder layers as MaxText runs them (decoder_block envy): RMSNorm, attention with per-head "
+        "RMSNorms on q and k (scale [head_dim]) before RoPE and the query times head_dim^-0.5, the flash "
+        "kernel, output projection, residual; RMSNorm, then in every interleave_moe_layer_step-th layer a "
+        "routed MoE block (router logits, top-k, a softmax over the chosen, tokens permuted to the "
+        "expert-parallel buffer, Megablox grouped matmuls of base_moe_mlp_dim, unpermuted and summed in "
+        "fp32) and in the others llama's gated SiLU MLP of base_mlp_dim; a post-MLP RMSNorm, residual. "
+        "MaxText scans the layers in blocks of inhomogeneous_layer_cycle_interval (EnvyScannableBlock), "
+        "one remat unit each. Head: token embedding, final RMSNorm, logits tied to the embedding, "
+        "cross-entropy in fp32. Left out: the load-balance loss"),
+        blocks={"moe": envy_layer(True), "dense": envy_layer(False)},
+        stack=[{"name": "moe", "block": "moe", "every": "interleave_moe_layer_step"},
+               {"name": "dense", "block": "dense"}])
+    g["dims"].update(copy.deepcopy(moe_graphs.MOE_DIMS))
+    return g
+
+
 def gemma4_moe_layer(glob):
     """Gemma4DecoderLayer with Gemma4MoE (models/gemma4.py, the 26B): the
     shared expert is the dense GeGLU MLP on the pre-MLP norm's output
@@ -432,6 +467,7 @@ def gemma4():
 if __name__ == "__main__":
     write("gemma4", gemma4())
     write("gemma4_moe", gemma4_moe())
+    write("envy", envy())
     write("llama_tied", llama_tied())
     write("qwen3_tied", qwen3_tied())
     write("olmo3", olmo3())

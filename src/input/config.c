@@ -891,7 +891,7 @@ static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
    graphs run. */
 static bool scans_cycles(const remat_config_t *c) {
     return strcmp(c->decoder_block, "llama4") == 0 || strcmp(c->decoder_block, "gpt_oss") == 0 ||
-           strcmp(c->decoder_block, "olmo3") == 0;
+           strcmp(c->decoder_block, "olmo3") == 0 || strcmp(c->decoder_block, "envy") == 0;
 }
 
 uint64_t remat_config_remat_unit(const remat_config_t *c) {

@@ -183,6 +183,7 @@ static const graph_features_t graph_features[] = {
     {"gemma4", 2, false, false, true, true, true, true, true},
     {"gemma4_moe", 2, true, false, true, true, true, true, true},
     {"olmo3", 2, false, false, true, true, false, false, false},
+    {"envy", 2, true, false, true, true, true, false, false},
 };
 
 /* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
@@ -213,7 +214,7 @@ static const struct {
     {"qwen3", "qwen3|qwen3_tied", NULL},
     {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
     {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
-    {"envy", NULL, "an MoE block"},
+    {"envy", "envy", NULL},
     {"olmo3", "olmo3", NULL},
 };
 

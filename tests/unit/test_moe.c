@@ -529,6 +529,30 @@ static void test_gemma4_moe_counts(void **state) {
     fx_free(f);
 }
 
+/* Envy Switch base (envy graph): embedding 32,768 x 1,536 = 50,331,648
+   and the final norm. Attention: q, k, v and out 1,536 x 12 x 128 =
+   2,359,296 each, the query and key norms 128 each, three norms of 1,536:
+   9,442,048 a layer. A dense layer's gated MLP 3 x 1,536 x 6,144 =
+   28,311,552; an MoE layer (every second) the router 1,536 x 128 =
+   196,608 and 128 such experts, 3,623,878,656. Six of each:
+   22,077,958,656 (no published total: MaxText's ymls are the source). A
+   token runs one expert: 504,556,032 active. The layers scan in blocks
+   of two (EnvyScannableBlock): one remat unit. */
+static void test_envy_counts(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=envy-switch-base", "per_device_batch_size=1",
+                          "max_target_length=1024", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    const uint64_t attn = UINT64_C(9442048), mlp = UINT64_C(28311552);
+    assert_int_equal(f->r.param_count,
+                     UINT64_C(50333184) + 6 * (attn + mlp) + 6 * (attn + 196608 + 128 * mlp));
+    assert_int_equal(f->r.param_count, UINT64_C(22077958656));
+    assert_int_equal(f->r.active_param_count,
+                     UINT64_C(50333184) + 6 * (attn + mlp) + 6 * (attn + 196608 + mlp));
+    assert_int_equal(f->r.remat_unit, 2);
+    fx_free(f);
+}
+
 /* Gemma 4's global layer runs under its scan's own policy, which saves
    the names the config offloads (models/gemma4.py, _scan_global_layer:
    save_only_these_names of the saved and offloaded names): the gemma4
@@ -1009,6 +1033,7 @@ int main(void) {
         cmocka_unit_test(test_olmo3_counts),
         cmocka_unit_test(test_gemma4_counts),
         cmocka_unit_test(test_gemma4_moe_counts),
+        cmocka_unit_test(test_envy_counts),
         cmocka_unit_test(test_gemma4_global_keeps_offloads),
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),

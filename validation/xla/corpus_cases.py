@@ -223,6 +223,9 @@ CASES = [
     # Gemma 4 26B-A4B (the same layers with a shared and 128 routed experts)
     case("gemma4-26b", "v5p-16", "full", layers="auto", targets=NEAR, step=6),
     case("gemma4-26b", "v6e-16", "save_qkv_proj", layers="auto", targets=FIT, step=6),
+    # Envy (a routed MoE block every second layer, blocks of two re-run whole)
+    case("envy-switch-base", "v5p-16", "full", targets=NEAR),
+    case("envy-switch-large", "tpu7x-16", "save_qkv_proj", layers="auto", targets=FIT, step=2),
 ]
 
 

@@ -95,6 +95,7 @@ CASES = [
     {"graph": "olmo3.flash", "settings": ["model_name=olmo3-7b"], "layers": [(0, "local"), (3, "global")]},
     {"graph": "gemma4.flash", "settings": ["model_name=gemma4-31b"], "layers": [(0, "local"), (5, "global")]},
     {"graph": "gemma4_moe.flash", "settings": ["model_name=gemma4-26b"], "layers": [(0, "local"), (5, "global")]},
+    {"graph": "envy.flash", "settings": ["model_name=envy-switch-base"], "layers": [(0, "dense"), (1, "moe")]},
 ]
 
 # MaxText's preset policies (its `get_remat_policy`), then `custom` mixes
