@@ -570,8 +570,6 @@ void remat_i_plan_copy_in(remat_plan_t *dst, const remat_plan_t *src, void *mem)
     plan_fill(dst, src);
 }
 
-/* The placement the policy asks for non-param tensor @p i of the layer, and
-   whether a name or a predicate chose it (rather than a default). */
 /* Whether JAX's predicate, not a name, places tensor @p i of @p b under
    @p p (asked_place's second rule). */
 static bool by_predicate(const remat_block_t *b, const remat_policy_t *p, size_t i) {
@@ -580,6 +578,8 @@ static bool by_predicate(const remat_block_t *b, const remat_policy_t *p, size_t
            remat_op_einsum_no_batch_dims(&b->ops[t->producer]);
 }
 
+/* The placement the policy asks for non-param tensor @p i of the layer, and
+   whether a name or a predicate chose it (rather than a default). */
 static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p, size_t layer,
                                  size_t i, bool *chosen) {
     const remat_tensor_t *t = &b->tensors[i];
