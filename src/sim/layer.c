@@ -454,6 +454,56 @@ static bool input_shaped(const remat_block_t *b, size_t i) {
     return t->rank == x->rank && memcmp(t->dim, x->dim, x->rank * sizeof *x->dim) == 0;
 }
 
+/* Whether op kind @p k is elementwise on one input, so that XLA fuses it
+   into its reader: an activation, a scale, a cast. */
+static bool unary_elementwise(remat_opkind_t k) {
+    return k == REMAT_OP_SCALE || k == REMAT_OP_SILU || k == REMAT_OP_GELU ||
+           k == REMAT_OP_CAST || k == REMAT_OP_SIGMOID || k == REMAT_OP_TANH;
+}
+
+/* The buffer that tensor @p i stands for in an elementwise fusion: its own
+   when kept or offloaded, else, through the unary elementwise ops that
+   made it, the first kept or offloaded one; REMAT_NONE when a transient
+   made by anything else (a matmul, a norm) is on the way. */
+static size_t fused_source(const play_t *pl, size_t i) {
+    const remat_block_t *b = pl->b;
+    for (size_t hops = 0; hops < b->ntensors; hops++) {
+        const size_t buf = pl->bd->ix.storage[i], p = b->tensors[i].producer;
+        if (pl->s->cls[buf] != B_TRANS) {
+            return buf;
+        }
+        if (p == REMAT_NONE || b->ops[p].nin != 1 || !unary_elementwise(b->ops[p].kind)) {
+            return REMAT_NONE;
+        }
+        i = b->ops[p].in[0];
+    }
+    return REMAT_NONE;
+}
+
+/* Whether kept buffer @p k meets an offloaded buffer in one elementwise
+   add or multiply (through unary elementwise ops on either side): the
+   fusion that reads both in the backward reads the kept stack laid out
+   again (step.c, relays_partners). */
+static bool meets_offloaded(const play_t *pl, size_t k) {
+    const remat_block_t *b = pl->b;
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        if (op->kind != REMAT_OP_ADD && op->kind != REMAT_OP_MUL) {
+            continue;
+        }
+        bool kept = false, off = false;
+        for (size_t i = 0; i < op->nin; i++) {
+            const size_t src = fused_source(pl, op->in[i]);
+            kept |= src == k;
+            off |= src != REMAT_NONE && pl->s->cls[src] == B_OFF;
+        }
+        if (kept && off) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Kept and offloaded bytes, FLOPs and op times of one layer; lists the
    kept and offloaded buffers (held) and counts the offloaded ones. */
 static void totals(play_t *pl, tpl_t *t) {
@@ -473,6 +523,13 @@ static void totals(play_t *pl, tpl_t *t) {
             continue;
         }
         s->held[pl->nheld++] = i;
+    }
+    for (size_t n = 0; pl->noff && n < pl->nheld; n++) {
+        const size_t i = s->held[n];
+        if (s->cls[i] == B_KEEP && meets_offloaded(pl, i)) {
+            t->partners += (int64_t)bd->kbytes[i];
+            t->partners_input += i == pl->b->inputs[0] ? (int64_t)bd->kbytes[i] : 0;
+        }
     }
     t->fwd_flops = pl->k->fwd_flops;
     t->bwd_flops = pl->k->bwd_flops;

@@ -812,6 +812,30 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
 
 /* ---- the saved inputs laid out again ------------------------------------ */
 
+/* Whether the run spans several slices (num_slices, or any dcn axis). */
+static bool several_slices(const remat_config_t *c) {
+    bool slices = c->num_slices > 1;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        slices |= c->dcn[a] > 1;
+    }
+    return slices;
+}
+
+/* The conditions both relaid-stack rules were read under: data and FSDP
+   parallelism alone (every other mesh axis 1), scanned layers, no chunked
+   loss, no pipeline. */
+static bool scanned_data_parallel(const remat_analyzer_t *an) {
+    const remat_config_t *c = an->cfg;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        const bool dp = a == REMAT_AXIS_DATA || a == REMAT_AXIS_FSDP ||
+                        a == REMAT_AXIS_FSDP_TRANSPOSE;
+        if (!dp && an->mesh.shards[a] > 1) {
+            return false;
+        }
+    }
+    return c->scan_layers && c->num_vocab_tiling <= 1 && an->nstages == 1;
+}
+
 /* Whether XLA lays the scan's stacked layer inputs out a second time for
    the backward. Its compiles of runs over several slices with FSDP (and
    data) parallelism alone do: between the two scans it copies the stacked
@@ -827,20 +851,25 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
    or unrolled layers it has not been seen, nor from XLA's GPU backend or
    on a profile that gives no mxu_size, so the rule stays off there. */
 static bool relays_inputs(const remat_analyzer_t *an) {
-    const remat_config_t *c = an->cfg;
-    if (an->hw->xla_gpu || an->hw->mxu_size != 128) {
-        return false;
-    }
-    bool slices = c->num_slices > 1;
-    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-        slices |= c->dcn[a] > 1;
-        const bool dp = a == REMAT_AXIS_DATA || a == REMAT_AXIS_FSDP ||
-                        a == REMAT_AXIS_FSDP_TRANSPOSE;
-        if (!dp && an->mesh.shards[a] > 1) {
-            return false;
-        }
-    }
-    return slices && c->scan_layers && c->num_vocab_tiling <= 1 && an->nstages == 1;
+    return !an->hw->xla_gpu && an->hw->mxu_size == 128 && several_slices(an->cfg) &&
+           scanned_data_parallel(an);
+}
+
+/* Whether XLA lays out again, on one slice, the kept stacks that the
+   backward's fusions read beside an offloaded one (partners, layer.c):
+   mistral-7b under minimal_offloaded on v4-16 (4 layers, --dump: the
+   stacked inputs, which its residual adds meet with the offloaded
+   attention and MLP outputs, copied to {2,3,1,0} and the last layer's
+   backward peeled to read them) and llama3.1-70b keeping mlpwi_0 and
+   offloading mlpwi_1 on v5p-16 (4 layers, --dump: the mlpwi_0 stack
+   copied, which the gated MLP's multiply meets with mlpwi_1, and not the
+   inputs), and llama3.1-8b under minimal_offloaded on v6e-8 (its peak
+   buffers hold the copied inputs): chips of either matrix width. Query,
+   key and value offloaded meet no kept stack, and those runs (v4-16,
+   v5e-16, v5p-8) make no copy. Seen with FSDP alone; the same conditions
+   as several slices' rule hold it elsewhere. */
+static bool relays_partners(const remat_analyzer_t *an) {
+    return !an->hw->xla_gpu && !several_slices(an->cfg) && scanned_data_parallel(an);
 }
 
 /* The layers XLA peels off the backward loop: the last remat unit's. */
@@ -852,17 +881,22 @@ static size_t peeled_layers(const remat_analyzer_t *an) {
    like the layer input, [B, S, E], that the scan keeps on the device (the
    input; under save_dot_except_mlp and minimal the attention's output
    projection too: 4-layer llama3-8b compiles on two v5e-16 slices copy
-   both stacks). An offloaded stack is on the host, and a block's inner
-   dropped inputs are not kept (input_dropped, which the profile does not
-   know); 0 where XLA makes none. */
+   both stacks); on one slice (relays_partners), every kept residual an
+   elementwise add or multiply meets with an offloaded one. An offloaded
+   stack is on the host, and a block's inner dropped inputs are not kept
+   (input_dropped, which the profile does not know); 0 where XLA makes
+   none. */
 static int64_t relaid_bytes(const remat_analyzer_t *an, size_t first, size_t last) {
     int64_t x = 0;
-    if (!relays_inputs(an)) {
+    const bool inputs = relays_inputs(an);
+    if (!inputs && !relays_partners(an)) {
         return 0;
     }
     for (size_t l = first; l <= last; l++) {
         const tpl_t *t = &an->tpls[run_of(an, l)->profile];
-        x += t->relaid - (input_dropped(an, l, first) ? t->input_kept : 0);
+        const int64_t kept = inputs ? t->relaid : t->partners;
+        const int64_t in = inputs ? t->input_kept : t->partners_input;
+        x += kept - (input_dropped(an, l, first) ? in : 0);
     }
     return x;
 }

@@ -427,12 +427,17 @@ static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
     }
     char copy[32], buf[512];
     remat_format_bytes(relaid, copy, sizeof copy);
+    bool slices = r->config->num_slices > 1;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        slices |= r->config->dcn[a] > 1;
+    }
     snprintf(buf, sizeof buf,
-             "several slices with data and FSDP parallelism alone: XLA lays the scan's saved "
-             "layer inputs out again for the backward, and both copies (%s more) live "
-             "through the last layer's backward, which these figures count "
+             "%s: XLA lays the scan's saved %s out again for the backward, and both copies "
+             "(%s more) live through the last layer's backward, which these figures count "
              "(docs/memory-model.md)",
-             copy);
+             slices ? "several slices with data and FSDP parallelism alone"
+                    : "one slice with a kept residual that meets an offloaded one",
+             slices ? "layer inputs" : "stacks", copy);
     fn(ctx, buf);
 }
 

@@ -270,7 +270,10 @@ static void test_full_keeps_least(void **state) {
     for (size_t i = 0; i < sizeof all_presets / sizeof all_presets[0]; i++) {
         fx_run_t *f = big(all_presets[i], "per_device_batch_size=1");
         assert_true(full->r.layers[0].saved_device_bytes <= f->r.layers[0].saved_device_bytes);
-        assert_true(full->r.peak_bytes <= f->r.peak_bytes);
+        /* on one slice XLA lays the kept stacks that meet an offloaded
+           residual out again (minimal_offloaded's inputs): the copy is the
+           only thing above full's peak such a policy may hold */
+        assert_true(full->r.peak_bytes <= f->r.peak_bytes + f->r.stages[0].relaid_bytes);
         fx_free(f);
     }
     fx_free(full);

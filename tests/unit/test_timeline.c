@@ -557,6 +557,42 @@ static void test_saved_inputs_laid_out_again(void **state) {
     }
 }
 
+/* One slice, FSDP alone: the kept stacks that an elementwise add or
+   multiply meets with an offloaded residual are laid out again (step.c,
+   relays_partners). By hand, 4 layers x 1 x 2048 per device: keeping
+   mlpwi_0 and offloading mlpwi_1, the gated MLP's multiply meets the kept
+   mlpwi_0 (through its silu) with the offloaded mlpwi_1, so the copy is
+   the mlpwi_0 stack, 4 x 2048 x 14336 bf16 = 234,881,024 bytes; under
+   minimal_offloaded the attention's residual add meets the kept input
+   with the offloaded output projection, so it is the inputs' stack, 4 x
+   2048 x 4096 bf16 = 67,108,864 bytes. Query, key and value offloaded
+   meet no kept stack; both MLP products offloaded leave none kept to meet;
+   with nothing offloaded there is no partner; two slices follow their own
+   rule (the inputs' stack alone). */
+static void test_offload_partners_laid_out_again(void **state) {
+    (void)state;
+    static const struct {
+        const char *a, *b, *c;
+        int64_t copy;
+    } cases[] = {
+        {"remat_policy=custom", "mlpwi_0=device", "mlpwi_1=offload", 4 * 2048 * 14336 * 2},
+        {"remat_policy=minimal_offloaded", NULL, NULL, 4 * 2048 * 4096 * 2},
+        {"remat_policy=qkv_proj_offloaded", NULL, NULL, 0},
+        {"remat_policy=custom", "mlpwi_0=offload", "mlpwi_1=offload", 0},
+        {"remat_policy=minimal", NULL, NULL, 0},
+        {"remat_policy=custom", "mlpwi_0=device", "num_slices=2", 4 * 2048 * 4096 * 2},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        remat_result_t r;
+        remat_timeline_t t;
+        fx_run_t *f = four_layers(&r, &t, cases[k].a, cases[k].b, cases[k].c);
+        assert_int_equal(r.stages[0].relaid_bytes, cases[k].copy);
+        remat_result_release(&r);
+        remat_timeline_release(&t);
+        fx_free(f);
+    }
+}
+
 /* Chrome's trace format: it parses; ops on the compute track, host copies
    on their own, memory as counters. */
 static void test_trace_parses(void **state) {
@@ -613,6 +649,7 @@ int main(void) {
         cmocka_unit_test(test_trace_parses),
         cmocka_unit_test(test_loss_gradient_over_the_logits),
         cmocka_unit_test(test_saved_inputs_laid_out_again),
+        cmocka_unit_test(test_offload_partners_laid_out_again),
         cmocka_unit_test(test_unit_holds_reruns),
         cmocka_unit_test(test_unit_over_budget),
         cmocka_unit_test(test_unit_named_input),
