@@ -623,6 +623,7 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
         return unknown_key(key, source, path, err);
     }
     c->logits_via_embedding_set |= strcmp(key, "logits_via_embedding") == 0;
+    c->graph_set |= strcmp(key, "graph") == 0;
     const setting_t s = {key, value, source, path};
     if (strcmp(key, "topology") == 0) {
         remat_topology_t t;

@@ -273,10 +273,17 @@ static remat_status_t check_block(remat_config_t *c, remat_error_t *err) {
                                    "yet",
                                    c->decoder_block, blocks[i].needs);
         }
-        if (remat_i_is_json_name(c->graph) || in_list(blocks[i].graph, c->graph)) {
+        /* a model of its own keeps a graph it was given, or the block's
+           graph that its layer keys fit; else the block picks (the
+           default llama graph for decoder_block=qwen2 with a tied head
+           is llama_tied) */
+        const bool own = strcmp(c->model_name, "default") == 0;
+        if (remat_i_is_json_name(c->graph) ||
+            (in_list(blocks[i].graph, c->graph) &&
+             (!own || c->graph_set || graph_fits_keys(c, c->graph, strlen(c->graph))))) {
             return REMAT_OK;
         }
-        if (strcmp(c->model_name, "default") == 0) {
+        if (own) {
             block_graph(c, blocks[i].graph);
             return REMAT_OK;
         }

@@ -99,6 +99,26 @@ static void test_model_replaces_default_run(void **state) {
     assert_int_equal(c.base_num_decoder_layers, 4);
 }
 
+/* A model of its own (model_name=default) runs its decoder block's graph
+   that fits its layer keys: qwen2 with a tied head is llama_tied, not the
+   default llama; without one it stays llama; a graph it was given stays
+   and is refused where the keys differ. */
+static void test_default_model_block_picks_its_graph(void **state) {
+    (void)state;
+    remat_config_t c;
+    remat_error_t err;
+    const char *tied[] = {"decoder_block=qwen2", "logits_via_embedding=true", NULL};
+    assert_int_equal(build(tied, &c, &err), REMAT_OK);
+    assert_string_equal(c.graph, "llama_tied");
+    const char *untied[] = {"decoder_block=qwen2", NULL};
+    assert_int_equal(build(untied, &c, &err), REMAT_OK);
+    assert_string_equal(c.graph, "llama");
+    const char *given[] = {"graph=llama", "decoder_block=qwen2", "logits_via_embedding=true",
+                           NULL};
+    assert_int_equal(build(given, &c, &err), REMAT_E_CONFIG);
+    assert_non_null(strstr(err.text, "logits_via_embedding=true"));
+}
+
 static void test_arguments_override_preset(void **state) {
     (void)state;
     remat_config_t c;
@@ -321,6 +341,7 @@ int main(void) {
         cmocka_unit_test(test_default_run),
         cmocka_unit_test(test_default_run_under_settings),
         cmocka_unit_test(test_model_replaces_default_run),
+        cmocka_unit_test(test_default_model_block_picks_its_graph),
         cmocka_unit_test(test_arguments_override_preset),
         cmocka_unit_test(test_unknown_key_suggests),
         cmocka_unit_test(test_values_are_checked),

@@ -86,6 +86,7 @@ typedef struct remat_config {
        no scale): a value the graph lacks is refused */
     bool share_kv_projections, v_norm_with_scale;
     bool logits_via_embedding_set;
+    bool graph_set;                   /* graph given (else the model's, or llama's) */
     int64_t num_experts;              /* MaxText's; above 1 needs an MoE graph */
     /* MoE, MLA and attention windows: graphs bind dims and stack rules to
        them (docs/config.md, "Mixture of experts, MLA, windows"). */
