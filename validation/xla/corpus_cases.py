@@ -226,6 +226,18 @@ CASES = [
     # Envy (a routed MoE block every second layer, blocks of two re-run whole)
     case("envy-switch-base", "v5p-16", "full", targets=NEAR),
     case("envy-switch-large", "tpu7x-16", "save_qkv_proj", layers="auto", targets=FIT, step=2),
+    # The one-slice partner rule (docs/memory-model.md, "On one slice, the
+    # partners of an offloaded residual") where it was not read: the
+    # attention's output projection kept beside an offloaded layer input
+    # (a copy of the projection's stack), the MLP's output offloaded beside
+    # no kept partner (the residual add's other side is re-run: no copy),
+    # minimal_offloaded on v5p and on TPU7x, and an MoE model's gated
+    # expert product.
+    case("llama2-7b", "v5e-16", "custom", ["decoder_layer_input=offload", "out_proj=device"]),
+    case("llama3.1-8b", "v6e-8", "custom", ["mlpwo=offload", "mlpwi_0=device", "mlpwi_1=device"]),
+    case("llama3.1-8b", "v5p-8", "minimal_offloaded"),
+    case("llama3.1-8b", "tpu7x-8", "minimal_offloaded", targets=FIT),
+    case("mixtral-8x7b", "v5p-16", "custom", ["mlpwi_0=device", "mlpwi_1=offload"], layers="auto"),
 ]
 
 
