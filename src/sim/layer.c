@@ -483,7 +483,7 @@ static size_t fused_source(const play_t *pl, size_t i) {
 /* Whether kept buffer @p k meets an offloaded buffer in one elementwise
    add or multiply (through unary elementwise ops on either side): the
    fusion that reads both in the backward reads the kept stack laid out
-   again (step.c, relays_partners). */
+   again (step.c, relays_one_slice). */
 static bool meets_offloaded(const play_t *pl, size_t k) {
     const remat_block_t *b = pl->b;
     for (size_t j = 0; j < b->nops; j++) {
@@ -502,6 +502,33 @@ static bool meets_offloaded(const play_t *pl, size_t k) {
         }
     }
     return false;
+}
+
+/* Whether XLA stores this layer's residual-stream tensors, [B, S, E],
+   sequence-minor in the forward: where its weights stream (windowed
+   einsums) and the embed is not a power of two. 4-layer compiles:
+   llama2-13b (5120) on v5e-16 under full and qkv_proj_offloaded and on
+   v5e-32, gemma-7b (3072) on v5e-16 and Envy (1536) on v5p-16 carry
+   them {1,2,0} through the forward loop; every embed of 4096 or 8192
+   carries them row-major, and so does llama2-13b on v5e-256, whose
+   weights are gathered, not streamed. */
+static bool stores_sequence_minor(const play_t *pl) {
+    const size_t x = pl->b->inputs[0];
+    const uint64_t e = pl->bd->tdim[x][pl->b->tensors[x].rank - 1];
+    bool streamed = false;
+    for (size_t j = 0; j < pl->b->nops && !streamed; j++) {
+        streamed = pl->bd->streams[j];
+    }
+    return streamed && (e & (e - 1)) != 0;
+}
+
+/* The kept stacks XLA lays out again on one slice when a residual is
+   offloaded (step.c, relays_one_slice): those that meet an offloaded one
+   (the backward's fusion reads them in its layout), and, where the
+   forward stores the residual stream sequence-minor, every kept one shaped
+   like the input (the peeled layer reads them row-major). */
+static bool relaid_on_one_slice(const play_t *pl, size_t i, bool seq_minor) {
+    return (seq_minor && input_shaped(pl->b, i)) || meets_offloaded(pl, i);
 }
 
 /* Kept and offloaded bytes, FLOPs and op times of one layer; lists the
@@ -524,11 +551,12 @@ static void totals(play_t *pl, tpl_t *t) {
         }
         s->held[pl->nheld++] = i;
     }
+    const bool seq_minor = pl->noff && stores_sequence_minor(pl);
     for (size_t n = 0; pl->noff && n < pl->nheld; n++) {
         const size_t i = s->held[n];
-        if (s->cls[i] == B_KEEP && meets_offloaded(pl, i)) {
-            t->partners += (int64_t)bd->kbytes[i];
-            t->partners_input += i == pl->b->inputs[0] ? (int64_t)bd->kbytes[i] : 0;
+        if (s->cls[i] == B_KEEP && relaid_on_one_slice(pl, i, seq_minor)) {
+            t->relaid_one += (int64_t)bd->kbytes[i];
+            t->relaid_one_input += i == pl->b->inputs[0] ? (int64_t)bd->kbytes[i] : 0;
         }
     }
     t->fwd_flops = pl->k->fwd_flops;

@@ -110,11 +110,10 @@ typedef struct tpl {
        not saved), and those of every kept residual shaped like it (the
        input among them): their slices of the scan's stacks (step.c) */
     int64_t input_kept, relaid;
-    /* the kept residuals that an elementwise add or multiply combines
-       with an offloaded one (layer.c, meets_offloaded), and the layer
-       input's bytes among them: the stacks XLA lays out again on one slice
-       (step.c, relays_partners) */
-    int64_t partners, partners_input;
+    /* the kept residuals XLA lays out again on one slice when one is
+       offloaded (layer.c, relaid_on_one_slice), and the layer input's
+       bytes among them (step.c, relays_one_slice) */
+    int64_t relaid_one, relaid_one_input;
 } tpl_t;
 
 /* A buffer's class: freed after its last forward reader, kept in HBM, or

@@ -855,8 +855,11 @@ static bool relays_inputs(const remat_analyzer_t *an) {
            scanned_data_parallel(an);
 }
 
-/* Whether XLA lays out again, on one slice, the kept stacks that the
-   backward's fusions read beside an offloaded one (partners, layer.c):
+/* Whether XLA lays out again, on one slice, the kept stacks of a layer
+   with an offloaded residual (relaid_one, layer.c): it peels the last
+   layer's backward, and copies the stacks that layer reads in another
+   layout than the forward stored them. Those that the backward's fusions
+   read beside an offloaded one (layer.c, meets_offloaded):
    mistral-7b under minimal_offloaded on v4-16 (4 layers, --dump: the
    stacked inputs, which its residual adds meet with the offloaded
    attention and MLP outputs, copied to {2,3,1,0} and the last layer's
@@ -866,9 +869,16 @@ static bool relays_inputs(const remat_analyzer_t *an) {
    inputs), and llama3.1-8b under minimal_offloaded on v6e-8 (its peak
    buffers hold the copied inputs): chips of either matrix width. Query,
    key and value offloaded meet no kept stack, and those runs (v4-16,
-   v5e-16, v5p-8) make no copy. Seen with FSDP alone; the same conditions
-   as several slices' rule hold it elsewhere. */
-static bool relays_partners(const remat_analyzer_t *an) {
+   v5e-16, v5p-8) make no copy. And where the forward stores the
+   residual stream sequence-minor (layer.c, stores_sequence_minor), the
+   kept stacks shaped like the input, which the peeled layer reads
+   row-major: llama2-13b under qkv_proj_offloaded on v5e-16 and v5e-32
+   (4 layers, --dump: the inputs' stack, stored {2,3,1,0}, copied to
+   {3,2,1,0}); llama2-7b under it on v5e-32 and llama2-13b on v5e-256
+   store it row-major and make none, and under full (nothing offloaded,
+   no peeled layer) llama2-13b makes none either. Seen with FSDP alone;
+   the same conditions as several slices' rule hold it elsewhere. */
+static bool relays_one_slice(const remat_analyzer_t *an) {
     return !an->hw->xla_gpu && !several_slices(an->cfg) && scanned_data_parallel(an);
 }
 
@@ -881,21 +891,20 @@ static size_t peeled_layers(const remat_analyzer_t *an) {
    like the layer input, [B, S, E], that the scan keeps on the device (the
    input; under save_dot_except_mlp and minimal the attention's output
    projection too: 4-layer llama3-8b compiles on two v5e-16 slices copy
-   both stacks); on one slice (relays_partners), every kept residual an
-   elementwise add or multiply meets with an offloaded one. An offloaded
+   both stacks); on one slice (relays_one_slice), layer.c's relaid_one. An offloaded
    stack is on the host, and a block's inner dropped inputs are not kept
    (input_dropped, which the profile does not know); 0 where XLA makes
    none. */
 static int64_t relaid_bytes(const remat_analyzer_t *an, size_t first, size_t last) {
     int64_t x = 0;
     const bool inputs = relays_inputs(an);
-    if (!inputs && !relays_partners(an)) {
+    if (!inputs && !relays_one_slice(an)) {
         return 0;
     }
     for (size_t l = first; l <= last; l++) {
         const tpl_t *t = &an->tpls[run_of(an, l)->profile];
-        const int64_t kept = inputs ? t->relaid : t->partners;
-        const int64_t in = inputs ? t->input_kept : t->partners_input;
+        const int64_t kept = inputs ? t->relaid : t->relaid_one;
+        const int64_t in = inputs ? t->input_kept : t->relaid_one_input;
         x += kept - (input_dropped(an, l, first) ? in : 0);
     }
     return x;

@@ -568,8 +568,12 @@ static void test_saved_inputs_laid_out_again(void **state) {
    2048 x 4096 bf16 = 67,108,864 bytes. Query, key and value offloaded
    meet no kept stack; both MLP products offloaded leave none kept to meet;
    with nothing offloaded there is no partner; two slices follow their own
-   rule (the inputs' stack alone). */
-static void test_offload_partners_laid_out_again(void **state) {
+   rule (the inputs' stack alone). An embed of 5120 with its weights
+   streamed (FSDP 8 alone: windowed einsums) is stored sequence-minor, so
+   offloading the query, key and value copies the inputs' stack, 4 x 2048
+   x 5120 bf16 = 83,886,080 bytes; with data parallelism beside FSDP the
+   weights are gathered, not streamed, and there is no copy. */
+static void test_one_slice_stacks_laid_out_again(void **state) {
     (void)state;
     static const struct {
         const char *a, *b, *c;
@@ -581,6 +585,9 @@ static void test_offload_partners_laid_out_again(void **state) {
         {"remat_policy=custom", "mlpwi_0=offload", "mlpwi_1=offload", 0},
         {"remat_policy=minimal", NULL, NULL, 0},
         {"remat_policy=custom", "mlpwi_0=device", "num_slices=2", 4 * 2048 * 4096 * 2},
+        {"remat_policy=qkv_proj_offloaded", "base_emb_dim=5120", NULL, 4 * 2048 * 5120 * 2},
+        {"remat_policy=qkv_proj_offloaded", "base_emb_dim=5120", "ici_data_parallelism=2", 0},
+        {"remat_policy=full", "base_emb_dim=5120", NULL, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         remat_result_t r;
@@ -649,7 +656,7 @@ int main(void) {
         cmocka_unit_test(test_trace_parses),
         cmocka_unit_test(test_loss_gradient_over_the_logits),
         cmocka_unit_test(test_saved_inputs_laid_out_again),
-        cmocka_unit_test(test_offload_partners_laid_out_again),
+        cmocka_unit_test(test_one_slice_stacks_laid_out_again),
         cmocka_unit_test(test_unit_holds_reruns),
         cmocka_unit_test(test_unit_over_budget),
         cmocka_unit_test(test_unit_named_input),
