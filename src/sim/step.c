@@ -1010,17 +1010,30 @@ static uint64_t loop_state_inputs(const remat_analyzer_t *an) {
     return an->delay + (circular ? an->microbatches + 1 : 0);
 }
 
-/* What a floor (the stage's peak under any placement at least) may count
-   of the gradients besides the saved inputs: all of them, live from the
-   layers' backward on; with the inputs laid out again, at least the
-   peeled layers' with the copy, or all of them after (relaid_backward). */
-static uint64_t floor_grads(const stage_static_t *ss, const step_t *stp) {
+/* The floor's residuals and gradients on top of static and in-flight
+   bytes: the stage's @p saved residuals with every weight gradient; where
+   XLA peels layers to read a relaid copy (relaid_backward), the greater
+   of the two moments around them without the copy: the peeled layers'
+   backward, with their own gradients, and the loop's start, with every
+   gradient beside the residuals of the layers not peeled. The copy stays
+   out: offloading a name can add one (relays_one_slice), and the solver's
+   bound (5) needs a floor that only falls as names move from HBM to the
+   host or to a re-run (docs/solver.md, Lemma 2); each term here does, and
+   turning the peel on only lowers it. */
+static uint64_t floor_rest(const remat_analyzer_t *an, const remat_result_t *r,
+                           const remat_stage_row_t *row, const step_t *stp, uint64_t saved,
+                           const stage_static_t *ss) {
     const uint64_t all = grads_at_turn(ss);
     if (!stp->relaid) {
-        return all;
+        return saved + all;
     }
-    const uint64_t with_copy = (uint64_t)stp->relaid + (uint64_t)stp->peeled_grads;
-    return with_copy < all ? with_copy : all;
+    uint64_t peeled = 0;
+    for (size_t l = row->last_layer - peeled_layers(an) + 1; l <= row->last_layer; l++) {
+        peeled += r->layers[l].saved_device_bytes;
+    }
+    assert(peeled <= saved && stp->peeled_grads >= 0 && (uint64_t)stp->peeled_grads <= all);
+    const uint64_t own = saved + (uint64_t)stp->peeled_grads, loop = saved - peeled + all;
+    return own > loop ? own : loop;
 }
 
 /* Stage @p k's peak: its static memory, the residuals of the pipeline's
@@ -1076,8 +1089,8 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     /* cannot overflow: the in-flight sum above is checked and below 2^62,
        and one micro-batch's residuals are part of the simulated live bytes */
     row->relaid_bytes = (uint64_t)stp.relaid; /* the simulation's own, not summed again */
-    row->floor_bytes =
-        row->static_bytes + row->inflight_bytes + stage_saved + floor_grads(ss, &stp);
+    row->floor_bytes = row->static_bytes + row->inflight_bytes +
+                       floor_rest(an, r, row, &stp, stage_saved, ss);
     assert(row->peak_bytes >= row->floor_bytes);
     return REMAT_OK;
 }
