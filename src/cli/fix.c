@@ -287,9 +287,35 @@ static bool analyzes(const remat_cli_opts_t *o, const char *extra) {
     return st == REMAT_OK;
 }
 
+/* The factors tried, at most (each try analyzes the run once), and the
+   largest factor moved: no slice has more devices on one axis, and a
+   bound keeps a mesh of any size (a fuzzer's 2^44 devices) from a walk
+   over its devices. */
+enum { MESH_TRIES = 32 };
+#define MESH_FACTOR_MAX 65536u
+
+/* The least factors above 1 (at most MESH_TRIES, ascending, each once) of
+   some sharding axis's ici devices, into @p out; their count. */
+static size_t mesh_factors(const remat_config_t *c, const remat_mesh_t *m, uint64_t *out) {
+    size_t n = 0;
+    for (uint64_t f = 2; f <= MESH_FACTOR_MAX && n < MESH_TRIES; f++) {
+        bool divides = false;
+        for (int a = REMAT_AXIS_DATA + 1; a < REMAT_AXIS_COUNT && !divides; a++) {
+            const int64_t dcn = c->dcn[a] > 0 ? c->dcn[a] : 1;
+            const uint64_t ici = c->ici[a] > 0 ? (uint64_t)c->ici[a] : m->shards[a] / (uint64_t)dcn;
+            divides = ici >= f && ici % f == 0;
+        }
+        if (divides) {
+            out[n++] = f;
+        }
+    }
+    return n;
+}
+
 /* The nearest mesh of the same devices on which the run binds: the least
    factor moved from one sharding axis to data parallelism (the axis that
-   shards only the batch), as settings into @p buf; "" when none does. */
+   shards only the batch), as settings into @p buf; "" when none of the
+   least MESH_TRIES factors does. */
 static void nearest_mesh(const remat_cli_opts_t *o, char *buf, size_t size) {
     buf[0] = '\0';
     remat_config_t c;
@@ -299,10 +325,13 @@ static void nearest_mesh(const remat_cli_opts_t *o, char *buf, size_t size) {
     if (remat_cli_config_build(o, &c, &err) || remat_mesh_build(&c, &m, &err)) {
         return;
     }
-    for (uint64_t f = 2; f <= m.devices && !buf[0]; f++) {
+    uint64_t factors[MESH_TRIES];
+    const size_t nf = mesh_factors(&c, &m, factors);
+    for (size_t k = 0; k < nf && !buf[0]; k++) {
         for (int a = REMAT_AXIS_DATA + 1; a < REMAT_AXIS_COUNT && !buf[0]; a++) {
             char mesh[160];
-            if (moved_mesh(&c, &m, (remat_axis_t)a, f, mesh, sizeof mesh) && analyzes(o, mesh)) {
+            if (moved_mesh(&c, &m, (remat_axis_t)a, factors[k], mesh, sizeof mesh) &&
+                analyzes(o, mesh)) {
                 snprintf(buf, size, "%s", mesh);
             }
         }
