@@ -252,13 +252,18 @@ remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,
 
 /* ---- the nearest mesh that divides ------------------------------------- */
 
+/* Axis @p a's ici devices: as set, or its shards over its dcn factor. */
+static uint64_t axis_ici(const remat_config_t *c, const remat_mesh_t *m, remat_axis_t a) {
+    const int64_t dcn = c->dcn[a] > 0 ? c->dcn[a] : 1;
+    return c->ici[a] > 0 ? (uint64_t)c->ici[a] : m->shards[a] / (uint64_t)dcn;
+}
+
 /* A mesh that moves a factor @p f of axis @p a's ici devices to data
    parallelism, as settings ("ici_fsdp_parallelism=64
    ici_data_parallelism=2"); false when @p f does not divide the axis. */
 static bool moved_mesh(const remat_config_t *c, const remat_mesh_t *m, remat_axis_t a, uint64_t f,
                        char *buf, size_t size) {
-    const int64_t dcn = c->dcn[a] > 0 ? c->dcn[a] : 1;
-    const uint64_t ici = c->ici[a] > 0 ? (uint64_t)c->ici[a] : m->shards[a] / (uint64_t)dcn;
+    const uint64_t ici = axis_ici(c, m, a);
     const uint64_t data = c->ici[REMAT_AXIS_DATA] > 0 ? (uint64_t)c->ici[REMAT_AXIS_DATA] : 0;
     if (ici < 2 || ici % f || data == 0) {
         return false; /* a data axis that fills already takes what is left */
@@ -301,8 +306,7 @@ static size_t mesh_factors(const remat_config_t *c, const remat_mesh_t *m, uint6
     for (uint64_t f = 2; f <= MESH_FACTOR_MAX && n < MESH_TRIES; f++) {
         bool divides = false;
         for (int a = REMAT_AXIS_DATA + 1; a < REMAT_AXIS_COUNT && !divides; a++) {
-            const int64_t dcn = c->dcn[a] > 0 ? c->dcn[a] : 1;
-            const uint64_t ici = c->ici[a] > 0 ? (uint64_t)c->ici[a] : m->shards[a] / (uint64_t)dcn;
+            const uint64_t ici = axis_ici(c, m, (remat_axis_t)a);
             divides = ici >= f && ici % f == 0;
         }
         if (divides) {

@@ -1166,3 +1166,11 @@ unsigned remat_config_dtype_bytes(const remat_config_t *c, remat_dtype_t d) {
     }
     return remat_dtype_bytes(d);
 }
+
+bool remat_config_several_slices(const remat_config_t *c) {
+    bool slices = c->num_slices > 1;
+    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
+        slices |= c->dcn[a] > 1;
+    }
+    return slices;
+}

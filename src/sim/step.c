@@ -812,15 +812,6 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
 
 /* ---- the saved inputs laid out again ------------------------------------ */
 
-/* Whether the run spans several slices (num_slices, or any dcn axis). */
-static bool several_slices(const remat_config_t *c) {
-    bool slices = c->num_slices > 1;
-    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-        slices |= c->dcn[a] > 1;
-    }
-    return slices;
-}
-
 /* The conditions both relaid-stack rules were read under: data and FSDP
    parallelism alone (every other mesh axis 1), scanned layers, no chunked
    loss, no pipeline. */
@@ -851,7 +842,7 @@ static bool scanned_data_parallel(const remat_analyzer_t *an) {
    or unrolled layers it has not been seen, nor from XLA's GPU backend or
    on a profile that gives no mxu_size, so the rule stays off there. */
 static bool relays_inputs(const remat_analyzer_t *an) {
-    return !an->hw->xla_gpu && an->hw->mxu_size == 128 && several_slices(an->cfg) &&
+    return !an->hw->xla_gpu && an->hw->mxu_size == 128 && remat_config_several_slices(an->cfg) &&
            scanned_data_parallel(an);
 }
 
@@ -879,7 +870,7 @@ static bool relays_inputs(const remat_analyzer_t *an) {
    no peeled layer) llama2-13b makes none either. Seen with FSDP alone;
    the same conditions as several slices' rule hold it elsewhere. */
 static bool relays_one_slice(const remat_analyzer_t *an) {
-    return !an->hw->xla_gpu && !several_slices(an->cfg) && scanned_data_parallel(an);
+    return !an->hw->xla_gpu && !remat_config_several_slices(an->cfg) && scanned_data_parallel(an);
 }
 
 /* The layers XLA peels off the backward loop: the last remat unit's. */

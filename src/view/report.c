@@ -427,10 +427,7 @@ static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
     }
     char copy[32], buf[512];
     remat_format_bytes(relaid, copy, sizeof copy);
-    bool slices = r->config->num_slices > 1;
-    for (int a = 0; a < REMAT_AXIS_COUNT; a++) {
-        slices |= r->config->dcn[a] > 1;
-    }
+    const bool slices = remat_config_several_slices(r->config);
     snprintf(buf, sizeof buf,
              "%s: XLA lays the scan's saved %s out again for the backward, and both copies "
              "(%s more) live through the last layer's backward, which these figures count "

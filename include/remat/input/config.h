@@ -151,6 +151,10 @@ remat_status_t remat_config_set(remat_config_t *c, const char *key, const char *
 /** Whether @p key is an integer-valued config key a graph dim may bind to. */
 bool remat_config_is_size_key(const char *key);
 
+/** Whether the run spans several slices: num_slices above 1, or any
+    dcn_<axis>_parallelism above 1. */
+bool remat_config_several_slices(const remat_config_t *c);
+
 /**
  * The integer a graph dim with `from: key` binds to. per_device_batch_size
  * binds to the global micro-batch: per_device_batch_size x num_devices /
