@@ -9,8 +9,11 @@
  * (the profile's budget, the default 5% margin) and set against XLA's own
  * answer: its verdict (the step compiled, or XLA's compile-time OOM) and
  * its per-device peak (memory_analysis().peak_memory_in_bytes, or the
- * "Used X" of its OOM message). Runs the harness could not compile
- * (status "error") are listed, not counted.
+ * "Used X" of its OOM message). A run XLA refused for host memory
+ * (status "host_oom": an offloading step whose host bytes are over XLA's
+ * host limit) has a verdict and no HBM figure: it counts in the verdicts
+ * only. Runs the harness could not compile (status "error") are listed,
+ * not counted.
  *
  * Targets (the compiler-oracle issue's): the peak within 5% of XLA's on at
  * least 90% of the runs and within 10% on all; the verdict right on at
@@ -54,6 +57,7 @@ typedef enum split { SPLIT_ALL, SPLIT_TRAIN, SPLIT_TEST } split_t;
 typedef struct row {
     const char *id, *hardware;
     bool xla_fits, ok, passes;
+    bool host_refused; /* XLA refused it for host memory: no HBM peak */
     remat_verdict_t verdict;
     uint64_t xla_peak, xla_limit, peak, budget;
     char moment[96];
@@ -63,6 +67,7 @@ typedef struct row {
 typedef struct tally {
     size_t runs, close, far_misses, right, strict, false_fits, false_alarms, margin_alarms;
     size_t near, oom, errors;
+    size_t host; /* runs XLA refused for host memory: counted in the verdicts only */
     double worst;
 } tally_t;
 
@@ -122,6 +127,9 @@ static void analyze_row(json_t *run, const char *first, row_t *row) {
    stated allowance: such a run is too close to call), a false alarm when
    XLA has room to spare. */
 static bool verdict_right(const row_t *row) {
+    if (row->host_refused) {
+        return !row->passes;
+    }
     if (row->passes) {
         return row->xla_fits;
     }
@@ -132,6 +140,13 @@ static bool verdict_right(const row_t *row) {
 static void count(const row_t *row, tally_t *t) {
     if (!row->ok) {
         t->errors++;
+        return;
+    }
+    if (row->host_refused) {
+        t->host++;
+        t->strict += !row->passes;
+        t->right += verdict_right(row);
+        t->false_fits += row->passes;
         return;
     }
     t->runs++;
@@ -176,6 +191,16 @@ static void print_row(const row_t *row, bool md) {
     }
     double lim = (double)row->xla_limit;
     const char *mark = verdict_right(row) ? "" : (row->passes ? " FALSE FIT" : " false alarm");
+    if (row->host_refused) { /* XLA printed no HBM figure: remat's share alone */
+        if (md) {
+            printf("| %s | host OOM | | %.3f | | %s%s | %s |\n", row->id, (double)row->peak / lim,
+                   verdict_name(row->verdict), mark, row->moment);
+        } else {
+            printf("%-78s %-4s %6s %6.3f %6s  %-9s %s%s\n", row->id, "host", "-",
+                   (double)row->peak / lim, "-", verdict_name(row->verdict), row->moment, mark);
+        }
+        return;
+    }
     printf(md ? "| %s | %s | %.3f | %.3f | %.3f | %s%s | %s |\n"
               : "%-78s %-4s %6.3f %6.3f %6.3f  %-9s %s%s\n",
            row->id, row->xla_fits ? "fits" : "oom", (double)row->xla_peak / lim,
@@ -183,23 +208,30 @@ static void print_row(const row_t *row, bool md) {
            verdict_name(row->verdict), md ? mark : row->moment, md ? row->moment : mark);
 }
 
+/* The runs a tally's verdict share is over: the compiled ones and those
+   XLA refused for host memory (1 when none, for the division). */
+static double verdicts(const tally_t *t) {
+    return t->runs + t->host ? (double)(t->runs + t->host) : 1;
+}
+
 static void print_tally(const char *name, const tally_t *t, bool md) {
     const char *p = md ? "- " : "  ";
-    double n = t->runs ? (double)t->runs : 1;
+    double n = t->runs ? (double)t->runs : 1, nv = verdicts(t);
     printf("%s%s: %zu runs (%zu XLA rejects, %zu within 85-115%% of the limit); peak within "
            "%.0f%% of XLA's on %zu (%.1f%%), more than %.0f%% off on %zu (worst %.1f%%); verdict "
-           "right on %zu (%.1f%%; check's pass/fail equal to XLA's fit/OOM on %zu), \"fits\" where XLA "
+           "right on %zu of %zu (%.1f%%, with the %zu XLA refused for host memory; check's "
+           "pass/fail equal to XLA's fit/OOM on %zu), \"fits\" where XLA "
            "ran out of memory %zu, refused where XLA "
            "fits %zu (%zu of them inside the margin only)\n",
            p, name, t->runs, t->oom, t->near, 100 * PEAK_CLOSE, t->close, 100 * t->close / n,
-           100 * PEAK_FAR, t->far_misses, 100 * t->worst, t->right, 100 * t->right / n, t->strict,
-           t->false_fits, t->false_alarms, t->margin_alarms);
+           100 * PEAK_FAR, t->far_misses, 100 * t->worst, t->right, t->runs + t->host,
+           100 * t->right / nv, t->host, t->strict, t->false_fits, t->false_alarms, t->margin_alarms);
 }
 
 static bool meets(const tally_t *t, const floors_t *f) {
     double n = t->runs ? (double)t->runs : 1;
     return (double)t->close / n >= f->close && t->far_misses <= f->far_misses &&
-           (double)t->right / n >= f->verdict && t->false_fits <= f->false_fits;
+           (double)t->right / verdicts(t) >= f->verdict && t->false_fits <= f->false_fits;
 }
 
 /* Whether a compiled run's peak was read by the harness's rule for steps
@@ -352,10 +384,16 @@ static bool table(json_t *runs, json_t *limits, const char *path, split_t split,
         if (!read_row(run, limits, &row, path, i)) {
             return false;
         }
-        if (!status || (strcmp(status, "fits") != 0 && strcmp(status, "oom") != 0) ||
+        row.host_refused = status && strcmp(status, "host_oom") == 0;
+        if (!status || (strcmp(status, "fits") != 0 && strcmp(status, "oom") != 0 && !row.host_refused) ||
             !in_split(row.id, split)) {
             t->skipped += status && strcmp(status, "error") == 0;
             continue;
+        }
+        if (!row.host_refused && row.xla_peak == 0) {
+            fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu] (%s) is %s but has no positive "
+                            "xla_peak_bytes\n", path, i, row.id, status);
+            return false;
         }
         analyze_row(run, NULL, &row);
         print_row(&row, md);

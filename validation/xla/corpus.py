@@ -326,9 +326,11 @@ def cmd_status(args):
   corpus = load(CORPUS, CORPUS_FORMAT, "runs")
   plan = load(PLAN, PLAN_FORMAT, "runs")
   runs = [r for r in corpus["runs"] if r.get("status") in ("fits", "oom")]
+  host = sum(r.get("status") == "host_oom" for r in corpus["runs"])
   near = [r for r in runs if 0.85 <= r["xla_peak_bytes"] / r["xla_limit_bytes"] <= 1.15]
   print(f"{len(runs)} compiled runs ({sum(not r['fits'] for r in runs)} rejected by XLA, {len(near)} "
-        f"within 85-115% of the limit), {len(corpus['runs']) - len(runs)} errors, "
+        f"within 85-115% of the limit), {host} refused by XLA for host memory, "
+        f"{len(corpus['runs']) - len(runs) - host} errors, "
         f"{len(plan['runs']) - len(corpus['runs'])} planned runs to go")
   for key, name in (("hardware", "chip"), ("model_name", "model"), ("remat_policy", "policy")):
     counts = {}
@@ -361,14 +363,23 @@ def cmd_forget(args):
 def cmd_rederive(args):
   """Reads XLA's peak again from what every compiled entry recorded (its
   memory_analysis and buffer-assignment breakdown), with the harness's
-  current rule (xla_messages.hbm_peak): for a rule learned after the
-  compile, without compiling again. Prints each figure that changes."""
+  current rule (xla_messages.hbm_peak), and XLA's host-memory refusals
+  from the errors recorded before the harness read them
+  (xla_messages.host_oom_fields): for a rule learned after the compile,
+  without compiling again. Prints each entry that changes."""
   del args
   with open(CORPUS + ".lock", "a", encoding="utf-8") as held:
     fcntl.flock(held, fcntl.LOCK_EX)
     corpus = load(CORPUS, CORPUS_FORMAT, "runs")
     changed = 0
     for r in corpus["runs"]:
+      host = xla_messages.host_oom_fields(r.get("error", "")) if r.get("status") == "error" else None
+      if host:
+        print(f"{r['id']}: error -> host_oom ({host['oom_message']})")
+        for k in ("error", "output_tail"):
+          r.pop(k, None)
+        r.update(host)
+        changed += 1
       if r.get("status") != "fits" or not r.get("memory_analysis"):
         continue
       peak, source = xla_messages.hbm_peak(r["memory_analysis"], r.get("xla_peak_breakdown") or {})

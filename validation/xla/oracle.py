@@ -145,7 +145,7 @@ def main(argv):
   entry.update(xla_messages.outcome(record, rc, out))
   json.dump(entry, sys.stdout, indent=1, sort_keys=True)
   sys.stdout.write("\n")
-  return 0 if entry["status"] in ("fits", "oom") else 1
+  return 0 if entry["status"] in ("fits", "oom", "host_oom") else 1
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ RESOURCE_EXHAUSTED and one of two sentences (libtpu's wording changed):
    HBM (15.75G)."
 Sizes are printed with binary prefixes (K, M, G, T) and rounded; the used
 figure is the same quantity as memory_analysis().peak_memory_in_bytes of a
-program that fits (docs/validation.md).
+program that fits (docs/validation.md). A step that offloads to host can
+also be refused for host memory, in the same words for memory space host
+("Used 190.00G of 128.00G host."): XLA's verdict, with no HBM figure.
 """
 
 import re
@@ -18,6 +20,8 @@ _SIZE = r"([0-9]+(?:\.[0-9]+)?)([KMGT]?)B?"
 _USED = re.compile(r"Used " + _SIZE + r" of " + _SIZE + r" hbm")
 _TEMPS = re.compile(r"HLO temporaries \(" + _SIZE + r"\) exceeds available HBM \(" + _SIZE + r"\)")
 _OVER = re.compile(r"Exceeded hbm capacity by " + _SIZE)
+_HOST_USED = re.compile(r"Ran out of memory in memory space host\. Used " + _SIZE + r" of " + _SIZE + r" host\.")
+_HOST_OVER = re.compile(r"Exceeded host capacity by " + _SIZE + r"\.")
 
 
 def size_bytes(number, unit):
@@ -38,6 +42,31 @@ def parse_oom(text):
       line = text[line_start : line_end if line_end >= 0 else len(text)].strip()
       return used, limit, (size_bytes(over.group(1), over.group(2)) if over else None), line
   return None
+
+
+def parse_host_oom(text):
+  """(used, limit, exceeded-by or None, XLA's sentence) of its host-memory
+  refusal, or None. The sentence is cut from the text as printed (inside a
+  proto's repr, its line breaks escaped)."""
+  m = _HOST_USED.search(text)
+  if not m:
+    return None
+  over = _HOST_OVER.match(text, m.end() + 1)
+  line = text[m.start() : over.end() if over else m.end()]
+  return (size_bytes(m.group(1), m.group(2)), size_bytes(m.group(3), m.group(4)),
+          size_bytes(over.group(1), over.group(2)) if over else None, line)
+
+
+def host_oom_fields(text):
+  """The entry fields of a host-memory refusal in @p text (an error the
+  harness recorded), or None: status host_oom, XLA's verdict (it does not
+  fit) and its host figures; no HBM peak, which XLA did not print."""
+  host = parse_host_oom(text)
+  if not host:
+    return None
+  used, limit, over, line = host
+  return {"status": "host_oom", "fits": False, "xla_host_used_bytes": used,
+          "xla_host_limit_bytes": limit, "xla_host_exceeded_by_bytes": over, "oom_message": line}
 
 
 def oom_report(text, limit=40):
@@ -140,6 +169,10 @@ def outcome(record, rc, out):
         oom_message=line,
         oom_report=oom_report(err) or _message_lines(err),
     )
+    return scrub(entry)
+  host = host_oom_fields(err)
+  if host:
+    entry.update(host)
     return scrub(entry)
   entry.update(status="error", fits=None, error=err.strip().splitlines()[-1] if err.strip() else "", output_tail=_tail(out))
   return scrub(entry)
