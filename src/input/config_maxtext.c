@@ -220,17 +220,18 @@ static const struct {
 
 static const graph_features_t *features_of(const char *graph);
 
+static remat_status_t keys_fit(const remat_config_t *c, const graph_features_t *f,
+                               remat_error_t *err);
+
 /* Whether built-in graph @p graph (@p len bytes of a list entry) has what
-   the config's layer keys ask: an MoE block when num_experts > 1, MLA for
-   attention_type=mla, query/key norms for use_qk_norm, a tied head when
-   logits_via_embedding says so. */
+   the config's layer keys ask (keys_fit, the check that names what
+   differs). */
 static bool graph_fits_keys(const remat_config_t *c, const char *graph, size_t len) {
     char name[REMAT_STR_LEN];
     snprintf(name, sizeof name, "%.*s", (int)len, graph);
     const graph_features_t *f = features_of(name);
-    return f && f->moe == (c->num_experts > 1) &&
-           f->mla == (strcmp(c->attention_type, "mla") == 0) && (!c->use_qk_norm || f->qk_norm) &&
-           (!c->logits_via_embedding_set || f->tied == c->logits_via_embedding);
+    remat_error_t scratch;
+    return f && keys_fit(c, f, &scratch) == REMAT_OK;
 }
 
 /* The graph a model of its own (model_name=default) runs for decoder block
@@ -336,18 +337,14 @@ static remat_status_t feature(bool want, bool has, const char *key, const char *
                            key, graph, has ? "with" : "without", what);
 }
 
-static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
+/* Whether built-in graph features @p f have what the config's layer keys
+   ask: an MoE block when num_experts > 1, MLA for attention_type=mla, the
+   query/key norms, post-norms, tied head, shared key/value projection,
+   value-norm scale and MLP activations they name; else an error naming
+   the first key that differs. */
+static remat_status_t keys_fit(const remat_config_t *c, const graph_features_t *f,
+                               remat_error_t *err) {
     const bool mla = strcmp(c->attention_type, "mla") == 0;
-    if (strcmp(c->attention_type, "global") != 0 && !mla) {
-        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "attention_type=%s: remat's graphs run global attention, MLA, and "
-                               "the local and global layers their stacks name",
-                               c->attention_type);
-    }
-    const graph_features_t *f = remat_i_is_json_name(c->graph) ? NULL : features_of(c->graph);
-    if (!f) {
-        return REMAT_OK; /* a graph file: its own structure */
-    }
     char moe_key[48], acts_key[160];
     snprintf(moe_key, sizeof moe_key, "num_experts=%lld", (long long)c->num_experts);
     snprintf(acts_key, sizeof acts_key, "mlp_activations=%s", c->mlp_activations);
@@ -381,6 +378,17 @@ static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *e
                                             : "one activation (['gelu'])");
     }
     return REMAT_OK;
+}
+
+static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
+    if (strcmp(c->attention_type, "global") != 0 && strcmp(c->attention_type, "mla") != 0) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "attention_type=%s: remat's graphs run global attention, MLA, and "
+                               "the local and global layers their stacks name",
+                               c->attention_type);
+    }
+    const graph_features_t *f = remat_i_is_json_name(c->graph) ? NULL : features_of(c->graph);
+    return f ? keys_fit(c, f, err) : REMAT_OK; /* a graph file: its own structure */
 }
 
 remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err) {
