@@ -226,7 +226,23 @@ enum { WINDOWED_EINSUM_MIN_ROWS = 128 };
    windowed einsum when the weight's FSDP shard is a tile of 128 rows or
    more (llama3-8b's [4096, 128256] weight: its gradient beside the logits
    on v6e-32 and TPU7x-8, 128 and 512 rows; fused into the matmuls on
-   v6e-64, 64 rows; docs/validation.md). */
+   v6e-64, 64 rows; docs/validation.md). A tied head's table is never
+   fused so: its gradient also takes the embedding's, and XLA makes the
+   logits' gradient beside them at any shard (gemma2-9b: 112 rows on
+   v5e-32, 14 on v6e-256, the loss's `div` beside the logits at XLA's
+   peak in both). */
+/* Whether an op of @p b other than op @p j reads tensor @p w. */
+static bool read_by_another(const remat_block_t *b, size_t w, size_t j) {
+    for (size_t k = 0; k < b->nops; k++) {
+        for (size_t i = 0; k != j && i < b->ops[k].nin; i++) {
+            if (b->ops[k].in[i] == w) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static bool loss_grad_fused(const remat_analyzer_t *an, const remat_op_t *ce) {
     const remat_block_t *b = &an->g->head;
     const bound_t *bd = &an->hb;
@@ -239,6 +255,9 @@ static bool loss_grad_fused(const remat_analyzer_t *an, const remat_op_t *ce) {
             const size_t w = op->in[i];
             if (!b->tensors[w].param) {
                 continue;
+            }
+            if (read_by_another(b, w, j)) {
+                return false; /* tied: the embedding reads the table too */
             }
             for (size_t d = 0; d < b->tensors[w].rank; d++) {
                 const uint64_t rows = bd->tdim[w][d];

@@ -441,10 +441,11 @@ static void test_every_graph_peak(void **state) {
     }
 }
 
-/* The loss's backward event of a run: the head's and the gradients' bytes. */
-static int64_t loss_bytes(const char *devices) {
+/* The loss's backward event of a run: the head's and the gradients' bytes
+   (@p graph: a graph setting, or NULL). */
+static int64_t loss_bytes(const char *devices, const char *graph) {
     const char *const args[] = {"model_name=llama3-8b", devices, "per_device_batch_size=1",
-                                "max_target_length=2048", "base_num_decoder_layers=2", NULL};
+                                "max_target_length=2048", "base_num_decoder_layers=2", graph, NULL};
     fx_run_t *f = fx_analyze_ok(NULL, args);
     remat_result_t r;
     remat_timeline_t tl;
@@ -468,14 +469,20 @@ static int64_t loss_bytes(const char *devices) {
    devices), written over them where it is shorter (over 64: XLA fuses the
    loss's backward into the matmuls). The head's activations per device are
    the same on both meshes, so the difference is one logits buffer: 1 x 2048
-   x 128256 bf16 = 525,336,576 bytes. */
+   x 128256 bf16 = 525,336,576 bytes. A tied head (the llama_tied graph,
+   whose embedding reads the same table) keeps the gradient beside the
+   logits at 64 devices too, and so does gradient accumulation (the loss's
+   weight gradient is made at the loss, not deferred). */
 static void test_loss_gradient_over_the_logits(void **state) {
     (void)state;
-    const int64_t beside = loss_bytes("num_devices=32");
-    const int64_t over = loss_bytes("num_devices=64");
+    const int64_t beside = loss_bytes("num_devices=32", NULL);
+    const int64_t over = loss_bytes("num_devices=64", NULL);
     assert_int_equal(beside - over, (int64_t)1 * 2048 * 128256 * 2);
     /* one device: no shard, no fusion, the gradient of its own */
-    assert_int_equal(loss_bytes("num_devices=1"), beside);
+    assert_int_equal(loss_bytes("num_devices=1", NULL), beside);
+    const int64_t tied32 = loss_bytes("num_devices=32", "graph=llama_tied");
+    assert_int_equal(loss_bytes("num_devices=64", "graph=llama_tied"), tied32);
+    assert_int_equal(loss_bytes("num_devices=64", "gradient_accumulation_steps=2"), beside);
 }
 
 /* A llama3-8b step of 4 layers at batch 1 and sequence 2048 on v5e-8, on
