@@ -590,7 +590,10 @@ static void test_saved_inputs_laid_out_again(void **state) {
    streamed (FSDP 8 alone: windowed einsums) is stored sequence-minor, so
    offloading the query, key and value copies the inputs' stack, 4 x 2048
    x 5120 bf16 = 83,886,080 bytes; with data parallelism beside FSDP the
-   weights are gathered, not streamed, and there is no copy. */
+   weights are gathered, not streamed, and there is no copy. The layer
+   input offloaded is no partner: beside a kept output projection nothing
+   is copied, where the input kept beside an offloaded projection is (the
+   inputs' stack, 67,108,864 bytes). */
 static void test_one_slice_stacks_laid_out_again(void **state) {
     (void)state;
     static const struct {
@@ -606,6 +609,9 @@ static void test_one_slice_stacks_laid_out_again(void **state) {
         {"remat_policy=qkv_proj_offloaded", "base_emb_dim=5120", NULL, 4 * 2048 * 5120 * 2},
         {"remat_policy=qkv_proj_offloaded", "base_emb_dim=5120", "ici_data_parallelism=2", 0},
         {"remat_policy=full", "base_emb_dim=5120", NULL, 0},
+        {"remat_policy=custom", "decoder_layer_input=offload", "out_proj=device", 0},
+        {"remat_policy=custom", "decoder_layer_input=device", "out_proj=offload",
+         4 * 2048 * 4096 * 2},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         remat_result_t r;
