@@ -304,16 +304,17 @@ struct remat_analyzer {
 
 /* Whether the loss's weight gradients wait for the layers' backward (XLA's
    deferred windowed einsum: step.c, head_defers), as they do unless the
-   chunked loss (num_vocab_tiling > 1) makes them in its own loop, or the
-   step accumulates gradients over micro-batches: inside MaxText's scan
-   over them XLA makes the loss's weight gradient at the loss, and no
-   logits-sized buffer is live in the layers' backward (4-layer
-   llama3.1-8b compiles with gradient_accumulation_steps=2 on v6e-8 under
-   full and minimal and on v5e-16 under full; the 32-layer v5e-16
-   llama2-7b runs, docs/validation.md). The stage's static gradients
-   (static.c) and the step (step.c) both read it. */
+   chunked loss (num_vocab_tiling > 1) makes them in its own loop. Under
+   gradient accumulation XLA sometimes makes them at the loss instead (no
+   logits-sized buffer in the layers' backward: llama2-7b on v5e-16 and
+   llama3.1-70b on v5p-16 at batch 12 and 13) and sometimes holds the
+   logits through the backward as without it (llama3.1-8b under minimal on
+   v6e-8, llama3.1-70b on v5p-16 at batch 20, which XLA refuses at 1.116 of
+   its limit); nothing read yet tells the two apart, so remat counts the
+   held buffer, the safe side (docs/validation.md). The stage's static
+   gradients (static.c) and the step (step.c) both read it. */
 static inline bool remat_i_loss_grads_deferred(const remat_analyzer_t *an) {
-    return an->cfg->num_vocab_tiling <= 1 && an->cfg->gradient_accumulation_steps <= 1;
+    return an->cfg->num_vocab_tiling <= 1;
 }
 
 /* XLA:TPU's SPMD partitioner runs a matmul whose weight is sharded like
