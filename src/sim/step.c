@@ -216,6 +216,18 @@ static void head_defer(const remat_analyzer_t *an, scratch_t *s, step_t *st,
    shorter is not reduce-scattered as a windowed einsum. */
 enum { WINDOWED_EINSUM_MIN_ROWS = 128 };
 
+/* Whether an op of @p b other than op @p j reads tensor @p w. */
+static bool read_by_another(const remat_block_t *b, size_t w, size_t j) {
+    for (size_t k = 0; k < b->nops; k++) {
+        for (size_t i = 0; k != j && i < b->ops[k].nin; i++) {
+            if (b->ops[k].in[i] == w) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 /* Whether the loss's backward @p ce is fused into the two matmuls that read
    the logits' gradient (the input's gradient and the weight gradient), so
    that gradient is never a buffer of its own: the logits stay until those
@@ -231,18 +243,6 @@ enum { WINDOWED_EINSUM_MIN_ROWS = 128 };
    logits' gradient beside them at any shard (gemma2-9b: 112 rows on
    v5e-32, 14 on v6e-256, the loss's `div` beside the logits at XLA's
    peak in both). */
-/* Whether an op of @p b other than op @p j reads tensor @p w. */
-static bool read_by_another(const remat_block_t *b, size_t w, size_t j) {
-    for (size_t k = 0; k < b->nops; k++) {
-        for (size_t i = 0; k != j && i < b->ops[k].nin; i++) {
-            if (b->ops[k].in[i] == w) {
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
 static bool loss_grad_fused(const remat_analyzer_t *an, const remat_op_t *ce) {
     const remat_block_t *b = &an->g->head;
     const bound_t *bd = &an->hb;
