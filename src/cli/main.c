@@ -692,7 +692,7 @@ static const remat_cli_command_t commands[] = {
      "with a small chart of live HBM over the step against the budget.\n"
      "With no settings it analyzes remat's default run: MaxText's llama3.1-70b\n"
      "recipe for tpu7x-128 (tpu-recipes; 64 chips, per_device_batch_size=2,\n"
-     "max_target_length=8192), which fits at 89% of the budget.\n",
+     "max_target_length=8192), which fits at 88% of the budget.\n",
      "0 analyzed, whether or not it fits ('check' is the gate), " EXITS_REST,
      CLI_OPT_CONFIG | CLI_OPT_FORMAT | CLI_OPT_CHART | CLI_OPT_NO_CHART | CLI_OPT_OUTPUT,
      ALL_FORMATS, run_analyze},
