@@ -1182,22 +1182,6 @@ static bool inputs_on_device(const remat_analyzer_t *an) {
     return true;
 }
 
-/* Whether every layer saves its input by name, in HBM or on the host. A
-   block whose inner inputs are re-run has no layer XLA can re-run alone:
-   each inner layer's backward needs the layers below it re-run first, so
-   its rematerialization keeps the block's re-runs together (gpt-oss-20b
-   under full on v6e-16 at batch 7: refused at 1.020 of its limit where the
-   held step is 1.010 and the layer-by-layer one 0.901, the budget 9% of
-   the way down; Llama 4 Maverick, its inputs offloaded, went 16%). */
-static bool inputs_named(const remat_analyzer_t *an) {
-    for (size_t i = 0; i < an->nruns; i++) {
-        if (!an->runs[i].names_input) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* The highest of the stages' floors: no simulation of them, held or
    layer by layer, peaks below it (the floor counts the static bytes, the
    saved residuals and the gradients, which the hold does not change), so
@@ -1235,14 +1219,12 @@ static remat_status_t stages_with(remat_analyzer_t *an, bool hold, remat_result_
    offloaded: of the way from the held step down to the layer-by-layer
    one, the compile that fit needed 16% (Llama 4 Maverick on v5p-128),
    those refused 47% to 85% (OLMo 3 7B, batch 12 to 16 on v6e-8) and 74%
-   (Gemma 3 12B, 48 layers, batch 8 on v6e-16). Where the inner inputs
-   are re-run it does not get there at all (inputs_named). So the stages
-   are simulated again layer by layer, when their floor (floor_of) leaves
-   room, and that figure kept, with the held one for the note, only when it
-   is under the margin and either every layer saves its input by name and
-   the budget is within UNIT_TAKE_BACK of that way, or the layers keep
-   their inputs in HBM (inputs_on_device: nothing holds the re-runs
-   together then). */
+   (Gemma 3 12B, 48 layers, batch 8 on v6e-16). So the stages are simulated
+   again layer by layer, when their floor (floor_of) leaves room, and that
+   figure kept, with the held one for the note, only when it is under the
+   margin and the budget is within UNIT_TAKE_BACK of that way, or the
+   layers keep their inputs in HBM (inputs_on_device: nothing holds the
+   re-runs together then). */
 remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err) {
     r->nstages = an->nstages;
     r->stages = remat_i_result_alloc(r, an->nstages * sizeof *r->stages);
@@ -1259,8 +1241,7 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
     }
     const uint64_t held = r->stages[r->worst_stage].peak_bytes, floor = floor_of(r);
     const bool on_device = inputs_on_device(an);
-    if (floor > usable ||
-        (!on_device && (!inputs_named(an) || !takes_apart(held, floor, budget)))) {
+    if (floor > usable || (!on_device && !takes_apart(held, floor, budget))) {
         return REMAT_OK; /* no layer-by-layer step can pass: the held one stands */
     }
     if ((st = stages_with(an, false, r, err))) {
