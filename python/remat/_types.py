@@ -354,6 +354,7 @@ class ResultBase:
     pipeline_iterations: int
     remat_unit: int
     unit_held_peak_bytes: int | None
+    unit_apart_partway: bool
     weights_streamed: bool
     worst_stage: int
     stages: list[Stage]

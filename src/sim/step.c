@@ -1231,6 +1231,7 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
     r->remat_unit = an->unit;
     r->weights_streamed = remat_i_windowed_einsums(an);
     r->unit_held_peak_bytes = 0;
+    r->unit_apart_partway = false;
     an->hold = true;
     unit_rows(an, r);
     remat_status_t st = all_stages(an, r, err);
@@ -1253,6 +1254,7 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
     if (apart <= usable && (on_device || takes_apart(held, apart, budget))) {
         an->hold = true;
         r->unit_held_peak_bytes = held;
+        r->unit_apart_partway = !on_device;
         return REMAT_OK;
     }
     return stages_with(an, true, r, err); /* XLA keeps the blocks' re-runs */

@@ -94,10 +94,11 @@ static void verdict(FILE *out, const remat_result_t *r) {
     remat_i_budget_assumed(r, assumed, sizeof assumed);
     fprintf(out,
             "</h1>\n<p id=\"verdict\" class=\"verdict %s\">%s: peak %s of %s per device%s%s%s "
-            "(%s)%s</p>\n<p id=\"peak-at\">Peak HBM <b>%" PRIu64 " bytes</b> at ",
+            "(%s)%s%s</p>\n<p id=\"peak-at\">Peak HBM <b>%" PRIu64 " bytes</b> at ",
             cls[v], remat_i_verdict_word(v), peak, budget, assumed[0] ? " (" : "", assumed,
             assumed[0] ? ")" : "", share,
-            v == REMAT_VERDICT_RISK ? ", inside the safety margin"
+            v == REMAT_VERDICT_RISK ? ", " : "",
+            v == REMAT_VERDICT_RISK ? remat_result_risk_reason(r)
             : !r->host_fits         ? "; offloaded bytes exceed the host's RAM"
                                     : "",
             r->peak_bytes);

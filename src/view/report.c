@@ -318,6 +318,7 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "remat_unit", jint(r->remat_unit));
     json_object_set_new(o, "unit_held_peak_bytes",
                         r->unit_held_peak_bytes ? jint(r->unit_held_peak_bytes) : json_null());
+    json_object_set_new(o, "unit_apart_partway", json_boolean(r->unit_apart_partway));
     json_object_set_new(o, "weights_streamed", json_boolean(r->weights_streamed));
     json_object_set_new(o, "worst_stage", jint(r->worst_stage));
     json_object_set_new(o, "stages", stages_json(r));
@@ -457,8 +458,12 @@ void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
                  "MaxText checkpoints each scanned block of %llu layers whole, so its backward "
                  "re-runs them together: held so, the step peaks at %s, over the budget, where "
                  "XLA's own rematerialization re-runs them layer by layer, as these figures do "
-                 "(XLA's peak has landed between the two; docs/memory-model.md)",
-                 (unsigned long long)r->remat_unit, held);
+                 "(XLA's peak has landed between the two; docs/memory-model.md)%s",
+                 (unsigned long long)r->remat_unit, held,
+                 r->unit_apart_partway
+                     ? "; with the layers' inputs re-run or offloaded XLA has taken such blocks "
+                       "apart in some compiles and refused others, so check calls it RISK"
+                     : "");
         fn(ctx, buf);
     }
     if (r->none_as_full) {
@@ -604,7 +609,7 @@ static void analyze_md(FILE *out, const remat_result_t *r, const char *m) {
     remat_format_bytes(r->peak_bytes, a, sizeof a);
     remat_format_bytes(r->budget_bytes, b, sizeof b);
     fprintf(out, "Peak HBM **%s** of %s (%s), at %s.\n\n", a, b,
-            r->fits_margin ? "fits" : r->fits ? "inside the safety margin" : "does not fit", m);
+            r->fits_margin ? "fits" : r->fits ? remat_result_risk_reason(r) : "does not fit", m);
     fprintf(out, "| category | bytes | GiB |\n|---|---:|---:|\n");
     for (int c = 0; c < REMAT_CAT_COUNT; c++) {
         fprintf(out, "| %s | %" PRId64 " | %.2f |\n", remat_cat_name((remat_cat_t)c),
@@ -667,7 +672,9 @@ static void peak_text(FILE *out, const remat_result_t *r, const char *m) {
     fprintf(out, "\npeak HBM     %s of %s per device%s (%s): %s\n", a, b,
             assumed[0] ? " (assumed)" : "", share,
             r->fits_margin ? "fits"
-            : r->fits      ? "fits, but inside the safety margin"
+            : r->fits      ? (r->unit_apart_partway ? "fits, but only if XLA's rematerialization "
+                                                      "takes the held blocks apart"
+                                                    : "fits, but inside the safety margin")
                            : "DOES NOT FIT");
     margin_text(out, r);
     char budget[512];
@@ -1139,7 +1146,9 @@ void remat_report_check_with(FILE *out, const remat_result_t *r, const remat_fix
     slice_text(r, slice, sizeof slice);
     remat_verdict_t v = remat_result_verdict(r);
     /* The host note also follows an OOM: both are worth fixing. */
-    const char *note = v == REMAT_VERDICT_RISK ? " (inside the safety margin)"
+    char risk[96];
+    snprintf(risk, sizeof risk, " (%s)", remat_result_risk_reason(r));
+    const char *note = v == REMAT_VERDICT_RISK ? risk
                        : !r->host_fits         ? " (offloaded bytes exceed host RAM)"
                                                : "";
     fprintf(out, "%s: %s on %s, remat_policy=%s: peak %s (%" PRIu64 " bytes) of %s per device%s, "

@@ -195,9 +195,14 @@ typedef struct remat_result {
        by layer step is under the budget less the safety margin, XLA's own
        rematerialization re-runs layer by layer instead, which the figures
        then follow; unit_held_peak_bytes is the peak held whole (0 when the
-       block's peak is the one reported, or the unit is one layer). */
+       block's peak is the one reported, or the unit is one layer).
+       unit_apart_partway: the figures are layer by layer only because XLA
+       is taken to re-run the held blocks apart partway (their inner
+       inputs not all kept in HBM): its compiles have done so for some such
+       runs and refused others, so the step passes no check (RISK). */
     uint64_t remat_unit;
     uint64_t unit_held_peak_bytes;
+    bool unit_apart_partway;
     /* Whether XLA:TPU runs the layers' weight matmuls as windowed einsums
        here (one sharded mesh axis, fsdp, over at most 32 devices): each
        weight streams shard by shard, and no gathered copy or whole weight
@@ -231,13 +236,17 @@ bool remat_result_passes(const remat_result_t *r);
 /** The verdict, worst first: what `check` prints and a compare row's fits. */
 typedef enum remat_verdict {
     REMAT_VERDICT_OOM,      /* the peak exceeds the budget */
-    REMAT_VERDICT_RISK,     /* fits, but inside the safety margin */
+    REMAT_VERDICT_RISK,     /* fits, but inside the safety margin, or only as XLA
+                               takes held blocks apart (unit_apart_partway) */
     REMAT_VERDICT_HOST_OOM, /* fits HBM; offloaded bytes exceed the host's RAM */
     REMAT_VERDICT_OK        /* passes (remat_result_passes) */
 } remat_verdict_t;
 
 /** The verdict of an analyzed step; REMAT_VERDICT_OK exactly when it passes. */
 remat_verdict_t remat_result_verdict(const remat_result_t *r);
+
+/** Why a step that fits is RISK, in words for a verdict line (static text). */
+const char *remat_result_risk_reason(const remat_result_t *r);
 
 /**
  * Analyzes one step. The graph, config, policy and hardware are borrowed and
