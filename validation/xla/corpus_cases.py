@@ -241,7 +241,8 @@ CASES = [
     # Scanned blocks whose inner inputs are re-run, just over the limit
     # with their re-runs held (docs/memory-model.md, "Blocks re-run
     # whole"), where the layer-by-layer step is well under it: whether XLA
-    # keeps the held re-runs (remat's rule) or takes the blocks apart.
+    # keeps the held re-runs or takes the blocks apart (it did both: check
+    # calls such a step RISK).
     case("gemma3-12b", "v6e-16", "full", layers="auto", step=6, targets=(1.02,)),
     case("olmo3-7b", "v6e-8", "full", targets=(1.04,)),
     case("gpt-oss-20b", "v5p-16", "full", layers="auto", step=2, targets=(1.01,)),
