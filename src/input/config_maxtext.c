@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "data/maxtext_keys.h"
 #include "remat/model/policy.h"
@@ -123,14 +124,39 @@ static const struct {
      "remat's mesh has no context_autoregressive axis: its devices would land on another axis"},
     {"pipeline_parallel_layers", "-1",
      "it pipelines only some of the layers; remat pipelines all of them (-1, MaxText's default)"},
+    /* Blocks remat's graphs do not have: the step is another one. */
+    {"use_indexer", "false",
+     "it adds DeepSeek 3.2's sparse-attention indexer to MLA (a [batch, q, kv] mask for the "
+     "attention kernel, from [batch, q, kv, indexer_n_heads] scores past indexer_topk keys) "
+     "and, with indexer_sparse_training false, MaxText's dense warm-up, which skips the "
+     "language-model loss: a block remat's graphs do not have yet"},
+    {"use_batch_split_schedule", "false",
+     "its MoE layers run in a hand-written scan that splits the batch, gathers the weights "
+     "ahead and keeps its own residuals whatever remat_policy says: a schedule remat's graphs "
+     "do not have yet"},
+    {"use_multimodal", "false",
+     "it runs a vision encoder before the decoder and merges its tokens into the sequence: a "
+     "block remat's graphs do not have yet"},
+    {"mhc_expansion_rate", "1",
+     "DeepSeek 4's hyper-connections widen the residual stream by this rate: a block remat's "
+     "graphs do not have yet"},
 };
+
+/* Whether @p value is @p deflt: a boolean default matches its other
+   spellings (YAML's False, 0). */
+static bool is_default(const char *value, const char *deflt) {
+    if (strcmp(deflt, "false") == 0) {
+        return strcasecmp(value, "false") == 0 || strcmp(value, "0") == 0;
+    }
+    return strcmp(value, deflt) == 0;
+}
 
 /* Whether @p key set to @p value is one of those; *why then says how. */
 static bool step_changer(const char *key, const char *value, const char **why) {
     for (size_t i = 0; i < sizeof step_changers / sizeof step_changers[0]; i++) {
         if (strcmp(key, step_changers[i].key) == 0) {
             *why = step_changers[i].why;
-            return strcmp(value, step_changers[i].deflt) != 0;
+            return !is_default(value, step_changers[i].deflt);
         }
     }
     return false;
