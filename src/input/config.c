@@ -547,12 +547,7 @@ static remat_status_t set_dtype_or_bool(remat_config_t *c, const key_t_ *k, cons
         c->mu_dtype_set |= strcmp(s->key, "mu_dtype") == 0;
         return REMAT_OK;
     }
-    if (strcmp(value, "true") == 0 || strcmp(value, "True") == 0 || strcmp(value, "1") == 0) {
-        *(bool *)field = true;
-    } else if (strcmp(value, "false") == 0 || strcmp(value, "False") == 0 ||
-               strcmp(value, "0") == 0) {
-        *(bool *)field = false;
-    } else {
+    if (!remat_i_config_bool_text(value, (bool *)field)) {
         return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
                                "'%s' must be true or false, not '%s'", s->key, value);
     }

@@ -18,7 +18,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "data/maxtext_keys.h"
 #include "remat/model/policy.h"
@@ -142,20 +141,39 @@ static const struct {
      "graphs do not have yet"},
 };
 
+bool remat_i_config_bool_text(const char *text, bool *out) {
+    if (strcmp(text, "true") == 0 || strcmp(text, "True") == 0 || strcmp(text, "1") == 0) {
+        *out = true;
+    } else if (strcmp(text, "false") == 0 || strcmp(text, "False") == 0 ||
+               strcmp(text, "0") == 0) {
+        *out = false;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 /* Whether @p value is @p deflt: a boolean default matches its other
    spellings (YAML's False, 0). */
 static bool is_default(const char *value, const char *deflt) {
+    bool v;
     if (strcmp(deflt, "false") == 0) {
-        return strcasecmp(value, "false") == 0 || strcmp(value, "0") == 0;
+        return remat_i_config_bool_text(value, &v) && !v;
     }
     return strcmp(value, deflt) == 0;
 }
+
+static const char not_a_bool[] =
+    "MaxText's booleans are true, True, 1, false, False or 0";
 
 /* Whether @p key set to @p value is one of those; *why then says how. */
 static bool step_changer(const char *key, const char *value, const char **why) {
     for (size_t i = 0; i < sizeof step_changers / sizeof step_changers[0]; i++) {
         if (strcmp(key, step_changers[i].key) == 0) {
-            *why = step_changers[i].why;
+            bool b;
+            const bool flag = strcmp(step_changers[i].deflt, "false") == 0;
+            *why = flag && !remat_i_config_bool_text(value, &b) ? not_a_bool
+                                                                : step_changers[i].why;
             return !is_default(value, step_changers[i].deflt);
         }
     }

@@ -22,6 +22,10 @@ remat_status_t remat_i_config_translate(remat_config_t *c, const char **key, con
                                         const char *source, const char *path, bool *skip,
                                         remat_error_t *err);
 
+/* A boolean as MaxText's configs spell it (true, True, 1; false, False,
+   0) into *@p out; false when @p text is none of them. */
+bool remat_i_config_bool_text(const char *text, bool *out);
+
 typedef enum remat_other_key {
     REMAT_OTHER_UNUSED,     /* one of MaxText's keys remat does not model: listed */
     REMAT_OTHER_REFUSED,    /* one of those, off its default in a way that changes the step */

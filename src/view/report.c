@@ -669,13 +669,11 @@ static void peak_text(FILE *out, const remat_result_t *r, const char *m) {
     remat_i_budget_bytes(r->budget_bytes, b, sizeof b);
     remat_i_share_text(r->peak_bytes, r->budget_bytes, share, sizeof share);
     remat_i_budget_assumed(r, assumed, sizeof assumed);
+    char risk[96];
+    snprintf(risk, sizeof risk, "fits, but %s", remat_result_risk_reason(r));
     fprintf(out, "\npeak HBM     %s of %s per device%s (%s): %s\n", a, b,
             assumed[0] ? " (assumed)" : "", share,
-            r->fits_margin ? "fits"
-            : r->fits      ? (r->unit_apart_partway ? "fits, but only if XLA's rematerialization "
-                                                      "takes the held blocks apart"
-                                                    : "fits, but inside the safety margin")
-                           : "DOES NOT FIT");
+            r->fits_margin ? "fits" : r->fits ? risk : "DOES NOT FIT");
     margin_text(out, r);
     char budget[512];
     budget_text(r, budget, sizeof budget);
