@@ -15,8 +15,11 @@
  */
 #include "input/config_maxtext.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "data/maxtext_keys.h"
@@ -153,26 +156,45 @@ bool remat_i_config_bool_text(const char *text, bool *out) {
     return true;
 }
 
+/* *out = @p text read whole as a number; false when it is none (empty,
+   trailing characters, not finite). */
+static bool number_text(const char *text, double *out) {
+    char *end;
+    errno = 0;
+    *out = strtod(text, &end);
+    return end != text && *end == '\0' && errno == 0 && isfinite(*out);
+}
+
 /* Whether @p value is @p deflt: a boolean default matches its other
-   spellings (YAML's False, 0). */
+   spellings (YAML's False, 0), a numeric one any spelling of its number
+   (MaxText's config reads 1.0 for an integer key as 1). */
 static bool is_default(const char *value, const char *deflt) {
     bool v;
+    double a, b;
     if (strcmp(deflt, "false") == 0) {
         return remat_i_config_bool_text(value, &v) && !v;
+    }
+    if (number_text(deflt, &b)) {
+        return number_text(value, &a) && a == b;
     }
     return strcmp(value, deflt) == 0;
 }
 
 static const char not_a_bool[] =
     "MaxText's booleans are true, True, 1, false, False or 0";
+static const char not_a_number[] = "it is a number in MaxText's config";
 
 /* Whether @p key set to @p value is one of those; *why then says how. */
 static bool step_changer(const char *key, const char *value, const char **why) {
     for (size_t i = 0; i < sizeof step_changers / sizeof step_changers[0]; i++) {
         if (strcmp(key, step_changers[i].key) == 0) {
             bool b;
-            const bool flag = strcmp(step_changers[i].deflt, "false") == 0;
+            double x;
+            const char *deflt = step_changers[i].deflt;
+            const bool flag = strcmp(deflt, "false") == 0;
+            const bool number = !flag && number_text(deflt, &x);
             *why = flag && !remat_i_config_bool_text(value, &b) ? not_a_bool
+                   : number && !number_text(value, &x)          ? not_a_number
                                                                 : step_changers[i].why;
             return !is_default(value, step_changers[i].deflt);
         }

@@ -13,10 +13,9 @@
  *    fits_margin implies fits; checked below 2^53 bytes, where a double
  *    holds the budget exactly and the product cannot round above it;
  *  - a step whose figures rest on XLA taking held blocks apart partway
- *    (unit_apart_partway) never fits with the margin: of the five such
- *    compiles in the corpus XLA fit three (Llama 4 Maverick's recipe,
- *    Gemma 3 12B and OLMo 3 7B under full) and refused two (gpt-oss-20b
- *    and Llama 4 Scout under full on v6e-16), so check calls it RISK.
+ *    (unit_apart_partway) never fits with the margin: XLA's compiles of
+ *    such steps have fit and been refused alike (docs/memory-model.md,
+ *    "Blocks re-run whole", counts them), so check calls it RISK.
  */
 #include <assert.h>
 #include <string.h>
