@@ -353,6 +353,7 @@ class ResultBase:
     pipeline_microbatches: int
     pipeline_iterations: int
     remat_unit: int
+    unrolled_held_peak_bytes: int | None
     unit_held_peak_bytes: int | None
     unit_apart_partway: bool
     weights_streamed: bool

@@ -1169,6 +1169,7 @@ remat_status_t remat_i_bind(remat_analyzer_t *an, remat_error_t *err) {
     an->microbatches = remat_mesh_microbatches(&an->mesh, an->cfg);
     an->delay = remat_i_config_pipeline_delay(an->cfg);
     an->unit = (size_t)remat_config_remat_unit(an->cfg); /* >= 1, divides the layers (config) */
+    an->span = an->unit;
     remat_status_t st;
     if ((st = check_mesh(an, err))) {
         return st;

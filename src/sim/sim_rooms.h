@@ -259,7 +259,11 @@ struct remat_analyzer {
        before the first of their backward ops, and each layer's re-run
        residuals wait for that layer's backward (step.c, unit_backward). */
     size_t unit;
-    bool hold; /* the unit's re-runs held together (false: XLA's rematerialization) */
+    /* The layers whose re-runs are held together from the first backward
+       op of the topmost of them: the unit, or, for the unrolled bound
+       (step.c, unrolled_bound), every layer of a stage. */
+    size_t span;
+    bool hold; /* the span's re-runs held together (false: XLA's rematerialization) */
     /* The kind of every layer (remat_kind_t's rule): kb[kind_of[l]],
        below, is layer l's block. */
     static_part_t kpart[REMAT_MAX_KINDS]; /* one layer's params, per kind */

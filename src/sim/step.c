@@ -600,6 +600,13 @@ static size_t unit_start(const remat_analyzer_t *an, size_t l, size_t first) {
     return u0 < first ? first : u0;
 }
 
+/* The first layer of layer @p l's span (the layers re-run together),
+   within the stage from @p first. */
+static size_t span_start(const remat_analyzer_t *an, size_t l, size_t first) {
+    const size_t u0 = l - l % an->span;
+    return u0 < first ? first : u0;
+}
+
 static int64_t held_of(const remat_analyzer_t *an, size_t l) {
     return an->tpls[run_of(an, l)->profile].rec_held;
 }
@@ -638,13 +645,13 @@ static void unit_forward_after(const remat_analyzer_t *an, size_t l, size_t firs
    again just before its layer's backward. */
 static void unit_enter(const remat_analyzer_t *an, size_t l, size_t first, size_t last,
                        meter_t *m) {
-    if (an->unit == 1) {
+    if (an->span == 1) {
         return;
     }
-    const bool top = l == last || (l + 1) % an->unit == 0;
+    const bool top = l == last || (l + 1) % an->span == 0;
     if (an->hold && top) {
         int64_t h = 0;
-        for (size_t i = unit_start(an, l, first); i < l; i++) {
+        for (size_t i = span_start(an, l, first); i < l; i++) {
             h += held_of(an, i) + (input_dropped(an, i, first) ? input_bytes(an, i) : 0);
         }
         add_const(m, REMAT_CAT_RECOMPUTE, h);
@@ -658,7 +665,7 @@ static void unit_enter(const remat_analyzer_t *an, size_t l, size_t first, size_
    plays its own re-run (its profile), so what it held goes back into that,
    and its input becomes what its profile frees as saved. */
 static void unit_leave(const remat_analyzer_t *an, size_t l, size_t first, meter_t *m) {
-    if (an->unit == 1 || !an->hold || l == unit_start(an, l, first)) {
+    if (an->span == 1 || !an->hold || l == span_start(an, l, first)) {
         return;
     }
     add_const(m, REMAT_CAT_RECOMPUTE, -held_of(an, l - 1));
@@ -807,7 +814,7 @@ static void stage_layers(const remat_analyzer_t *an, size_t first, size_t last, 
         trace_layers(an, first, last, backward, stp);
     }
     step_t st = *stp;
-    if (an->unit > 1) {
+    if (an->span > 1) {
         unit_layers(an, first, last, backward, &st);
         *stp = st;
         return;
@@ -1225,15 +1232,15 @@ static remat_status_t stages_with(remat_analyzer_t *an, bool hold, remat_result_
    margin and the budget is within UNIT_TAKE_BACK of that way, or the
    layers keep their inputs in HBM (inputs_on_device: nothing holds the
    re-runs together then). */
-remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err) {
-    r->nstages = an->nstages;
-    r->stages = remat_i_result_alloc(r, an->nstages * sizeof *r->stages);
-    r->remat_unit = an->unit;
-    r->weights_streamed = remat_i_windowed_einsums(an);
+static remat_status_t held_or_apart(remat_analyzer_t *an, remat_result_t *r,
+                                    remat_error_t *err) {
     r->unit_held_peak_bytes = 0;
     r->unit_apart_partway = false;
     an->hold = true;
-    unit_rows(an, r);
+    an->span = an->unit;
+    if (an->trace) {
+        an->trace->nevents = 0;
+    }
     remat_status_t st = all_stages(an, r, err);
     uint64_t budget, usable;
     remat_i_budget(an, &budget, &usable);
@@ -1258,4 +1265,49 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
         return REMAT_OK;
     }
     return stages_with(an, true, r, err); /* XLA keeps the blocks' re-runs */
+}
+
+/* Whether the layers run unrolled on XLA:TPU (scan_layers false, more
+   than one layer a stage): no loop boundary keeps their re-runs apart. */
+static bool unrolled_on_tpu(const remat_analyzer_t *an) {
+    return !an->cfg->scan_layers && !an->hw->xla_gpu && an->nlayers / an->nstages > 1;
+}
+
+/* The unrolled bound: each stage with every layer's re-run made before the
+   first backward op and held until its own layer's backward. Unrolled,
+   the re-runs depend on the saved inputs alone and XLA:TPU's scheduler
+   runs them early: a 4-layer llama2-7b compile on v4-16 at batch 24
+   (--dump) holds all four layers' re-run MLP products at its peak, and
+   the 8-layer one is refused at 1.09 of the limit where the layers re-run
+   one at a time need 0.57 (docs/validation.md, "Unrolled layers"). */
+static remat_status_t unrolled_bound(remat_analyzer_t *an, remat_result_t *r,
+                                     remat_error_t *err) {
+    r->unrolled_held_peak_bytes = 0;
+    if (!unrolled_on_tpu(an)) {
+        return REMAT_OK;
+    }
+    an->hold = true;
+    an->span = an->nlayers / an->nstages;
+    remat_status_t st = all_stages(an, r, err);
+    an->span = an->unit;
+    if (!st) {
+        r->unrolled_held_peak_bytes = r->stages[r->worst_stage].peak_bytes;
+    }
+    return st;
+}
+
+remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err) {
+    r->nstages = an->nstages;
+    r->stages = remat_i_result_alloc(r, an->nstages * sizeof *r->stages);
+    r->remat_unit = an->unit;
+    r->weights_streamed = remat_i_windowed_einsums(an);
+    unit_rows(an, r);
+    remat_status_t st = unrolled_bound(an, r, err);
+    if (!st) {
+        st = held_or_apart(an, r, err);
+    }
+    /* the bound only adds held re-runs to the layer-by-layer step */
+    assert(st || !r->unrolled_held_peak_bytes ||
+           r->unrolled_held_peak_bytes >= r->stages[r->worst_stage].peak_bytes);
+    return st;
 }

@@ -15,7 +15,11 @@
  *  - a step whose figures rest on XLA taking held blocks apart partway
  *    (unit_apart_partway) never fits with the margin: XLA's compiles of
  *    such steps have fit and been refused alike (docs/memory-model.md,
- *    "Blocks re-run whole", counts them), so check calls it RISK.
+ *    "Blocks re-run whole", counts them), so check calls it RISK;
+ *  - nor does an unrolled TPU step whose unrolled bound (every layer's
+ *    re-run held at once, unrolled_held_peak_bytes) is over the margin:
+ *    XLA's compiles of unrolled runs were refused at up to 1.9 times the
+ *    layer-by-layer peak (docs/memory-model.md, "Unrolled layers").
  */
 #include <assert.h>
 #include <string.h>
@@ -27,8 +31,12 @@ bool remat_result_passes(const remat_result_t *r) {
 }
 
 const char *remat_result_risk_reason(const remat_result_t *r) {
-    return r->unit_apart_partway && r->peak_bytes <= r->usable_bytes
-               ? "only if XLA's rematerialization takes the held blocks apart"
+    if (r->peak_bytes > r->usable_bytes) {
+        return "inside the safety margin";
+    }
+    return r->unit_apart_partway ? "only if XLA's rematerialization takes the held blocks apart"
+           : r->unrolled_held_peak_bytes > r->usable_bytes
+               ? "only if XLA re-runs the unrolled layers one at a time"
                : "inside the safety margin";
 }
 
@@ -86,7 +94,8 @@ remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
     }
     remat_i_budget(an, &r->budget_bytes, &r->usable_bytes);
     r->fits = r->peak_bytes <= r->budget_bytes;
-    r->fits_margin = r->peak_bytes <= r->usable_bytes && !r->unit_apart_partway;
+    r->fits_margin = r->peak_bytes <= r->usable_bytes && !r->unit_apart_partway &&
+                     r->unrolled_held_peak_bytes <= r->usable_bytes;
     assert(cfg->safety_margin < 0 || r->budget_bytes > ((uint64_t)1 << 53) ||
            r->usable_bytes <= r->budget_bytes);
     assert(r->host_bytes_per_host <= BYTES_MAX);

@@ -316,6 +316,9 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "pipeline_microbatches", jint(r->microbatches));
     json_object_set_new(o, "pipeline_iterations", jint(r->pipeline_iterations));
     json_object_set_new(o, "remat_unit", jint(r->remat_unit));
+    json_object_set_new(o, "unrolled_held_peak_bytes",
+                        r->unrolled_held_peak_bytes ? jint(r->unrolled_held_peak_bytes)
+                                                    : json_null());
     json_object_set_new(o, "unit_held_peak_bytes",
                         r->unit_held_peak_bytes ? jint(r->unit_held_peak_bytes) : json_null());
     json_object_set_new(o, "unit_apart_partway", json_boolean(r->unit_apart_partway));
@@ -442,14 +445,20 @@ static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
 void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
     char buf[512];
     relaid_note(r, fn, ctx);
-    if (!r->config->scan_layers && r->nlayers > 1) {
+    if (r->unrolled_held_peak_bytes) {
         /* unrolled, the backward has no loop boundary to keep the layers'
-           re-runs apart: the v4-16 llama2-7b compiles at batch 40 and 48
-           held the re-run MLP activations of several layers at once */
-        fn(ctx, "scan_layers=false: XLA schedules an unrolled backward freely, and its compiles "
-                "of such runs have held the re-runs of several layers at once, which remat "
-                "counts one layer at a time (XLA needed up to 1.45 times remat's peak on "
-                "them; docs/validation.md): leave room for it, or scan the layers");
+           re-runs apart (docs/memory-model.md, "Unrolled layers") */
+        char held[32];
+        remat_format_bytes(r->unrolled_held_peak_bytes, held, sizeof held);
+        snprintf(buf, sizeof buf,
+                 "scan_layers=false: XLA:TPU schedules an unrolled backward freely and may make "
+                 "every layer's re-run before the first backward op, holding each until its own "
+                 "layer's backward: so held, the step peaks at %s, which these figures (one "
+                 "layer's re-run at a time) leave out; check passes the step only if that fits "
+                 "too (its compiles of such runs were refused at up to 1.9 times remat's "
+                 "layer-by-layer peak; docs/memory-model.md): or scan the layers",
+                 held);
+        fn(ctx, buf);
     }
     if (r->unit_held_peak_bytes) {
         char held[32];

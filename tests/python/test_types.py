@@ -170,6 +170,13 @@ ANALYZE_CASES = {
         "per_device_batch_size=2",
         "parameter_memory_host_offload=true",
     ),
+    "unrolled": (
+        "model_name=llama2-7b",
+        "topology=v5e-16",
+        "scan_layers=false",
+        "base_num_decoder_layers=8",
+        "per_device_batch_size=16",
+    ),
     "unit_held": (
         "model_name=gemma3-12b",
         "per_device_batch_size=1",
@@ -207,6 +214,9 @@ def test_analyze_variants(case: str) -> None:
         # the one config known to hold its blocks over the budget: an integer
         # here, null elsewhere
         assert type(r.unit_held_peak_bytes) is int, "this run no longer covers the integer"
+    if case == "unrolled":
+        # unrolled on a TPU: the bound with every layer's re-run held
+        assert type(r.unrolled_held_peak_bytes) is int and r.unrolled_held_peak_bytes > r.peak_hbm_bytes
     if case == "default_run":
         assert r.default_run and r.fixes is None
 
@@ -216,6 +226,7 @@ def test_analyze_types_are_exact():
     assert type(r.peak_hbm_bytes) is int and type(r.breakdown.params) is int
     assert type(r.safety_margin) is float and type(r.offload.link_bytes_per_second) is float
     assert type(r.fits) is bool and r.unit_held_peak_bytes is None
+    assert r.unrolled_held_peak_bytes is None
     assert r.tensors == r.profiles[0].tensors and type(r.tensors[0].shape[0]) is int
     # fixes: present (the step does not fit), each part typed; absent figures stay absent
     assert isinstance(r.fixes, T.Fixes) and isinstance(r.fixes.smallest_slice, T.SmallestSliceFix)

@@ -201,6 +201,14 @@ typedef struct remat_result {
        inputs not all kept in HBM): its compiles have done so for some such
        runs and refused others, so the step passes no check (RISK). */
     uint64_t remat_unit;
+    /* unrolled_held_peak_bytes: with unrolled layers on XLA:TPU
+       (scan_layers false), the peak when every layer's re-run is made
+       before the backward's first op and held until its own layer's
+       backward, as XLA's scheduler may place them (0: scanned layers, one
+       layer a stage, or XLA:GPU). The figures are the layer-by-layer
+       step's; the step fits with the margin only if this bound does too
+       (docs/memory-model.md, "Unrolled layers"). */
+    uint64_t unrolled_held_peak_bytes;
     uint64_t unit_held_peak_bytes;
     bool unit_apart_partway;
     /* Whether XLA:TPU runs the layers' weight matmuls as windowed einsums
