@@ -87,6 +87,7 @@ __all__ = [
     "LargestBatchFix",
     "PolicyBatch",
     "SmallestSliceFix",
+    "ScanFix",
     "ResultBase",
     "ResultSummary",
     "RankedResult",
@@ -321,12 +322,25 @@ class SmallestSliceFix:
 
 
 @dataclass(frozen=True, slots=True)
+class ScanFix:
+    """``fixes.scan_layers``: the run with its unrolled layers scanned."""
+
+    settings: str | None
+    command: str | None
+    comment: str
+    found: bool
+    peak_hbm_bytes: int | None = None  # when found
+    step_seconds: float | None = None  # when found
+
+
+@dataclass(frozen=True, slots=True)
 class Fixes:
     """``fixes``: what would make a step that does not pass, pass."""
 
     placement: PlacementFix
     largest_batch: LargestBatchFix
     smallest_slice: SmallestSliceFix
+    scan_layers: ScanFix | None  # null where the layers are scanned already
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@
  * is printed with its command only when that exact config builds, resolves
  * and passes; otherwise the line is a comment saying why there is no fix.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,7 @@ static const char *const batch_keys[] = {"per_device_batch_size", NULL};
 static const char *const policy_batch_keys[] = {"remat_policy", "per_device_batch_size", NULL};
 static const char *const slice_keys[] = {"topology", "compile_topology", "num_devices",
                                          "hardware", "gpu_multiprocess", NULL};
+static const char *const scan_keys[] = {"scan_layers", NULL};
 
 static void placement_line(const remat_cli_opts_t *o, const char *cmd, const remat_cli_job_t *j,
                            const remat_fixes_t *f, remat_fix_line_t *l) {
@@ -236,6 +238,24 @@ static void slice_line(const remat_cli_opts_t *o, const char *cmd, const remat_c
     fix_line(o, cmd, &j->cfg, &ch, comment, otherwise, l);
 }
 
+/* The layers scanned, where the run unrolls them (f->scan_tried). */
+static void scan_line(const remat_cli_opts_t *o, const char *cmd, const remat_cli_job_t *j,
+                      const remat_fixes_t *f, remat_fix_line_t *l) {
+    change_t ch = {scan_keys, false, ""};
+    if (f->scan_found) {
+        snprintf(ch.add, sizeof ch.add, "scan_layers=true");
+    }
+    char comment[512];
+    snprintf(comment, sizeof comment,
+             "the layers scanned (MaxText's default): each re-runs inside the scan's loop, "
+             "one at a time: peak %.2f GiB, step %.3f s (now %.3f s)",
+             (double)f->scan_peak_bytes / (1u << 30), f->scan_step_seconds,
+             j->result.step_seconds);
+    l->kind = "scan";
+    fix_line(o, cmd, &j->cfg, &ch, comment,
+             "scanning the layers (scan_layers=true) does not make it fit either", l);
+}
+
 remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,
                                const remat_cli_job_t *j, remat_fixes_t *f,
                                remat_fix_line_t *lines, size_t *nlines, remat_error_t *err) {
@@ -247,6 +267,10 @@ remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,
     placement_line(o, cmd, j, f, &lines[(*nlines)++]);
     batch_line(o, cmd, j, f, &lines[(*nlines)++]);
     slice_line(o, cmd, j, f, &lines[(*nlines)++]);
+    if (f->scan_tried) {
+        scan_line(o, cmd, j, f, &lines[(*nlines)++]);
+    }
+    assert(*nlines <= REMAT_CLI_FIX_LINES);
     return REMAT_OK;
 }
 

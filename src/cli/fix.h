@@ -13,9 +13,14 @@
 #include "remat/solve/solve.h"
 #include "remat/view/report.h"
 
+/* The most fix lines a run has: placement, batch, slice, and the scan
+   where the layers run unrolled. */
+#define REMAT_CLI_FIX_LINES 4
+
 /* The fixes of job @p j, which does not pass, as check and analyze end
    with them (fix.c): remat_fixes_find into @p f, then one line each
-   (placement, batch, slice) into @p lines (room for 3), each the command
+   (placement, batch, slice; the scan where the run's layers are
+   unrolled) into @p lines (room for REMAT_CLI_FIX_LINES), each the command
    @p cmd as given with the change, printed only once the changed run was
    built and passed. Release @p f either way. */
 remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,

@@ -235,7 +235,7 @@ static remat_status_t report_verdict(const opts_t *o, int which, const job_t *j,
                       (o->fmt == REMAT_FMT_TEXT || o->fmt == REMAT_FMT_JSON);
     remat_fixes_t f;
     remat_fixes_init(&f);
-    remat_fix_line_t lines[3];
+    remat_fix_line_t lines[REMAT_CLI_FIX_LINES];
     size_t n = 0;
     remat_status_t st =
         want ? remat_cli_fixes(o, which == 0 ? "analyze" : "check", j, &f, lines, &n, err)

@@ -273,7 +273,7 @@ int remat_cli_analyze_chart(const remat_cli_opts_t *o) {
         /* what would make it fit, after the chart: the text's last lines */
         remat_fixes_t f;
         remat_fixes_init(&f);
-        remat_fix_line_t lines[3];
+        remat_fix_line_t lines[REMAT_CLI_FIX_LINES];
         size_t n = 0;
         st = remat_cli_fixes(o, "analyze", j, &f, lines, &n, &err);
         const remat_fix_report_t fx = {&f, lines, n};

@@ -2,12 +2,13 @@
 /*
  * fixes.c: what would make a run pass (remat_fixes_find, solve.h): the
  * solver's fastest placement that passes, the largest per_device_batch_size
- * that passes under each preset and the run's own policy, and the smallest
- * slice of the run's chip that passes. check and analyze end with them when
+ * that passes under each preset and the run's own policy, the smallest
+ * slice of the run's chip that passes, and, where the layers run unrolled,
+ * the run with them scanned (MaxText's default). check and analyze end with them when
  * the verdict is not OK.
  *
  * Invariants: every fix is found by analyses of the run with that one
- * change (the placement, the batch, the slice), each passing; nothing here
+ * change (the placement, the batch, the slice, the scan), each passing; nothing here
  * prints. A fix that cannot be had is absent (placement_found,
  * batches[i].batch == 0, slice_found false), never a guess. A search
  * error that says only that the change does not apply (a mesh that does
@@ -209,6 +210,37 @@ static remat_status_t find_slice(const remat_graph_t *g, const remat_config_t *c
     return st;
 }
 
+/* The run with its layers scanned, where they run unrolled: on XLA:TPU an
+   unrolled step passes only if every layer's re-run held at once fits
+   (the unrolled bound, sim.h), which a scan's loop rules out. */
+static remat_status_t find_scan(const remat_graph_t *g, const remat_config_t *cfg,
+                                const remat_policy_t *policy, const remat_hw_t *hw,
+                                remat_fixes_t *f, remat_error_t *err) {
+    f->scan_tried = !cfg->scan_layers;
+    if (!f->scan_tried) {
+        return REMAT_OK;
+    }
+    remat_config_t c = *cfg;
+    c.scan_layers = true;
+    remat_result_t r;
+    remat_result_init(&r);
+    remat_error_t e;
+    remat_error_init(&e);
+    remat_status_t st = remat_analyze(g, &c, policy, hw, &r, &e);
+    if (st == REMAT_OK && remat_result_passes(&r)) {
+        f->scan_found = true;
+        f->scan_peak_bytes = r.peak_bytes;
+        f->scan_step_seconds = r.step_seconds;
+    }
+    if (inapplicable(st)) {
+        st = REMAT_OK;
+    } else if (st) {
+        *err = e;
+    }
+    remat_result_release(&r);
+    return st;
+}
+
 remat_status_t remat_fixes_find(const remat_graph_t *g, const remat_config_t *cfg,
                                 const remat_policy_t *policy, const remat_hw_t *hw,
                                 remat_fixes_t *f, remat_error_t *err) {
@@ -219,6 +251,9 @@ remat_status_t remat_fixes_find(const remat_graph_t *g, const remat_config_t *cf
     }
     if (st == REMAT_OK) {
         st = find_slice(g, cfg, policy, hw, f, err);
+    }
+    if (st == REMAT_OK) {
+        st = find_scan(g, cfg, policy, hw, f, err);
     }
     return st;
 }

@@ -5,7 +5,9 @@
  * docs/json-output.md). The lines are the CLI's (each the whole command
  * with the change, checked by running it); this file only prints them.
  *
- * Invariants: one line a fix kind, in the order placement, batch, slice;
+ * Invariants: one line a fix kind, in the order placement, batch, slice,
+ * then the scan where the run's layers are unrolled (else no such line,
+ * and JSON's scan_layers is null);
  * a kind with no fix still has its line, a comment saying why, so that
  * nothing reads as a fix that is not one; the JSON lists every policy's
  * largest batch, the text the best of them.
@@ -111,10 +113,27 @@ static json_t *slice_json(const remat_fix_report_t *fx) {
     return o;
 }
 
+/* null where the layers are scanned already (no line of that kind). */
+static json_t *scan_json(const remat_fix_report_t *fx) {
+    const remat_fixes_t *f = fx->fixes;
+    const remat_fix_line_t *l = line_of(fx, "scan");
+    if (!f->scan_tried || !l) {
+        return json_null();
+    }
+    json_t *o = line_json(l);
+    json_object_set_new(o, "found", json_boolean(f->scan_found));
+    if (f->scan_found) {
+        json_object_set_new(o, "peak_hbm_bytes", jint(f->scan_peak_bytes));
+        json_object_set_new(o, "step_seconds", json_real(f->scan_step_seconds));
+    }
+    return o;
+}
+
 json_t *remat_i_fixes_json(const remat_fix_report_t *fx) {
     json_t *o = json_object();
     json_object_set_new(o, "placement", placement_json(fx));
     json_object_set_new(o, "largest_batch", batches_json(fx));
     json_object_set_new(o, "smallest_slice", slice_json(fx));
+    json_object_set_new(o, "scan_layers", scan_json(fx));
     return o;
 }

@@ -215,8 +215,11 @@ def test_analyze_variants(case: str) -> None:
         # here, null elsewhere
         assert type(r.unit_held_peak_bytes) is int, "this run no longer covers the integer"
     if case == "unrolled":
-        # unrolled on a TPU: the bound with every layer's re-run held
+        # unrolled on a TPU: the bound with every layer's re-run held, and
+        # the layers scanned as a fix
         assert type(r.unrolled_held_peak_bytes) is int and r.unrolled_held_peak_bytes > r.peak_hbm_bytes
+        assert isinstance(r.fixes.scan_layers, T.ScanFix) and r.fixes.scan_layers.found
+        assert r.fixes.scan_layers.settings == "scan_layers=true"
     if case == "default_run":
         assert r.default_run and r.fixes is None
 
@@ -226,7 +229,7 @@ def test_analyze_types_are_exact():
     assert type(r.peak_hbm_bytes) is int and type(r.breakdown.params) is int
     assert type(r.safety_margin) is float and type(r.offload.link_bytes_per_second) is float
     assert type(r.fits) is bool and r.unit_held_peak_bytes is None
-    assert r.unrolled_held_peak_bytes is None
+    assert r.unrolled_held_peak_bytes is None and r.fixes.scan_layers is None
     assert r.tensors == r.profiles[0].tensors and type(r.tensors[0].shape[0]) is int
     # fixes: present (the step does not fit), each part typed; absent figures stay absent
     assert isinstance(r.fixes, T.Fixes) and isinstance(r.fixes.smallest_slice, T.SmallestSliceFix)

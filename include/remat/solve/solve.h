@@ -142,6 +142,10 @@ typedef struct remat_fixes {
     char topology[64];           /* the smallest one, as MaxText names it */
     uint64_t slice_devices, slice_chips, slice_peak_bytes;
     double slice_step_seconds;
+    bool scan_tried;             /* the run's layers are unrolled (scan_layers false) */
+    bool scan_found;             /* the run with scan_layers=true passes */
+    uint64_t scan_peak_bytes;
+    double scan_step_seconds;
 } remat_fixes_t;
 
 /** Empty fixes in caller storage; remat_fixes_release frees what they hold. */
@@ -152,7 +156,7 @@ void remat_fixes_release(remat_fixes_t *f);
  * Finds what would make the run (@p cfg under @p policy on @p g and @p hw)
  * pass, each change alone: the solver's fastest placement, each policy's
  * largest batch, the smallest slice of the chip (doubling from one chip,
- * num_slices kept). Every fix found passes by analysis; a change that does
+ * num_slices kept), and, for unrolled layers, the layers scanned. Every fix found passes by analysis; a change that does
  * not apply (a mesh that does not divide a slice, a search too large) is
  * left out. Releases @p out first; release it after.
  */
