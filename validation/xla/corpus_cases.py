@@ -248,6 +248,21 @@ CASES = [
     case("gpt-oss-20b", "v5p-16", "full", layers="auto", step=2, targets=(1.01,)),
     case("llama4-17b-16e", "v6e-16", "full", layers="auto", step=4, targets=(1.02,)),
     case("gemma3-4b", "v4-16", "save_qkv_proj", layers="auto", step=6, targets=(1.0,)),
+    # Unrolled layers (scan_layers=false) where XLA may fit: every unrolled
+    # compile so far was refused, at up to 1.45 times remat's peak, so the
+    # targets sit below the limit by remat's figure; on chips of both
+    # matrix widths.
+    case("llama2-7b", "v4-16", "full", ["scan_layers=false"], layers=8, targets=(0.6, 0.7)),
+    case("llama2-7b", "v5e-16", "full", ["scan_layers=false"], layers=8, targets=(0.7, 0.8)),
+    case("llama3.1-8b", "v6e-8", "full", ["scan_layers=false"], layers=8, targets=(0.7, 0.85, 1.0)),
+    case("llama3.1-8b", "v5p-8", "save_qkv_proj", ["scan_layers=false"], layers=8, targets=(0.7, 0.85, 1.0)),
+    # which of chip and policy the hoisting follows: v5p under full, v6e
+    # under save_qkv_proj
+    case("llama3.1-8b", "v5p-8", "full", ["scan_layers=false"], layers=8, targets=(0.6, 0.8, 0.95)),
+    case("llama3.1-8b", "v6e-8", "save_qkv_proj", ["scan_layers=false"], layers=8, targets=(0.7, 0.85, 0.95)),
+    # v5p with another model and slice, and TPU7x
+    case("llama2-7b", "v5p-16", "full", ["scan_layers=false"], layers=8, targets=(0.8, 0.95)),
+    case("llama3.1-8b", "tpu7x-8", "full", ["scan_layers=false"], layers=8, targets=(0.7, 0.9)),
 ]
 
 
