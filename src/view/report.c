@@ -442,9 +442,10 @@ static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
     fn(ctx, buf);
 }
 
-void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
+/* The notes on re-runs held together: unrolled layers' bound, and a
+   scanned block's held figure when XLA takes the block apart. */
+static void held_notes(const remat_result_t *r, note_fn fn, void *ctx) {
     char buf[512];
-    relaid_note(r, fn, ctx);
     if (r->unrolled_held_peak_bytes) {
         /* unrolled, the backward has no loop boundary to keep the layers'
            re-runs apart (docs/memory-model.md, "Unrolled layers") */
@@ -475,6 +476,12 @@ void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
                      : "");
         fn(ctx, buf);
     }
+}
+
+void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
+    char buf[512];
+    relaid_note(r, fn, ctx);
+    held_notes(r, fn, ctx);
     if (r->none_as_full) {
         fn(ctx, "remat_policy none behaves as full: MaxText reads none as no policy and "
                 "checkpoints every decoder layer with it, keeping only the layer's input "
