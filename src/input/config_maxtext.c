@@ -180,22 +180,27 @@ static bool is_default(const char *value, const char *deflt) {
     return strcmp(value, deflt) == 0;
 }
 
-static const char not_a_bool[] =
-    "MaxText's booleans are true, True, 1, false, False or 0";
-static const char not_a_number[] = "it is a number in MaxText's config";
+/* Why @p value cannot be a value of a key whose default is @p deflt (a
+   boolean default takes booleans, a numeric one numbers), or NULL. */
+static const char *mistyped(const char *value, const char *deflt) {
+    bool b;
+    double x;
+    if (strcmp(deflt, "false") == 0) {
+        return remat_i_config_bool_text(value, &b)
+                   ? NULL
+                   : "MaxText's booleans are true, True, 1, false, False or 0";
+    }
+    return number_text(deflt, &x) && !number_text(value, &x)
+               ? "it is a number in MaxText's config"
+               : NULL;
+}
 
 /* Whether @p key set to @p value is one of those; *why then says how. */
 static bool step_changer(const char *key, const char *value, const char **why) {
     for (size_t i = 0; i < sizeof step_changers / sizeof step_changers[0]; i++) {
         if (strcmp(key, step_changers[i].key) == 0) {
-            bool b;
-            double x;
-            const char *deflt = step_changers[i].deflt;
-            const bool flag = strcmp(deflt, "false") == 0;
-            const bool number = !flag && number_text(deflt, &x);
-            *why = flag && !remat_i_config_bool_text(value, &b) ? not_a_bool
-                   : number && !number_text(value, &x)          ? not_a_number
-                                                                : step_changers[i].why;
+            const char *bad = mistyped(value, step_changers[i].deflt);
+            *why = bad ? bad : step_changers[i].why;
             return !is_default(value, step_changers[i].deflt);
         }
     }

@@ -594,17 +594,22 @@ static void stage_turn(const remat_analyzer_t *an, scratch_t *s, bool pre, bool 
 
 /* ---- remat units: a scanned block under one checkpoint ------------------ */
 
+/* The first layer of layer @p l's group of @p size layers (groups start at
+   multiples of it), within the stage from @p first. */
+static size_t group_start(size_t l, size_t first, size_t size) {
+    const size_t u0 = l - l % size;
+    return u0 < first ? first : u0;
+}
+
 /* The first layer of layer @p l's remat unit, within the stage from @p first. */
 static size_t unit_start(const remat_analyzer_t *an, size_t l, size_t first) {
-    const size_t u0 = l - l % an->unit;
-    return u0 < first ? first : u0;
+    return group_start(l, first, an->unit);
 }
 
 /* The first layer of layer @p l's span (the layers re-run together),
    within the stage from @p first. */
 static size_t span_start(const remat_analyzer_t *an, size_t l, size_t first) {
-    const size_t u0 = l - l % an->span;
-    return u0 < first ? first : u0;
+    return group_start(l, first, an->span);
 }
 
 static int64_t held_of(const remat_analyzer_t *an, size_t l) {

@@ -31,13 +31,13 @@ bool remat_result_passes(const remat_result_t *r) {
 }
 
 const char *remat_result_risk_reason(const remat_result_t *r) {
-    if (r->peak_bytes > r->usable_bytes) {
-        return "inside the safety margin";
+    if (r->peak_bytes <= r->usable_bytes && r->unit_apart_partway) {
+        return "only if XLA's rematerialization takes the held blocks apart";
     }
-    return r->unit_apart_partway ? "only if XLA's rematerialization takes the held blocks apart"
-           : r->unrolled_held_peak_bytes > r->usable_bytes
-               ? "only if XLA re-runs the unrolled layers one at a time"
-               : "inside the safety margin";
+    if (r->peak_bytes <= r->usable_bytes && r->unrolled_held_peak_bytes > r->usable_bytes) {
+        return "only if XLA re-runs the unrolled layers one at a time";
+    }
+    return "inside the safety margin";
 }
 
 remat_verdict_t remat_result_verdict(const remat_result_t *r) {

@@ -4,12 +4,12 @@
  * solver's fastest placement that passes, the largest per_device_batch_size
  * that passes under each preset and the run's own policy, the smallest
  * slice of the run's chip that passes, and, where the layers run unrolled,
- * the run with them scanned (MaxText's default). check and analyze end with them when
- * the verdict is not OK.
+ * the run with them scanned (MaxText's default). check and analyze end
+ * with them when the verdict is not OK.
  *
  * Invariants: every fix is found by analyses of the run with that one
- * change (the placement, the batch, the slice, the scan), each passing; nothing here
- * prints. A fix that cannot be had is absent (placement_found,
+ * change (the placement, the batch, the slice, the scan), each passing;
+ * nothing here prints. A fix that cannot be had is absent (placement_found,
  * batches[i].batch == 0, slice_found false), never a guess. A search
  * error that says only that the change does not apply (a mesh that does
  * not divide the candidate slice, a solver search too large) leaves that
@@ -39,6 +39,25 @@ void remat_fixes_release(remat_fixes_t *f) {
 static bool inapplicable(remat_status_t st) {
     return st == REMAT_E_CONFIG || st == REMAT_E_GRAPH || st == REMAT_E_POLICY ||
            st == REMAT_E_OVERFLOW;
+}
+
+/* Analyzes @p c, the run with one change, into @p r; *passes when it
+   passes. An error that says the change does not apply is none here (the
+   fix is then absent); any other is copied to @p err and returned. */
+static remat_status_t try_change(const remat_graph_t *g, const remat_config_t *c,
+                                 const remat_policy_t *policy, const remat_hw_t *hw,
+                                 remat_result_t *r, bool *passes, remat_error_t *err) {
+    remat_error_t e;
+    remat_error_init(&e);
+    remat_status_t st = remat_analyze(g, c, policy, hw, r, &e);
+    *passes = st == REMAT_OK && remat_result_passes(r);
+    if (inapplicable(st)) {
+        return REMAT_OK;
+    }
+    if (st) {
+        *err = e;
+    }
+    return st;
 }
 
 /* The solver's fastest placement that passes. */
@@ -189,21 +208,15 @@ static remat_status_t find_slice(const remat_graph_t *g, const remat_config_t *c
         c.num_devices = chips * hw->devices_per_chip * slices;
         c.num_devices_set = true;
         c.num_devices_assumed = false;
-        remat_error_t e;
-        remat_error_init(&e);
-        st = remat_analyze(g, &c, policy, hw, &r, &e);
-        if (st == REMAT_OK && remat_result_passes(&r)) {
+        bool passes;
+        st = try_change(g, &c, policy, hw, &r, &passes, err);
+        if (passes) {
             f->slice_found = true;
             snprintf(f->topology, sizeof f->topology, "%s", c.topology);
             f->slice_devices = c.num_devices;
             f->slice_chips = chips * slices;
             f->slice_peak_bytes = r.peak_bytes;
             f->slice_step_seconds = r.step_seconds;
-        }
-        if (inapplicable(st)) {
-            st = REMAT_OK;
-        } else if (st) {
-            *err = e;
         }
     }
     remat_result_release(&r);
@@ -224,18 +237,10 @@ static remat_status_t find_scan(const remat_graph_t *g, const remat_config_t *cf
     c.scan_layers = true;
     remat_result_t r;
     remat_result_init(&r);
-    remat_error_t e;
-    remat_error_init(&e);
-    remat_status_t st = remat_analyze(g, &c, policy, hw, &r, &e);
-    if (st == REMAT_OK && remat_result_passes(&r)) {
-        f->scan_found = true;
+    remat_status_t st = try_change(g, &c, policy, hw, &r, &f->scan_found, err);
+    if (f->scan_found) {
         f->scan_peak_bytes = r.peak_bytes;
         f->scan_step_seconds = r.step_seconds;
-    }
-    if (inapplicable(st)) {
-        st = REMAT_OK;
-    } else if (st) {
-        *err = e;
     }
     remat_result_release(&r);
     return st;

@@ -667,12 +667,24 @@ static void test_unrolled_bound(void **state) {
     assert_int_equal(remat_result_verdict(r), REMAT_VERDICT_RISK);
     assert_string_equal(remat_result_risk_reason(r),
                         "only if XLA re-runs the unrolled layers one at a time");
+    /* and its fix line: scanned, the mini adds the scan's bf16 copy of the
+       weights, 3 layers x (4 x 8 + 8 x 4) elements x 2 B = 384: 3632 >
+       3350, so scanning is tried and does not fix it */
+    remat_fixes_t fx;
+    remat_fixes_init(&fx);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    assert_true(fx.scan_tried);
+    assert_false(fx.scan_found);
+    remat_fixes_release(&fx);
     fx_free(f);
     f = mini("hbm_budget=3376", "safety_margin=0", NULL);
     assert_true(f->r.fits_margin);
     fx_free(f);
     f = mini("hbm_budget=3350", "safety_margin=0", "scan_layers=true");
     assert_int_equal(f->r.unrolled_held_peak_bytes, 0);
+    assert_int_equal(f->r.peak_bytes, PEAK_FULL + 3 * (4 * 8 + 8 * 4) * 2);
     fx_free(f);
     f = mini("hbm_budget=3350", "safety_margin=0", "hardware=h100");
     assert_int_equal(f->r.unrolled_held_peak_bytes, 0);

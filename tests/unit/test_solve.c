@@ -676,6 +676,7 @@ static void test_fixes(void **state) {
     assert_true(fx.batches[0].batch > 0 && fx.batches[0].batch < f->cfg.per_device_batch_size);
     /* no slice: the activations at batch 12 outgrow a device however many */
     assert_false(fx.slice_found);
+    assert_false(fx.scan_tried); /* scanned already */
     remat_fixes_release(&fx);
     fx_free(f);
     /* a slice fixes a model too large for its chips */
@@ -721,6 +722,34 @@ static void test_fixes(void **state) {
     fx_free(f);
 }
 
+/* Unrolled layers on a TPU over their bound (the unrolled bound,
+   test_report): scanning them is a fix, with the scanned run's own peak
+   and step. */
+static void test_fix_scan(void **state) {
+    (void)state;
+    const char *unrolled[] = {"model_name=llama2-7b", "topology=v4-16", "scan_layers=false",
+                              "per_device_batch_size=8", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, unrolled);
+    assert_false(remat_result_passes(&f->r));
+    remat_fixes_t fx;
+    remat_fixes_init(&fx);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    assert_true(fx.scan_tried && fx.scan_found);
+    remat_config_t scanned = f->cfg;
+    scanned.scan_layers = true;
+    remat_result_t r;
+    remat_result_init(&r);
+    assert_int_equal(remat_analyze(f->graph, &scanned, f->policy, &f->hw, &r, &err), REMAT_OK);
+    assert_true(remat_result_passes(&r));
+    assert_int_equal(r.peak_bytes, fx.scan_peak_bytes);
+    assert_true(r.step_seconds == fx.scan_step_seconds);
+    remat_result_release(&r);
+    remat_fixes_release(&fx);
+    fx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         /* first: the cache is empty, so the threads race to fill it */
@@ -736,6 +765,7 @@ int main(void) {
         cmocka_unit_test(test_resolve_copies_parsed_builtins),
         cmocka_unit_test(test_resolve_errors_are_not_cached),
         cmocka_unit_test(test_fixes),
+        cmocka_unit_test(test_fix_scan),
     };
     return cmocka_run_group_tests_name("solve", tests, NULL, NULL);
 }

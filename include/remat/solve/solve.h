@@ -156,9 +156,9 @@ void remat_fixes_release(remat_fixes_t *f);
  * Finds what would make the run (@p cfg under @p policy on @p g and @p hw)
  * pass, each change alone: the solver's fastest placement, each policy's
  * largest batch, the smallest slice of the chip (doubling from one chip,
- * num_slices kept), and, for unrolled layers, the layers scanned. Every fix found passes by analysis; a change that does
- * not apply (a mesh that does not divide a slice, a search too large) is
- * left out. Releases @p out first; release it after.
+ * num_slices kept), and, for unrolled layers, the layers scanned. Every
+ * fix found passes by analysis; a change that does not apply (a mesh that
+ * does not divide a slice, a search too large) is left out. Releases @p out first; release it after.
  */
 remat_status_t remat_fixes_find(const remat_graph_t *g, const remat_config_t *cfg,
                                 const remat_policy_t *policy, const remat_hw_t *hw,
