@@ -60,6 +60,8 @@ typedef struct row {
     bool host_refused; /* XLA refused it for host memory: no HBM peak */
     remat_verdict_t verdict;
     uint64_t xla_peak, xla_limit, peak, budget;
+    bool logged;         /* the compile's log said what XLA's rematerialization pass did */
+    uint64_t xla_before; /* XLA's peak before that pass (its peak when the pass was not needed) */
     char moment[96];
     char error[256];
 } row_t;
@@ -68,6 +70,7 @@ typedef struct tally {
     size_t runs, close, far_misses, right, strict, false_fits, false_alarms, margin_alarms;
     size_t near, oom, errors;
     size_t host; /* runs XLA refused for host memory: counted in the verdicts only */
+    size_t logged, pass_ran, before_close; /* runs with XLA's rematerialization pass recorded */
     double worst;
 } tally_t;
 
@@ -162,6 +165,11 @@ static void count(const row_t *row, tally_t *t) {
     t->false_fits += row->passes && !row->xla_fits;
     t->false_alarms += !row->passes && row->xla_fits;
     t->margin_alarms += !row->passes && row->xla_fits && row->verdict == REMAT_VERDICT_RISK;
+    if (row->logged) {
+        t->logged++;
+        t->pass_ran += row->xla_before != row->xla_peak;
+        t->before_close += fabs((double)row->peak / (double)row->xla_before - 1) <= PEAK_CLOSE;
+    }
 }
 
 static const char *verdict_name(remat_verdict_t v) {
@@ -175,11 +183,12 @@ static const char *verdict_name(remat_verdict_t v) {
 
 static void print_header(bool md) {
     if (md) {
-        printf("| run | XLA | XLA / limit | remat / limit | remat / XLA | check | remat's peak at |\n"
-               "|---|---|---:|---:|---:|---|---|\n");
+        printf("| run | XLA | XLA / limit | remat / limit | remat / XLA | remat / XLA before its "
+               "rematerialization | check | remat's peak at |\n"
+               "|---|---|---:|---:|---:|---:|---|---|\n");
     } else {
-        printf("%-78s %-4s %6s %6s %6s  %-9s %s\n", "run", "XLA", "xla/L", "remat/L", "r/xla",
-               "check", "remat's peak at");
+        printf("%-78s %-4s %6s %6s %6s %6s  %-9s %s\n", "run", "XLA", "xla/L", "remat/L", "r/xla",
+               "r/pre", "check", "remat's peak at");
     }
 }
 
@@ -201,10 +210,14 @@ static void print_row(const row_t *row, bool md) {
         }
         return;
     }
-    printf(md ? "| %s | %s | %.3f | %.3f | %.3f | %s%s | %s |\n"
-              : "%-78s %-4s %6.3f %6.3f %6.3f  %-9s %s%s\n",
+    char pre[16] = "-";
+    if (row->logged) {
+        snprintf(pre, sizeof pre, "%.3f", (double)row->peak / (double)row->xla_before);
+    }
+    printf(md ? "| %s | %s | %.3f | %.3f | %.3f | %s | %s%s | %s |\n"
+              : "%-78s %-4s %6.3f %6.3f %6.3f %6s  %-9s %s%s\n",
            row->id, row->xla_fits ? "fits" : "oom", (double)row->xla_peak / lim,
-           (double)row->peak / lim, (double)row->peak / (double)row->xla_peak,
+           (double)row->peak / lim, (double)row->peak / (double)row->xla_peak, pre,
            verdict_name(row->verdict), md ? mark : row->moment, md ? row->moment : mark);
 }
 
@@ -222,10 +235,15 @@ static void print_tally(const char *name, const tally_t *t, bool md) {
            "right on %zu of %zu (%.1f%%, with the %zu XLA refused for host memory; check's "
            "pass/fail equal to XLA's fit/OOM on %zu), \"fits\" where XLA "
            "ran out of memory %zu, refused where XLA "
-           "fits %zu (%zu of them inside the margin only)\n",
+           "fits %zu (%zu of them inside the margin only)",
            p, name, t->runs, t->oom, t->near, 100 * PEAK_CLOSE, t->close, 100 * t->close / n,
            100 * PEAK_FAR, t->far_misses, 100 * t->worst, t->right, t->runs + t->host,
            100 * t->right / nv, t->host, t->strict, t->false_fits, t->false_alarms, t->margin_alarms);
+    if (t->logged) {
+        printf("; XLA's rematerialization pass recorded on %zu (it ran on %zu): peak within %.0f%% of "
+               "XLA's before the pass on %zu", t->logged, t->pass_ran, 100 * PEAK_CLOSE, t->before_close);
+    }
+    printf("\n");
 }
 
 static bool meets(const tally_t *t, const floors_t *f) {
@@ -254,6 +272,31 @@ static bool peak_read_as_hbm(json_t *run) {
            (source && strcmp(source, "hbm_rebuilt_from_buffer_assignment") == 0);
 }
 
+/* What the compile's log said of XLA's rematerialization pass
+   (validation/README.md, `xla_remat`): nothing when the entry has no
+   record; the peak before the pass when it ran, the final peak when it was
+   not needed. False (with a message) when a record that says the pass ran
+   has no positive figure before it. */
+static bool read_remat_pass(json_t *run, row_t *row, const char *path, size_t i) {
+    json_t *xr = json_object_get(run, "xla_remat");
+    if (!json_is_object(xr)) {
+        return true;
+    }
+    row->logged = true;
+    row->xla_before = row->xla_peak;
+    if (!json_is_true(json_object_get(xr, "needed"))) {
+        return true;
+    }
+    double before = vr_num(xr, "before_bytes");
+    if (!(before > 0)) {
+        fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu].xla_remat (%s) says the pass ran but has no "
+                        "positive before_bytes\n", path, i, row->id);
+        return false;
+    }
+    row->xla_before = (uint64_t)before;
+    return true;
+}
+
 /* The row of run @p i, or false (with a message) when the entry is malformed. */
 static bool read_row(json_t *run, json_t *limits, row_t *row, const char *path, size_t i) {
     memset(row, 0, sizeof *row);
@@ -276,7 +319,7 @@ static bool read_row(json_t *run, json_t *limits, row_t *row, const char *path, 
     row->xla_limit = (uint64_t)json_integer_value(lim);
     row->xla_fits = json_is_true(json_object_get(run, "fits"));
     row->xla_peak = (uint64_t)vr_num(run, "xla_peak_bytes");
-    return true;
+    return read_remat_pass(run, row, path, i);
 }
 
 /* ---- --fit-reserve: the reserve fraction per profile, held out --------- */

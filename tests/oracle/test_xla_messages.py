@@ -18,6 +18,41 @@ HOST = ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: [type.googleapis.com/te
         "CompilationResultProto='\\x08\\x08\\x12\\xa5\\x0eRan out of memory in memory space host. "
         "Used 152.00G of 128.00G host. Exceeded host capacity by 24.00G.\\n\\nProgram host requi...[truncated]']")
 
+# libtpu's info log from two compiles of gemma2-2b on v5e-8 (batch 5 fits
+# after the pass, batch 6 does not get under its limit)
+REMAT_FIT = (
+    "I1204 19:01:24.271324   13743 deepsea_compiler_hlo_passes.cc:5714] XLA::TPU post optimization "
+    "rematerialization limit 14.86G = 95% hbm (14.96G) - (arguments (3.66G) - aliased_output(3.66G)) - "
+    "overlays (102.11M)\n"
+    "I1204 19:01:24.271467   13743 deepsea_compiler_hlo_passes.cc:5728] XLA::TPU rematerialization hbm "
+    "reduction:  15.59G => 14.62G\n")
+REMAT_SHORT = (
+    "W1204 19:03:11.881768   13976 hlo_rematerialization.cc:3231] Can't reduce memory use below 14.86GiB "
+    "(15956468736 bytes) by rematerialization; only reduced to 16.57GiB (17795299840 bytes), down from "
+    "17.67GiB (18975537664 bytes) originally\n"
+    + REMAT_FIT.replace("15.59G => 14.62G", "17.67G => 16.57G"))
+SMALL_MODULE = (
+    "I1204 19:00:01.000000   13743 deepsea_compiler_hlo_passes.cc:5714] XLA::TPU post optimization "
+    "rematerialization limit 14.90G = 95% hbm (14.96G) - (arguments (0B) - aliased_output(0B)) - overlays (1M)\n"
+    "I1204 19:00:01.000001   13743 deepsea_compiler_hlo_passes.cc:5728] XLA::TPU rematerialization hbm "
+    "reduction:  15.00G => 14.00G\n")
+
+
+def check_remat():
+  fit = xla_messages.parse_remat(REMAT_FIT)
+  assert fit == {"needed": True, "limit_bytes": int(round(14.86 * G)), "limit_percent": 95,
+                 "before_bytes": int(round(15.59 * G)), "after_bytes": int(round(14.62 * G)), "exact": False,
+                 "reached": True}, fit
+  short = xla_messages.parse_remat(SMALL_MODULE + REMAT_SHORT)
+  assert short == {"needed": True, "limit_bytes": 15956468736, "limit_percent": 95,
+                   "before_bytes": 18975537664, "after_bytes": 17795299840, "exact": True,
+                   "reached": False}, short
+  assert xla_messages.parse_remat(HBM) is None
+  on = {"memory_analysis": {"peak_memory_in_bytes": 1}, "env": {"TPU_MIN_LOG_LEVEL": "0"}}
+  assert xla_messages.outcome(on, 0, REMAT_FIT)["xla_remat"]["before_bytes"] == int(round(15.59 * G))
+  assert xla_messages.outcome(on, 0, "")["xla_remat"] == {"needed": False}
+  assert "xla_remat" not in xla_messages.outcome(dict(on, env={}), 0, REMAT_FIT), "log off: nothing said"
+
 
 def main():
   used, limit, over, line = xla_messages.parse_oom(HBM)
@@ -42,7 +77,8 @@ def main():
   assert entry["status"] == "error" and entry["fits"] is None and entry["error"] == "ValueError: bad mesh"
   entry = xla_messages.outcome(None, None, "")
   assert entry["status"] == "error" and entry["error"] == "timed out"
-  print("xla_messages: 4 messages read as XLA printed them")
+  check_remat()
+  print("xla_messages: 4 messages and the rematerialization pass's log read as XLA printed them")
 
 
 if __name__ == "__main__":

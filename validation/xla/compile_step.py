@@ -116,7 +116,7 @@ def compile_run(args, record):
   try:
     train_compile.main(margs.argv(base_yml, out_dir))
   finally:
-    record["env"] = {k: os.environ.get(k) for k in ("LIBTPU_INIT_ARGS", "XLA_FLAGS")}
+    record["env"] = {k: os.environ.get(k) for k in ("LIBTPU_INIT_ARGS", "XLA_FLAGS", "TPU_MIN_LOG_LEVEL")}
     # The dump flags are the harness's own (oracle.py), not the run's.
     flags = re.sub(r"--xla_dump_[a-z_]+=\S+", "", record["env"]["XLA_FLAGS"] or "").split()
     record["env"]["XLA_FLAGS"] = " ".join(flags) or None

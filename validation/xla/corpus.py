@@ -3,7 +3,7 @@
 
     corpus.py plan   [--remat BIN]          cases -> validation/xla/plan.json
     corpus.py refine [--remat BIN]          more runs where XLA's figures left a case far from its limit
-    corpus.py grow   [--jobs 2] [--maxtext SRC] [--limit N] [--only REGEX] [--log FILE]
+    corpus.py grow   [--jobs 2] [--maxtext SRC] [--limit N] [--only REGEX] [--again REGEX] [--log FILE]
     corpus.py limits [--maxtext SRC]        XLA's limit per chip (limits.py) into the corpus
     corpus.py status                        what the corpus covers
 
@@ -15,7 +15,10 @@ result as it finishes (the file is rewritten whole, atomically) and one log
 line per run; stop it at any time and run it again to go on. `--only`
 compiles the planned runs whose id matches a regular expression (a second
 `grow` may run beside the first: each result is written under a lock on the
-corpus, so neither loses the other's).
+corpus, so neither loses the other's). `--again` also compiles again the
+recorded runs whose id matches it and that were compiled before the harness
+read XLA's rematerialization pass from its log (no `xla_remat`): the new
+entry replaces the old one whole.
 """
 
 import argparse
@@ -278,7 +281,11 @@ def cmd_grow(args):
   corpus = load(CORPUS, CORPUS_FORMAT, "runs")
   done = {r["id"] for r in corpus["runs"]}
   only = re.compile(args.only) if args.only else None
-  pending = order([r for r in plan["runs"] if r["id"] not in done and (not only or only.search(r["id"]))])
+  again = re.compile(args.again) if args.again else None
+  stale = {r["id"] for r in corpus["runs"] if again and again.search(r["id"]) and "xla_remat" not in r
+           and r.get("status") in ("fits", "oom", "host_oom")}
+  pending = order([r for r in plan["runs"] if (r["id"] not in done and (not only or only.search(r["id"])))
+                   or r["id"] in stale])
   if args.limit:
     pending = pending[: args.limit]
   lock = threading.Lock()
@@ -416,6 +423,8 @@ def main(argv):
   s.add_argument("--maxtext")
   s.add_argument("--limit", type=int, default=0)
   s.add_argument("--only", help="compile only the planned runs whose id matches this regular expression")
+  s.add_argument("--again", help="also compile again the recorded runs whose id matches this and that have no "
+                 "record of XLA's rematerialization pass")
   s.add_argument("--log")
   s = sub.add_parser("limits")
   s.add_argument("--maxtext")

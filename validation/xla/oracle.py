@@ -42,11 +42,15 @@ ORACLE_FORMAT = "remat-xla-run/1"
 # The environment MaxText's own CI uses to compile for TPU on a CPU host: no
 # metadata-server query, libtpu may be loaded by a second process, no cloud
 # clients. JAX_PLATFORMS must be unset: the target devices come from the
-# topology, the backend itself reports cpu.
+# topology, the backend itself reports cpu. libtpu's info log goes to the
+# output, which is read for what XLA's rematerialization pass did
+# (xla_messages.parse_remat).
 COMPILE_ENV = {
     "TPU_SKIP_MDS_QUERY": "1",
     "ALLOW_MULTIPLE_LIBTPU_LOAD": "true",
     "DECOUPLE_GCLOUD": "TRUE",
+    "TPU_MIN_LOG_LEVEL": "0",
+    "TPU_STDERR_LOG_LEVEL": "0",
 }
 
 

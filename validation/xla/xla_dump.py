@@ -147,6 +147,28 @@ def kind_of(name, op_name, argument):
   return "other"
 
 
+_REMADE = re.compile(r"\.remat[0-9]*$")
+
+
+def rematerialized(instrs, vals, top=12):
+  """What XLA's rematerialization pass made again: its instructions carry
+  a `.remat` suffix (`all-gather.368.remat`, `fusion.12.remat2`). Their
+  count, count and bytes per opcode, and the largest (bytes, opcode,
+  shape, op_name)."""
+  size = {}
+  for name, (_, _, sz, _, _) in vals.items():
+    base = name.split("{")[0]
+    size[base] = max(size.get(base, 0), sz)
+  made = [(size.get(n, 0), op, shape, op_name) for n, (shape, op, op_name) in instrs.items() if _REMADE.search(n)]
+  by_op = {}
+  for sz, op, _, _ in made:
+    c = by_op.setdefault(op, [0, 0])
+    c[0] += 1
+    c[1] += sz
+  return {"count": len(made), "by_opcode": dict(sorted(by_op.items(), key=lambda kv: -kv[1][1])),
+          "largest": [[sz, op, shape[:80], op_name[-90:]] for sz, op, shape, op_name in sorted(made, key=lambda m: -m[0])[:top]]}
+
+
 def peak_breakdown(folder, module="jit_train_step", top=24):
   """The peak rebuilt from the dump: {'reconstructed_peak_bytes', 'at',
   'by_kind', 'top', 'memory_report_total_bytes'}, or {} without a dump."""
@@ -188,5 +210,6 @@ def peak_breakdown(folder, module="jit_train_step", top=24):
       at={"index": at, "instruction": seq[at], "op_name": at_op},
       by_kind=dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
       top=[[sz, kind, shape[:80], op[-90:]] for sz, kind, shape, op in biggest if not kind == "arguments"],
+      rematerialized=rematerialized(instrs, vals),
   )
   return out

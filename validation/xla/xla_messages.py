@@ -11,6 +11,20 @@ figure is the same quantity as memory_analysis().peak_memory_in_bytes of a
 program that fits (docs/validation.md). A step that offloads to host can
 also be refused for host memory, in the same words for memory space host
 ("Used 190.00G of 128.00G host."): XLA's verdict, with no HBM figure.
+
+With libtpu's info log on (TPU_MIN_LOG_LEVEL=0, which the harness sets),
+the compile also says what XLA's rematerialization pass did. The pass runs
+when the step's peak is over its own limit, 95% of the HBM less the
+arguments not aliased to outputs and less the program's overlays:
+  "XLA::TPU post optimization rematerialization limit 14.86G = 95% hbm
+   (14.96G) - (arguments (3.66G) - aliased_output(3.66G)) - overlays (102.11M)"
+  "XLA::TPU rematerialization hbm reduction:  15.59G => 14.62G"
+and where it cannot get under that limit, in exact bytes:
+  "Can't reduce memory use below 14.86GiB (15956468736 bytes) by
+   rematerialization; only reduced to 16.57GiB (17795299840 bytes), down
+   from 17.67GiB (18975537664 bytes) originally"
+The figure before the pass is XLA's schedule of the step as written, the
+one remat simulates; the figure after it is the peak XLA reports.
 """
 
 import re
@@ -22,6 +36,12 @@ _TEMPS = re.compile(r"HLO temporaries \(" + _SIZE + r"\) exceeds available HBM \
 _OVER = re.compile(r"Exceeded hbm capacity by " + _SIZE)
 _HOST_USED = re.compile(r"Ran out of memory in memory space host\. Used " + _SIZE + r" of " + _SIZE + r" host\.")
 _HOST_OVER = re.compile(r"Exceeded host capacity by " + _SIZE + r"\.")
+
+
+_REMAT_LIMIT = re.compile(r"rematerialization limit " + _SIZE + r" = ([0-9]+)% hbm")
+_REMAT_REDUCTION = re.compile(r"rematerialization hbm reduction:\s+" + _SIZE + r" => " + _SIZE)
+_REMAT_SHORT = re.compile(r"Can't reduce memory use below \S+ \(([0-9]+) bytes\) by rematerialization; only "
+                          r"reduced to \S+ \(([0-9]+) bytes\), down from \S+ \(([0-9]+) bytes\) originally")
 
 
 def size_bytes(number, unit):
@@ -42,6 +62,33 @@ def parse_oom(text):
       line = text[line_start : line_end if line_end >= 0 else len(text)].strip()
       return used, limit, (size_bytes(over.group(1), over.group(2)) if over else None), line
   return None
+
+
+def parse_remat(text):
+  """What XLA's rematerialization pass did, from libtpu's info log: {'needed': True,
+  'limit_bytes', 'limit_percent', 'before_bytes', 'after_bytes', 'exact', 'reached'}, or None
+  where the log has no such line (the pass was not needed, or the log was
+  off). Sizes from the reduction line are printed to 0.01 GiB ('exact'
+  false); the pass's own warning, where it could not reach its limit, gives
+  bytes, which are taken instead. With several compiled modules the one
+  whose step was largest before the pass is the training step's."""
+  limits = list(_REMAT_LIMIT.finditer(text))
+  reductions = list(_REMAT_REDUCTION.finditer(text))
+  if not limits or not reductions:
+    return None
+  pairs = []
+  for r in reductions:
+    lim = max((m for m in limits if m.start() < r.start()), key=lambda m: m.start(), default=limits[0])
+    pairs.append((size_bytes(r.group(1), r.group(2)), size_bytes(r.group(3), r.group(4)), lim))
+  before, after, lim = max(pairs, key=lambda p: p[0])
+  out = {"limit_bytes": size_bytes(lim.group(1), lim.group(2)), "limit_percent": int(lim.group(3)),
+         "before_bytes": before, "after_bytes": after, "exact": False, "needed": True}
+  for m in _REMAT_SHORT.finditer(text):
+    exact_before = int(m.group(3))
+    if abs(exact_before - before) <= (16 << 20):  # the same pass: the printed figure is its rounding
+      out.update(limit_bytes=int(m.group(1)), after_bytes=int(m.group(2)), before_bytes=exact_before, exact=True)
+  out["reached"] = out["after_bytes"] <= out["limit_bytes"]
+  return out
 
 
 def parse_host_oom(text):
@@ -115,8 +162,13 @@ def scrub(entry):
   return entry
 
 
+_INFO = re.compile(r"^I[0-9]{4} ")
+
+
 def _tail(out, n=30):
-  lines = [l for l in out.splitlines() if "unexpected worker hostname" not in l]
+  """The output's last lines, without libtpu's info log (machine details,
+  progress) and its complaint about worker hostnames."""
+  lines = [l for l in out.splitlines() if "unexpected worker hostname" not in l and not _INFO.match(l)]
   return lines[-n:]
 
 
@@ -142,6 +194,9 @@ def outcome(record, rc, out):
     why = "timed out" if rc is None else f"the compile process exited with {rc} and wrote no record"
     return {"status": "error", "fits": None, "error": why, "output_tail": _tail(out)}
   entry = {k: record[k] for k in ("versions", "env", "compile_seconds") if k in record}
+  if (record.get("env") or {}).get("TPU_MIN_LOG_LEVEL") == "0":
+    # the info log was on: no line means the pass was not needed
+    entry["xla_remat"] = parse_remat(out) or {"needed": False}
   if record.get("breakdown"):
     entry["xla_peak_breakdown"] = record["breakdown"]
   if record.get("memory_analysis") is not None:
