@@ -442,6 +442,34 @@ static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
     fn(ctx, buf);
 }
 
+/* XLA:TPU's rematerialization pass runs when a step's peak is over 95% of
+   the usable HBM (less the arguments not aliased to outputs and the
+   program's overlays: libtpu's info log prints "rematerialization limit
+   14.86G = 95% hbm (14.96G) - ...", the default of
+   xla_jf_rematerialization_percent_shared_memory_limit). */
+enum { XLA_REMAT_PASS_PERCENT = 95 };
+
+/* The note on that pass, for a step over its limit on XLA:TPU with the
+   budget XLA's own: remat's figures are the step as scheduled before the
+   pass, XLA's the step after it (docs/validation.md). */
+static void pass_note(const remat_result_t *r, note_fn fn, void *ctx) {
+    const uint64_t limit = r->budget_bytes / 100 * XLA_REMAT_PASS_PERCENT;
+    if (r->hw->xla_gpu || r->config->hbm_budget || r->peak_bytes <= limit) {
+        return;
+    }
+    char buf[512], lim[32];
+    remat_i_budget_bytes(limit, lim, sizeof lim);
+    snprintf(buf, sizeof buf,
+             "the step peaks over %d%% of XLA's usable HBM (%s), where XLA:TPU's "
+             "rematerialization pass starts: it makes buffers again where they are next read "
+             "(gathers weights again, re-runs activations) until the step is under that or it "
+             "finds nothing more to remake; XLA's figures (its memory analysis, the \"Used\" "
+             "of its OOM message) are the step after that pass, at or below these, which are "
+             "the step as scheduled before it (docs/validation.md)",
+             XLA_REMAT_PASS_PERCENT, lim);
+    fn(ctx, buf);
+}
+
 /* The notes on re-runs held together: unrolled layers' bound, and a
    scanned block's held figure when XLA takes the block apart. */
 static void held_notes(const remat_result_t *r, note_fn fn, void *ctx) {
@@ -482,6 +510,7 @@ void remat_i_for_each_note(const remat_result_t *r, note_fn fn, void *ctx) {
     char buf[512];
     relaid_note(r, fn, ctx);
     held_notes(r, fn, ctx);
+    pass_note(r, fn, ctx);
     if (r->none_as_full) {
         fn(ctx, "remat_policy none behaves as full: MaxText reads none as no policy and "
                 "checkpoints every decoder layer with it, keeping only the layer's input "

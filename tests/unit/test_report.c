@@ -693,6 +693,42 @@ static void test_unrolled_bound(void **state) {
     fx_free(f);
 }
 
+/* The rematerialization pass's note, by hand: with the budget XLA's own
+   (4000 B), the pass starts over 95% of it, 4000 / 100 x 95 = 3800 B: a
+   peak of 3800 gets no note, 3801 gets one naming 3800 B (3.71 KiB);
+   none on XLA:GPU, nor with the budget set by hand (hbm_budget). */
+static void count_pass_notes(void *ctx, const char *text) {
+    if (strstr(text, "rematerialization pass starts")) {
+        assert_non_null(strstr(text, "over 95% of XLA's usable HBM (3.71 KiB)"));
+        (*(int *)ctx)++;
+    }
+}
+
+static int pass_notes(const remat_result_t *r) {
+    int n = 0;
+    remat_i_for_each_note(r, count_pass_notes, &n);
+    return n;
+}
+
+static void test_pass_note(void **state) {
+    (void)state;
+    fx_run_t *f = mini("hbm_budget=4000", "safety_margin=0", NULL);
+    assert_ptr_equal(f->r.config, &f->cfg);
+    assert_ptr_equal(f->r.hw, &f->hw);
+    f->cfg.hbm_budget = 0; /* as if 4000 B were the chip's usable HBM */
+    f->r.budget_bytes = 4000;
+    f->r.peak_bytes = 3800;
+    assert_int_equal(pass_notes(&f->r), 0);
+    f->r.peak_bytes = 3801;
+    assert_int_equal(pass_notes(&f->r), 1);
+    f->hw.xla_gpu = true;
+    assert_int_equal(pass_notes(&f->r), 0);
+    f->hw.xla_gpu = false;
+    f->cfg.hbm_budget = 4000;
+    assert_int_equal(pass_notes(&f->r), 0);
+    fx_free(f);
+}
+
 /* ---- solve -------------------------------------------------------------- */
 
 /* A solve worked by hand: budget 3300, no margin, a 1 B/s host link.
@@ -859,6 +895,7 @@ int main(void) {
         cmocka_unit_test(test_text_report),
         cmocka_unit_test(test_check_report),
         cmocka_unit_test(test_unrolled_bound),
+        cmocka_unit_test(test_pass_note),
         cmocka_unit_test(test_solve_report_json),
         cmocka_unit_test(test_solve_report_text),
     };
