@@ -9,7 +9,11 @@
  * (the profile's budget, the default 5% margin) and set against XLA's own
  * answer: its verdict (the step compiled, or XLA's compile-time OOM) and
  * its per-device peak (memory_analysis().peak_memory_in_bytes, or the
- * "Used X" of its OOM message). A run XLA refused for host memory
+ * "Used X" of its OOM message). That figure is the step after XLA's
+ * rematerialization pass, so it is set against remat's figure for it
+ * (xla_expected_peak_bytes), and, where the compile's log recorded the
+ * pass (xla_remat), remat's step (peak_bytes) against XLA's step before
+ * the pass. A run XLA refused for host memory
  * (status "host_oom": an offloading step whose host bytes are over XLA's
  * host limit) has a verdict and no HBM figure: it counts in the verdicts
  * only. Runs the harness could not compile (status "error") are listed,
@@ -60,6 +64,7 @@ typedef struct row {
     bool host_refused; /* XLA refused it for host memory: no HBM peak */
     remat_verdict_t verdict;
     uint64_t xla_peak, xla_limit, peak, budget;
+    uint64_t expected; /* remat's figure for XLA's: after XLA's rematerialization pass */
     bool logged;         /* the compile's log said what XLA's rematerialization pass did */
     uint64_t xla_before; /* XLA's peak before that pass (its peak when the pass was not needed) */
     char moment[96];
@@ -118,6 +123,7 @@ static void analyze_row(json_t *run, const char *first, row_t *row) {
         row->passes = remat_result_passes(&v.result);
         row->verdict = remat_result_verdict(&v.result);
         row->peak = v.result.peak_bytes;
+        row->expected = v.result.xla_expected_peak_bytes;
         row->budget = v.result.budget_bytes;
         describe_moment(&v.result, row->moment, sizeof row->moment);
     }
@@ -156,7 +162,7 @@ static void count(const row_t *row, tally_t *t) {
     double share = (double)row->xla_peak / (double)row->xla_limit;
     t->near += share >= 0.85 && share <= 1.15;
     t->oom += !row->xla_fits;
-    double dev = fabs((double)row->peak / (double)row->xla_peak - 1);
+    double dev = fabs((double)row->expected / (double)row->xla_peak - 1);
     t->close += dev <= PEAK_CLOSE;
     t->far_misses += dev > PEAK_FAR;
     t->worst = dev > t->worst ? dev : t->worst;
@@ -183,11 +189,11 @@ static const char *verdict_name(remat_verdict_t v) {
 
 static void print_header(bool md) {
     if (md) {
-        printf("| run | XLA | XLA / limit | remat / limit | remat / XLA | remat / XLA before its "
-               "rematerialization | check | remat's peak at |\n"
+        printf("| run | XLA | XLA / limit | remat / limit | remat's XLA figure / XLA's | remat / XLA "
+               "before its rematerialization | check | remat's peak at |\n"
                "|---|---|---:|---:|---:|---:|---|---|\n");
     } else {
-        printf("%-78s %-4s %6s %6s %6s %6s  %-9s %s\n", "run", "XLA", "xla/L", "remat/L", "r/xla",
+        printf("%-78s %-4s %6s %6s %6s %6s  %-9s %s\n", "run", "XLA", "xla/L", "remat/L", "e/xla",
                "r/pre", "check", "remat's peak at");
     }
 }
@@ -217,7 +223,7 @@ static void print_row(const row_t *row, bool md) {
     printf(md ? "| %s | %s | %.3f | %.3f | %.3f | %s | %s%s | %s |\n"
               : "%-78s %-4s %6.3f %6.3f %6.3f %6s  %-9s %s%s\n",
            row->id, row->xla_fits ? "fits" : "oom", (double)row->xla_peak / lim,
-           (double)row->peak / lim, (double)row->peak / (double)row->xla_peak, pre,
+           (double)row->peak / lim, (double)row->expected / (double)row->xla_peak, pre,
            verdict_name(row->verdict), md ? mark : row->moment, md ? row->moment : mark);
 }
 
@@ -327,7 +333,7 @@ static bool read_row(json_t *run, json_t *limits, row_t *row, const char *path, 
 #define FIT_STEPS 41 /* 0 to 0.40 by 0.01 */
 
 typedef struct fit_acc {
-    double sq;        /* sum of squared log(peak / XLA's) */
+    double sq;        /* sum of squared log(remat's XLA figure / XLA's) */
     size_t n, close, false_fits;
 } fit_acc_t;
 
@@ -352,7 +358,7 @@ static void fit_profile(json_t *runs, json_t *limits, const char *hw, fit_acc_t 
                 continue;
             }
             fit_acc_t *a = &acc[part][k];
-            double lr = log((double)row.peak / (double)row.xla_peak);
+            double lr = log((double)row.expected / (double)row.xla_peak);
             a->sq += lr * lr;
             a->n++;
             a->close += fabs(exp(lr) - 1) <= PEAK_CLOSE;

@@ -374,6 +374,7 @@ class ResultBase:
     worst_stage: int
     stages: list[Stage]
     peak_hbm_bytes: int
+    xla_expected_peak_bytes: int  # XLA's figure, after its rematerialization pass
     budget_bytes: int
     budget_source: str
     budget_assumption: str | None

@@ -16,6 +16,8 @@
  *    (unit_apart_partway) never fits with the margin: XLA's compiles of
  *    such steps have fit and been refused alike (docs/memory-model.md,
  *    "Blocks re-run whole", counts them), so check calls it RISK;
+ *  - xla_expected_peak_bytes <= max(peak, unit_held_peak_bytes): XLA's
+ *    rematerialization pass only ever lowers the step it schedules;
  *  - nor does an unrolled TPU step whose unrolled bound (every layer's
  *    re-run held at once, unrolled_held_peak_bytes) is over the margin:
  *    XLA's compiles of unrolled runs were refused at up to 1.9 times the
@@ -38,6 +40,24 @@ const char *remat_result_risk_reason(const remat_result_t *r) {
         return "only if XLA re-runs the unrolled layers one at a time";
     }
     return "inside the safety margin";
+}
+
+/* XLA:TPU's rematerialization limit, 95% of the usable HBM: libtpu's
+   info log prints "rematerialization limit 14.86G = 95% hbm (14.96G) -
+   (arguments - aliased_output) - overlays" (the default of
+   xla_jf_rematerialization_percent_shared_memory_limit). */
+enum { XLA_REMAT_PASS_PERCENT = 95 };
+
+uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t limit) {
+    const uint64_t pass_limit = limit / 100 * XLA_REMAT_PASS_PERCENT;
+    const uint64_t before = held ? held : step; /* the step as XLA schedules it */
+    if (before <= pass_limit) {
+        return before;
+    }
+    if (before <= limit || (held && step <= pass_limit)) {
+        return pass_limit;
+    }
+    return before;
 }
 
 remat_verdict_t remat_result_verdict(const remat_result_t *r) {
@@ -93,11 +113,17 @@ remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
         return st;
     }
     remat_i_budget(an, &r->budget_bytes, &r->usable_bytes);
+    r->xla_expected_peak_bytes =
+        an->hw->xla_gpu ? r->peak_bytes
+                        : remat_xla_expected_peak(r->peak_bytes, r->unit_held_peak_bytes,
+                                                  an->hw->hbm_limit_bytes);
     r->fits = r->peak_bytes <= r->budget_bytes;
     r->fits_margin = r->peak_bytes <= r->usable_bytes && !r->unit_apart_partway &&
                      r->unrolled_held_peak_bytes <= r->usable_bytes;
     assert(cfg->safety_margin < 0 || r->budget_bytes > ((uint64_t)1 << 53) ||
            r->usable_bytes <= r->budget_bytes);
     assert(r->host_bytes_per_host <= BYTES_MAX);
+    assert(r->xla_expected_peak_bytes <=
+           (r->peak_bytes > r->unit_held_peak_bytes ? r->peak_bytes : r->unit_held_peak_bytes));
     return REMAT_OK;
 }

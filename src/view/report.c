@@ -326,6 +326,7 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "worst_stage", jint(r->worst_stage));
     json_object_set_new(o, "stages", stages_json(r));
     json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
+    json_object_set_new(o, "xla_expected_peak_bytes", jint(r->xla_expected_peak_bytes));
     json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
     json_object_set_new(o, "budget_source",
                         json_string(r->config->hbm_budget ? "hbm_budget" : "hbm_limit_bytes"));
@@ -442,31 +443,30 @@ static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
     fn(ctx, buf);
 }
 
-/* XLA:TPU's rematerialization pass runs when a step's peak is over 95% of
-   the usable HBM (less the arguments not aliased to outputs and the
-   program's overlays: libtpu's info log prints "rematerialization limit
-   14.86G = 95% hbm (14.96G) - ...", the default of
-   xla_jf_rematerialization_percent_shared_memory_limit). */
-enum { XLA_REMAT_PASS_PERCENT = 95 };
-
-/* The note on that pass, for a step over its limit on XLA:TPU with the
-   budget XLA's own: remat's figures are the step as scheduled before the
-   pass, XLA's the step after it (docs/validation.md). */
+/* The note on XLA:TPU's rematerialization pass, for a step it would run
+   on (remat_xla_expected_peak: the step as scheduled over 95% of XLA's
+   usable HBM): remat's figures are the step before the pass, XLA's the
+   step after it (docs/validation.md). */
 static void pass_note(const remat_result_t *r, note_fn fn, void *ctx) {
-    const uint64_t limit = r->budget_bytes / 100 * XLA_REMAT_PASS_PERCENT;
-    if (r->hw->xla_gpu || r->config->hbm_budget || r->peak_bytes <= limit) {
+    const uint64_t limit = r->hw->hbm_limit_bytes / 100 * 95;
+    const uint64_t before = r->unit_held_peak_bytes ? r->unit_held_peak_bytes : r->peak_bytes;
+    if (r->hw->xla_gpu || before <= limit) {
         return;
     }
-    char buf[512], lim[32];
+    char buf[640], lim[32], expected[32];
     remat_i_budget_bytes(limit, lim, sizeof lim);
+    remat_i_budget_bytes(r->xla_expected_peak_bytes, expected, sizeof expected);
     snprintf(buf, sizeof buf,
-             "the step peaks over %d%% of XLA's usable HBM (%s), where XLA:TPU's "
+             "the step is over 95%% of XLA's usable HBM (%s), where XLA:TPU's "
              "rematerialization pass starts: it makes buffers again where they are next read "
              "(gathers weights again, re-runs activations) until the step is under that or it "
-             "finds nothing more to remake; XLA's figures (its memory analysis, the \"Used\" "
-             "of its OOM message) are the step after that pass, at or below these, which are "
-             "the step as scheduled before it (docs/validation.md)",
-             XLA_REMAT_PASS_PERCENT, lim);
+             "finds nothing more to remake. XLA's figures (its memory analysis, the \"Used\" "
+             "of its OOM message) are the step after that pass, expected at %s (%s); these "
+             "are the step as scheduled before it (docs/validation.md)",
+             lim, expected,
+             r->xla_expected_peak_bytes == before ? "at most this step's peak: how much the pass "
+                                                    "remakes over the usable HBM is not modelled"
+                                                  : "the pass's limit, where its remaking stops");
     fn(ctx, buf);
 }
 

@@ -693,39 +693,62 @@ static void test_unrolled_bound(void **state) {
     fx_free(f);
 }
 
-/* The rematerialization pass's note, by hand: with the budget XLA's own
-   (4000 B), the pass starts over 95% of it, 4000 / 100 x 95 = 3800 B: a
-   peak of 3800 gets no note, 3801 gets one naming 3800 B (3.71 KiB);
-   none on XLA:GPU, nor with the budget set by hand (hbm_budget). */
-static void count_pass_notes(void *ctx, const char *text) {
+/* XLA's figure after its rematerialization pass, by hand, with XLA's
+   usable HBM 4000 B: the pass's limit is 4000 / 100 x 95 = 3800 B. A step
+   of 3800 is reported as it is; 3801 and 4000 are brought to 3800; 4001
+   is over the usable HBM and stays (an upper bound). Blocks held at 4500
+   whose layer-by-layer step is 3800 come apart to the pass's limit, 3800;
+   at 3801 they do not, and the held 4500 stands. */
+static void test_xla_expected(void **state) {
+    (void)state;
+    assert_int_equal(remat_xla_expected_peak(3800, 0, 4000), 3800);
+    assert_int_equal(remat_xla_expected_peak(3801, 0, 4000), 3800);
+    assert_int_equal(remat_xla_expected_peak(4000, 0, 4000), 3800);
+    assert_int_equal(remat_xla_expected_peak(4001, 0, 4000), 4001);
+    assert_int_equal(remat_xla_expected_peak(3800, 4500, 4000), 3800);
+    assert_int_equal(remat_xla_expected_peak(3801, 4500, 4000), 4500);
+    assert_int_equal(remat_xla_expected_peak(100, 3900, 4000), 3800);
+}
+
+/* The pass's note: with XLA's usable HBM 4000 B, a step of 3800 B gets no
+   note; 3801 gets one naming the pass's limit, 3800 B (3.71 KiB), and the
+   expected figure; none on XLA:GPU. */
+typedef struct pass_count {
+    int n;
+    const char *expect; /* what a pass note must say */
+} pass_count_t;
+
+static void count_pass_note(void *ctx, const char *text) {
+    pass_count_t *c = ctx;
     if (strstr(text, "rematerialization pass starts")) {
         assert_non_null(strstr(text, "over 95% of XLA's usable HBM (3.71 KiB)"));
-        (*(int *)ctx)++;
+        assert_non_null(strstr(text, c->expect));
+        c->n++;
     }
 }
 
-static int pass_notes(const remat_result_t *r) {
-    int n = 0;
-    remat_i_for_each_note(r, count_pass_notes, &n);
-    return n;
+static int pass_notes(const remat_result_t *r, const char *expect) {
+    pass_count_t c = {0, expect};
+    remat_i_for_each_note(r, count_pass_note, &c);
+    return c.n;
 }
 
 static void test_pass_note(void **state) {
     (void)state;
     fx_run_t *f = mini("hbm_budget=4000", "safety_margin=0", NULL);
-    assert_ptr_equal(f->r.config, &f->cfg);
     assert_ptr_equal(f->r.hw, &f->hw);
-    f->cfg.hbm_budget = 0; /* as if 4000 B were the chip's usable HBM */
-    f->r.budget_bytes = 4000;
+    f->hw.hbm_limit_bytes = 4000;
+    f->r.unit_held_peak_bytes = 0;
     f->r.peak_bytes = 3800;
-    assert_int_equal(pass_notes(&f->r), 0);
+    assert_int_equal(pass_notes(&f->r, NULL), 0);
     f->r.peak_bytes = 3801;
-    assert_int_equal(pass_notes(&f->r), 1);
+    f->r.xla_expected_peak_bytes = remat_xla_expected_peak(3801, 0, 4000);
+    assert_int_equal(pass_notes(&f->r, "expected at 3.71 KiB (the pass's limit"), 1);
+    f->r.peak_bytes = 4001;
+    f->r.xla_expected_peak_bytes = remat_xla_expected_peak(4001, 0, 4000);
+    assert_int_equal(pass_notes(&f->r, "expected at 3.91 KiB (at most this step's peak"), 1);
     f->hw.xla_gpu = true;
-    assert_int_equal(pass_notes(&f->r), 0);
-    f->hw.xla_gpu = false;
-    f->cfg.hbm_budget = 4000;
-    assert_int_equal(pass_notes(&f->r), 0);
+    assert_int_equal(pass_notes(&f->r, NULL), 0);
     fx_free(f);
 }
 
@@ -895,6 +918,7 @@ int main(void) {
         cmocka_unit_test(test_text_report),
         cmocka_unit_test(test_check_report),
         cmocka_unit_test(test_unrolled_bound),
+        cmocka_unit_test(test_xla_expected),
         cmocka_unit_test(test_pass_note),
         cmocka_unit_test(test_solve_report_json),
         cmocka_unit_test(test_solve_report_text),

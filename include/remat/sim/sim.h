@@ -211,6 +211,12 @@ typedef struct remat_result {
     uint64_t unrolled_held_peak_bytes;
     uint64_t unit_held_peak_bytes;
     bool unit_apart_partway;
+    /* xla_expected_peak_bytes: the peak XLA reports for this step (its
+       memory analysis, or the "Used" of its OOM message), which is the step
+       after XLA:TPU's rematerialization pass (remat_xla_expected_peak);
+       peak_bytes on XLA:GPU. The verdict stays on peak_bytes, the step as
+       scheduled before the pass. */
+    uint64_t xla_expected_peak_bytes;
     /* Whether XLA:TPU runs the layers' weight matmuls as windowed einsums
        here (one sharded mesh axis, fsdp, over at most 32 devices): each
        weight streams shard by shard, and no gathered copy or whole weight
@@ -252,6 +258,25 @@ typedef enum remat_verdict {
 
 /** The verdict of an analyzed step; REMAT_VERDICT_OK exactly when it passes. */
 remat_verdict_t remat_result_verdict(const remat_result_t *r);
+
+/**
+ * The peak XLA:TPU reports for a step, after its rematerialization pass,
+ * from the step as scheduled (@p step: its held peak where MaxText's
+ * blocks re-run whole, @p held; else @p held is 0) and the layer by layer
+ * step (@p step when @p held is set) against XLA's usable HBM @p limit.
+ * The pass runs when the step is over its limit, 95% of that HBM (less
+ * the arguments not aliased to outputs, which a training step donates,
+ * and the program's overlays): it makes buffers again where they are next
+ * read until the step is under that limit or nothing more is remade
+ * (libtpu's info log prints both). So: a step under the pass's limit is
+ * reported as it is; a step within the usable HBM, or whose blocks taken
+ * apart are under the pass's limit, is brought to it (reported at the
+ * pass's limit, where its remaking stops); a step over the usable HBM
+ * whose blocks do not come apart that far is reported as it is, an upper
+ * bound (the pass remade 0 to 29% of the limit in the compiled corpus,
+ * docs/validation.md).
+ */
+uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t limit);
 
 /** Why a step that fits is RISK, in words for a verdict line (static text). */
 const char *remat_result_risk_reason(const remat_result_t *r);
