@@ -38,6 +38,23 @@ SMALL_MODULE = (
     "reduction:  15.00G => 14.00G\n")
 
 
+LHS = (
+    "I1204 19:01:23.848768   13743 latency_hiding_scheduler.cc:4299] LatencyHidingScheduler current memory "
+    "usage: 12810567168 bytes, does not fit in initial limit: 12031262208. Setting the new limit to 10828135987\n"
+    "I1204 19:01:23.904926   13743 latency_hiding_scheduler.cc:4325] [latency-hiding-scheduler] "
+    "LatencyHidingScheduler current memory usage: 12810567168 bytes. Current limit: 10828135987\n")
+
+
+def check_scheduler():
+  lhs = xla_messages.parse_scheduler(LHS)
+  assert lhs == {"missed": True, "usage_bytes": 12810567168, "limit_bytes": 12031262208,
+                 "retry_limit_bytes": 10828135987, "retry_usage_bytes": 12810567168}, lhs
+  assert xla_messages.parse_scheduler(REMAT_FIT) is None
+  on = {"memory_analysis": {"peak_memory_in_bytes": 1}, "env": {"TPU_MIN_LOG_LEVEL": "0"}}
+  assert xla_messages.outcome(on, 0, LHS)["xla_scheduler"]["usage_bytes"] == 12810567168
+  assert xla_messages.outcome(on, 0, "")["xla_scheduler"] == {"missed": False}
+
+
 def check_remat():
   fit = xla_messages.parse_remat(REMAT_FIT)
   assert fit == {"needed": True, "limit_bytes": int(round(14.86 * G)), "limit_percent": 95,
@@ -78,7 +95,8 @@ def main():
   entry = xla_messages.outcome(None, None, "")
   assert entry["status"] == "error" and entry["error"] == "timed out"
   check_remat()
-  print("xla_messages: 4 messages and the rematerialization pass's log read as XLA printed them")
+  check_scheduler()
+  print("xla_messages: 4 messages and the rematerialization pass's log read as XLA printed them, and the scheduler's")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,14 @@ and where it cannot get under that limit, in exact bytes:
    rematerialization; only reduced to 16.57GiB (17795299840 bytes), down
    from 17.67GiB (18975537664 bytes) originally"
 The figure before the pass is XLA's schedule of the step as written, the
-one remat simulates; the figure after it is the peak XLA reports.
+one remat simulates; the figure after it is the peak XLA reports. Before
+it, the latency-hiding scheduler has the same target (its bytes leave the
+arguments out) and says when its first schedule missed it:
+  "LatencyHidingScheduler current memory usage: 12810567168 bytes, does
+   not fit in initial limit: 12031262208. Setting the new limit to ..."
+  "[latency-hiding-scheduler] LatencyHidingScheduler current memory usage:
+   12810567168 bytes. Current limit: 10828135987"
+(the second line is its usage after scheduling again to the new limit).
 """
 
 import re
@@ -42,6 +49,12 @@ _REMAT_LIMIT = re.compile(r"rematerialization limit " + _SIZE + r" = ([0-9]+)% h
 _REMAT_REDUCTION = re.compile(r"rematerialization hbm reduction:\s+" + _SIZE + r" => " + _SIZE)
 _REMAT_SHORT = re.compile(r"Can't reduce memory use below \S+ \(([0-9]+) bytes\) by rematerialization; only "
                           r"reduced to \S+ \(([0-9]+) bytes\), down from \S+ \(([0-9]+) bytes\) originally")
+
+
+_LHS_MISS = re.compile(r"LatencyHidingScheduler current memory usage: ([0-9]+) bytes, does not fit in initial "
+                       r"limit: ([0-9]+)\. Setting the new limit to ([0-9]+)")
+_LHS_AGAIN = re.compile(r"\[latency-hiding-scheduler\] LatencyHidingScheduler current memory usage: ([0-9]+) "
+                        r"bytes\. Current limit: ([0-9]+)")
 
 
 def size_bytes(number, unit):
@@ -89,6 +102,21 @@ def parse_remat(text):
       out.update(limit_bytes=int(m.group(1)), after_bytes=int(m.group(2)), before_bytes=exact_before, exact=True)
   out["reached"] = out["after_bytes"] <= out["limit_bytes"]
   return out
+
+
+def parse_scheduler(text):
+  """Whether XLA's latency-hiding scheduler missed its memory limit, from
+  libtpu's info log: {'missed': True, 'usage_bytes', 'limit_bytes',
+  'retry_limit_bytes', 'retry_usage_bytes'} of the largest usage it
+  reported (the training step's; bytes without the arguments), or None
+  where it said nothing (it met its limit, or the log was off)."""
+  misses = [(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.end()) for m in _LHS_MISS.finditer(text)]
+  if not misses:
+    return None
+  usage, limit, retry, end = max(misses)
+  again = _LHS_AGAIN.search(text, end)
+  return {"missed": True, "usage_bytes": usage, "limit_bytes": limit, "retry_limit_bytes": retry,
+          "retry_usage_bytes": int(again.group(1)) if again else None}
 
 
 def parse_host_oom(text):
@@ -197,6 +225,7 @@ def outcome(record, rc, out):
   if (record.get("env") or {}).get("TPU_MIN_LOG_LEVEL") == "0":
     # the info log was on: no line means the pass was not needed
     entry["xla_remat"] = parse_remat(out) or {"needed": False}
+    entry["xla_scheduler"] = parse_scheduler(out) or {"missed": False}
   if record.get("breakdown"):
     entry["xla_peak_breakdown"] = record["breakdown"]
   if record.get("memory_analysis") is not None:
