@@ -507,6 +507,8 @@ class CheckResult:
     fits: bool
     fits_with_margin: bool
     peak_hbm_bytes: int
+    xla_expected_peak_bytes: int
+    unrolled_held_peak_bytes: int | None
     budget_bytes: int
     usable_bytes: int
     host_fits: bool

@@ -1152,6 +1152,10 @@ static json_t *check_json(const remat_result_t *r) {
     json_object_set_new(o, "fits", json_boolean(r->fits));
     json_object_set_new(o, "fits_with_margin", json_boolean(r->fits_margin));
     json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
+    json_object_set_new(o, "xla_expected_peak_bytes", jint(r->xla_expected_peak_bytes));
+    json_object_set_new(o, "unrolled_held_peak_bytes",
+                        r->unrolled_held_peak_bytes ? jint(r->unrolled_held_peak_bytes)
+                                                    : json_null());
     json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
     json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
     json_object_set_new(o, "host_fits", json_boolean(r->host_fits));
