@@ -39,6 +39,15 @@ def explain(run, binary):
   at = r["peak_at"]
   print(f"   remat {r['peak_hbm_bytes'] / GIB:.2f} GiB ({r['peak_hbm_bytes'] / run['xla_peak_bytes']:.3f} of XLA's), "
         f"at {at['step']} {at['where']} layer {at['layer']} op {at['op']}")
+  xr = run.get("xla_remat")
+  if xr and xr.get("needed"):
+    print(f"   XLA's rematerialization pass: the step {xr['before_bytes'] / GIB:.2f} GiB before it "
+          f"({xr['before_bytes'] / lim:.3f} of the limit; remat's step is "
+          f"{r['peak_hbm_bytes'] / xr['before_bytes']:.3f} of it), {xr['after_bytes'] / GIB:.2f} after")
+  elif xr:
+    print("   XLA's rematerialization pass: not needed (the step was under its limit)")
+  print(f"   remat expects XLA's figure at {r['xla_expected_peak_bytes'] / GIB:.2f} GiB "
+        f"({r['xla_expected_peak_bytes'] / run['xla_peak_bytes']:.3f} of it)")
   for k, v in sorted(r["breakdown"].items(), key=lambda kv: -kv[1]):
     if v:
       print(f"     remat {v / GIB:8.3f} GiB  {k}")
@@ -51,6 +60,9 @@ def explain(run, binary):
     print(f"     XLA   {v / GIB:8.3f} GiB  {k}")
   for sz, kind, shape, op in bd.get("top", [])[:12]:
     print(f"       {sz / GIB:7.3f} GiB {kind:24} {shape[:60]:60} {op[-50:]}")
+  made = bd.get("rematerialized") or {}
+  for sz, op, shape, op_name in made.get("largest", [])[:6]:
+    print(f"     remade by XLA's pass: {sz / GIB:7.3f} GiB {op:12} {shape[:50]:50} {op_name[-40:]}")
 
 
 def main(argv):
