@@ -46,10 +46,12 @@ const char *remat_result_risk_reason(const remat_result_t *r) {
    info log prints "rematerialization limit 14.86G = 95% hbm (14.96G) -
    (arguments - aliased_output) - overlays" (the default of
    xla_jf_rematerialization_percent_shared_memory_limit). */
-enum { XLA_REMAT_PASS_PERCENT = 95 };
+uint64_t remat_xla_pass_limit(uint64_t limit) {
+    return limit / 100 * REMAT_XLA_PASS_PERCENT;
+}
 
 uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t limit) {
-    const uint64_t pass_limit = limit / 100 * XLA_REMAT_PASS_PERCENT;
+    const uint64_t pass_limit = remat_xla_pass_limit(limit);
     const uint64_t before = held ? held : step; /* the step as XLA schedules it */
     if (before <= pass_limit) {
         return before;

@@ -448,7 +448,7 @@ static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
    usable HBM): remat's figures are the step before the pass, XLA's the
    step after it (docs/validation.md). */
 static void pass_note(const remat_result_t *r, note_fn fn, void *ctx) {
-    const uint64_t limit = r->hw->hbm_limit_bytes / 100 * 95;
+    const uint64_t limit = remat_xla_pass_limit(r->hw->hbm_limit_bytes);
     const uint64_t before = r->unit_held_peak_bytes ? r->unit_held_peak_bytes : r->peak_bytes;
     if (r->hw->xla_gpu || before <= limit) {
         return;
@@ -457,13 +457,13 @@ static void pass_note(const remat_result_t *r, note_fn fn, void *ctx) {
     remat_i_budget_bytes(limit, lim, sizeof lim);
     remat_i_budget_bytes(r->xla_expected_peak_bytes, expected, sizeof expected);
     snprintf(buf, sizeof buf,
-             "the step is over 95%% of XLA's usable HBM (%s), where XLA:TPU's "
+             "the step is over %d%% of XLA's usable HBM (%s), where XLA:TPU's "
              "rematerialization pass starts: it makes buffers again where they are next read "
              "(gathers weights again, re-runs activations) until the step is under that or it "
              "finds nothing more to remake. XLA's figures (its memory analysis, the \"Used\" "
              "of its OOM message) are the step after that pass, expected at %s (%s); these "
              "are the step as scheduled before it (docs/validation.md)",
-             lim, expected,
+             REMAT_XLA_PASS_PERCENT, lim, expected,
              r->xla_expected_peak_bytes == before ? "at most this step's peak: how much the pass "
                                                     "remakes over the usable HBM is not modelled"
                                                   : "the pass's limit, where its remaking stops");

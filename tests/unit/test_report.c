@@ -708,6 +708,7 @@ static void test_xla_expected(void **state) {
     assert_int_equal(remat_xla_expected_peak(3800, 4500, 4000), 3800);
     assert_int_equal(remat_xla_expected_peak(3801, 4500, 4000), 4500);
     assert_int_equal(remat_xla_expected_peak(100, 3900, 4000), 3800);
+    assert_int_equal(remat_xla_pass_limit(4000), 3800);
 }
 
 /* The pass's note: with XLA's usable HBM 4000 B, a step of 3800 B gets no

@@ -278,6 +278,15 @@ remat_verdict_t remat_result_verdict(const remat_result_t *r);
  */
 uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t limit);
 
+/** XLA:TPU's rematerialization pass's limit, in percent of the usable HBM
+    (libtpu's info log: "rematerialization limit ... = 95% hbm"). */
+#define REMAT_XLA_PASS_PERCENT 95
+
+/** The pass's limit for XLA's usable HBM @p limit: limit / 100 x 95 (the
+    arguments a training step does not donate and the overlays, which XLA
+    also subtracts, are left out). */
+uint64_t remat_xla_pass_limit(uint64_t limit);
+
 /** Why a step that fits is RISK, in words for a verdict line (static text). */
 const char *remat_result_risk_reason(const remat_result_t *r);
 
