@@ -273,7 +273,7 @@ remat_verdict_t remat_result_verdict(const remat_result_t *r);
  * apart are under the pass's limit, is brought to it (reported at the
  * pass's limit, where its remaking stops); a step over the usable HBM
  * whose blocks do not come apart that far is reported as it is, an upper
- * bound (the pass remade 0 to 29% of the limit in the compiled corpus,
+ * bound (the pass remade 0 to 67% of the limit in the compiled corpus,
  * docs/validation.md).
  */
 uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t limit);
