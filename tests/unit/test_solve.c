@@ -644,19 +644,28 @@ static void test_resolve_from_threads(void **state) {
 }
 
 
+/* The run of @p args analyzed, and what would make it pass found into
+   @p fx (initialized; released first by remat_fixes_find). */
+static fx_run_t *find_fixes(const char *const *args, remat_fixes_t *fx) {
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, fx, &err), REMAT_OK);
+    return f;
+}
+
 /* What would make a run pass: each fix found passes when applied alone;
    the batch rows run largest first with the run's own policy among them;
    a run nothing can fix has none. */
 static void test_fixes(void **state) {
     (void)state;
     const char *args[] = {"model_name=llama3.1-405b", "topology=tpu7x-256", NULL};
-    fx_run_t *f = fx_analyze_ok(NULL, args);
-    assert_false(remat_result_passes(&f->r));
     remat_fixes_t fx;
     remat_fixes_init(&fx);
+    fx_run_t *f = find_fixes(args, &fx);
+    assert_false(remat_result_passes(&f->r));
     remat_error_t err;
     remat_error_init(&err);
-    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
     remat_result_t r;
     remat_result_init(&r);
     /* the placement */
@@ -681,8 +690,7 @@ static void test_fixes(void **state) {
     fx_free(f);
     /* a slice fixes a model too large for its chips */
     const char *small[] = {"model_name=llama3-70b", "per_device_batch_size=4", NULL};
-    f = fx_analyze_ok(NULL, small);
-    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    f = find_fixes(small, &fx);
     assert_true(fx.slice_found);
     assert_string_equal(fx.topology, "tpu7x-16");
     remat_config_t c = f->cfg;
@@ -696,8 +704,7 @@ static void test_fixes(void **state) {
     fx_free(f);
     /* a budget of one byte: nothing */
     const char *none[] = {"model_name=llama3-8b", "num_devices=8", "hbm_budget=1", NULL};
-    f = fx_analyze_ok(NULL, none);
-    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    f = find_fixes(none, &fx);
     assert_false(fx.placement_found);
     assert_false(fx.slice_found);
     for (size_t i = 0; i < fx.nbatches; i++) {
@@ -711,9 +718,8 @@ static void test_fixes(void **state) {
        the full search; the batch lines still come */
     const char *moe[] = {"model_name=deepseek3-671b", "topology=v5p-512",
                          "per_device_batch_size=3", "max_target_length=8192", NULL};
-    f = fx_analyze_ok(NULL, moe);
+    f = find_fixes(moe, &fx);
     assert_false(remat_result_passes(&f->r));
-    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
     assert_false(fx.placement_found);
     assert_non_null(strstr(fx.placement_note, "20000 layer plans; remat solve searches"));
     assert_true(fx.nbatches > 0);
@@ -729,13 +735,12 @@ static void test_fix_scan(void **state) {
     (void)state;
     const char *unrolled[] = {"model_name=llama2-7b", "topology=v4-16", "scan_layers=false",
                               "per_device_batch_size=8", NULL};
-    fx_run_t *f = fx_analyze_ok(NULL, unrolled);
-    assert_false(remat_result_passes(&f->r));
     remat_fixes_t fx;
     remat_fixes_init(&fx);
+    fx_run_t *f = find_fixes(unrolled, &fx);
+    assert_false(remat_result_passes(&f->r));
     remat_error_t err;
     remat_error_init(&err);
-    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
     assert_true(fx.scan_tried && fx.scan_found);
     remat_config_t scanned = f->cfg;
     scanned.scan_layers = true;
