@@ -16,7 +16,8 @@
  *    (unit_apart_partway) never fits with the margin: XLA's compiles of
  *    such steps have fit and been refused alike (docs/memory-model.md,
  *    "Blocks re-run whole", counts them), so check calls it RISK;
- *  - xla_expected_peak_bytes <= max(peak, unit_held_peak_bytes): XLA's
+ *  - xla_expected_peak_bytes <= the scheduled peak (unit_held_peak_bytes
+ *    when set, which is then over the peak, else the peak): XLA's
  *    rematerialization pass only ever lowers the step it schedules;
  *  - nor does an unrolled TPU step whose unrolled bound (every layer's
  *    re-run held at once, unrolled_held_peak_bytes) is over the margin:
@@ -125,7 +126,6 @@ remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
     assert(cfg->safety_margin < 0 || r->budget_bytes > ((uint64_t)1 << 53) ||
            r->usable_bytes <= r->budget_bytes);
     assert(r->host_bytes_per_host <= BYTES_MAX);
-    assert(r->xla_expected_peak_bytes <=
-           (r->peak_bytes > r->unit_held_peak_bytes ? r->peak_bytes : r->unit_held_peak_bytes));
+    assert(r->xla_expected_peak_bytes <= remat_result_scheduled_peak(r));
     return REMAT_OK;
 }

@@ -126,6 +126,11 @@ static json_t *jint(uint64_t v) {
     return json_integer((json_int_t)v);
 }
 
+/* A figure that only some steps have (0: none): null when absent. */
+static json_t *jint_or_null(uint64_t v) {
+    return v ? jint(v) : json_null();
+}
+
 json_t *remat_i_moment_json(const remat_moment_t *m) {
     json_t *o = json_object();
     json_object_set_new(o, "stage", jint(m->stage));
@@ -316,11 +321,8 @@ static json_t *result_json(const remat_result_t *r, bool tables) {
     json_object_set_new(o, "pipeline_microbatches", jint(r->microbatches));
     json_object_set_new(o, "pipeline_iterations", jint(r->pipeline_iterations));
     json_object_set_new(o, "remat_unit", jint(r->remat_unit));
-    json_object_set_new(o, "unrolled_held_peak_bytes",
-                        r->unrolled_held_peak_bytes ? jint(r->unrolled_held_peak_bytes)
-                                                    : json_null());
-    json_object_set_new(o, "unit_held_peak_bytes",
-                        r->unit_held_peak_bytes ? jint(r->unit_held_peak_bytes) : json_null());
+    json_object_set_new(o, "unrolled_held_peak_bytes", jint_or_null(r->unrolled_held_peak_bytes));
+    json_object_set_new(o, "unit_held_peak_bytes", jint_or_null(r->unit_held_peak_bytes));
     json_object_set_new(o, "unit_apart_partway", json_boolean(r->unit_apart_partway));
     json_object_set_new(o, "weights_streamed", json_boolean(r->weights_streamed));
     json_object_set_new(o, "worst_stage", jint(r->worst_stage));
@@ -449,7 +451,7 @@ static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
    step after it (docs/validation.md). */
 static void pass_note(const remat_result_t *r, note_fn fn, void *ctx) {
     const uint64_t limit = remat_xla_pass_limit(r->hw->hbm_limit_bytes);
-    const uint64_t before = r->unit_held_peak_bytes ? r->unit_held_peak_bytes : r->peak_bytes;
+    const uint64_t before = remat_result_scheduled_peak(r);
     if (r->hw->xla_gpu || before <= limit) {
         return;
     }
@@ -1153,9 +1155,7 @@ static json_t *check_json(const remat_result_t *r) {
     json_object_set_new(o, "fits_with_margin", json_boolean(r->fits_margin));
     json_object_set_new(o, "peak_hbm_bytes", jint(r->peak_bytes));
     json_object_set_new(o, "xla_expected_peak_bytes", jint(r->xla_expected_peak_bytes));
-    json_object_set_new(o, "unrolled_held_peak_bytes",
-                        r->unrolled_held_peak_bytes ? jint(r->unrolled_held_peak_bytes)
-                                                    : json_null());
+    json_object_set_new(o, "unrolled_held_peak_bytes", jint_or_null(r->unrolled_held_peak_bytes));
     json_object_set_new(o, "budget_bytes", jint(r->budget_bytes));
     json_object_set_new(o, "usable_bytes", jint(r->usable_bytes));
     json_object_set_new(o, "host_fits", json_boolean(r->host_fits));

@@ -278,6 +278,13 @@ remat_verdict_t remat_result_verdict(const remat_result_t *r);
  */
 uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t limit);
 
+/** The step as XLA schedules it, before its rematerialization pass: the
+    held peak where MaxText's blocks re-run whole (unit_held_peak_bytes),
+    else the peak. */
+static inline uint64_t remat_result_scheduled_peak(const remat_result_t *r) {
+    return r->unit_held_peak_bytes ? r->unit_held_peak_bytes : r->peak_bytes;
+}
+
 /** XLA:TPU's rematerialization pass's limit, in percent of the usable HBM
     (libtpu's info log: "rematerialization limit ... = 95% hbm"). */
 #define REMAT_XLA_PASS_PERCENT 95
