@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "remat/base/error.h"
+#include "remat/base/limits.h"
 
 #define MAX_SETTINGS 64
 
@@ -63,6 +64,12 @@ const char *vr_str(json_t *o, const char *key) {
 double vr_num(json_t *o, const char *key) {
     json_t *v = json_object_get(o, key);
     return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+uint64_t vr_bytes(json_t *o, const char *key) {
+    const double v = vr_num(o, key);
+    /* the bound first: a double past 2^64 has no uint64_t value */
+    return v >= 1 && v <= (double)REMAT_BYTES_MAX ? (uint64_t)v : 0;
 }
 
 bool vr_option(const char *arg, const char *name, double *out) {

@@ -47,6 +47,10 @@ void vr_run_release(vr_run_t *run);
 const char *vr_str(json_t *o, const char *key);
 /** A number member of @p o, or 0. */
 double vr_num(json_t *o, const char *key);
+/** A byte count member of @p o (a number from 1 to REMAT_BYTES_MAX, whole
+    bytes taken), or 0 for anything else: a missing, negative or
+    non-number member, or one too large to be a device's bytes. */
+uint64_t vr_bytes(json_t *o, const char *key);
 /** "--name=VALUE" into *out (a non-negative number); false if not this option. */
 bool vr_option(const char *arg, const char *name, double *out);
 

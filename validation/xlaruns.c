@@ -281,25 +281,32 @@ static bool peak_read_as_hbm(json_t *run) {
 /* What the compile's log said of XLA's rematerialization pass
    (validation/README.md, `xla_remat`): nothing when the entry has no
    record; the peak before the pass when it ran, the final peak when it was
-   not needed. False (with a message) when a record that says the pass ran
-   has no positive figure before it. */
+   not needed. False (with a message naming the JSON path) when `needed`
+   is not a boolean, or a record that says the pass ran has no byte count
+   before it. */
 static bool read_remat_pass(json_t *run, row_t *row, const char *path, size_t i) {
     json_t *xr = json_object_get(run, "xla_remat");
     if (!json_is_object(xr)) {
         return true;
     }
-    row->logged = true;
-    row->xla_before = row->xla_peak;
-    if (!json_is_true(json_object_get(xr, "needed"))) {
-        return true;
-    }
-    double before = vr_num(xr, "before_bytes");
-    if (!(before > 0)) {
-        fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu].xla_remat (%s) says the pass ran but has no "
-                        "positive before_bytes\n", path, i, row->id);
+    json_t *needed = json_object_get(xr, "needed");
+    if (!json_is_boolean(needed)) {
+        fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu].xla_remat.needed (%s) must be true or "
+                        "false\n", path, i, row->id);
         return false;
     }
-    row->xla_before = (uint64_t)before;
+    row->logged = true;
+    row->xla_before = row->xla_peak;
+    if (!json_is_true(needed)) {
+        return true;
+    }
+    row->xla_before = vr_bytes(xr, "before_bytes");
+    if (row->xla_before == 0) {
+        fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu].xla_remat.before_bytes (%s): it says the "
+                        "pass ran but has no positive before_bytes (a byte count up to 2^62)\n",
+                path, i, row->id);
+        return false;
+    }
     return true;
 }
 
@@ -324,7 +331,7 @@ static bool read_row(json_t *run, json_t *limits, row_t *row, const char *path, 
     }
     row->xla_limit = (uint64_t)json_integer_value(lim);
     row->xla_fits = json_is_true(json_object_get(run, "fits"));
-    row->xla_peak = (uint64_t)vr_num(run, "xla_peak_bytes");
+    row->xla_peak = vr_bytes(run, "xla_peak_bytes");
     return read_remat_pass(run, row, path, i);
 }
 
@@ -440,8 +447,9 @@ static bool table(json_t *runs, json_t *limits, const char *path, split_t split,
             continue;
         }
         if (!row.host_refused && row.xla_peak == 0) {
-            fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu] (%s) is %s but has no positive "
-                            "xla_peak_bytes\n", path, i, row.id, status);
+            fprintf(stderr, "remat_xlaruns: %s: $.runs[%zu].xla_peak_bytes (%s): it is %s but has "
+                            "no positive xla_peak_bytes (a byte count up to 2^62)\n",
+                    path, i, row.id, status);
             return false;
         }
         analyze_row(run, NULL, &row);
