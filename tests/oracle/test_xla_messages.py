@@ -7,6 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "validation", "xla"))
+import xla_dump  # pylint: disable=wrong-import-position
 import xla_messages  # pylint: disable=wrong-import-position
 
 G = 1 << 30
@@ -55,6 +56,28 @@ def check_scheduler():
   assert xla_messages.outcome(on, 0, "")["xla_scheduler"] == {"missed": False}
 
 
+def check_rematerialized():
+  """The pass's instructions by their .remat suffix: a value's largest
+  buffer counts (a tuple's elements are values of their own), and an
+  instruction without the suffix (fusion.12) or with it mid-name is not."""
+  instrs = {
+      "all-gather.368.remat": ("bf16[256128,2304]", "all-gather", "jit(train_step)/transpose(jvp())/dot_general"),
+      "fusion.12.remat2": ("(f32[5,2048], bf16[5,2048,4096])", "fusion", "rematted_computation/dot_general"),
+      "fusion.12": ("bf16[5,2048,4096]", "fusion", ""),
+      "copy.remat.7": ("bf16[4]", "copy", ""),
+  }
+  vals = {
+      "all-gather.368.remat{}": (1, 0, 1180237824, False, 0),
+      "fusion.12.remat2{0}": (2, 0, 40960, False, 0),
+      "fusion.12.remat2{1}": (2, 40960, 83886080, False, 0),
+      "fusion.12{}": (3, 0, 83886080, False, 0),
+  }
+  made = xla_dump.rematerialized(instrs, vals)
+  assert made["count"] == 2, made
+  assert made["by_opcode"] == {"all-gather": [1, 1180237824], "fusion": [1, 83886080]}, made
+  assert made["largest"][0][:2] == [1180237824, "all-gather"], made
+
+
 def check_remat():
   fit = xla_messages.parse_remat(REMAT_FIT)
   assert fit == {"needed": True, "limit_bytes": int(round(14.86 * G)), "limit_percent": 95,
@@ -96,6 +119,7 @@ def main():
   assert entry["status"] == "error" and entry["error"] == "timed out"
   check_remat()
   check_scheduler()
+  check_rematerialized()
   print("xla_messages: 4 messages and the rematerialization pass's log read as XLA printed them, and the scheduler's")
 
 
