@@ -87,28 +87,37 @@ void remat_i_backward_list(const remat_block_t *b, scratch_t *s) {
     remat_i_bucket(s->bwd_use, b->ntensors, b->nops, s->bwd_head, s->bwd_next);
 }
 
-static void measure(meter_t *m, remat_step_t step, size_t op) {
-    assert(meter_consistent(m));
+/* Measures the live bytes at an op (@p op at @p step), of which @p pf are
+   the next op's weights gathered ahead (in GATHERED), for the peak and the
+   regathered peak (meter_t). The first measure sets both. */
+static void measure(meter_t *m, remat_step_t step, size_t op, int64_t pf) {
+    assert(meter_consistent(m) && pf >= 0 && pf <= m->cats[REMAT_CAT_GATHERED]);
     if (m->rec) {
         remat_i_rel_push(m->rec, m, step, op);
     }
-    if (!m->any || m->live > m->peak) {
+    const bool first = !m->any;
+    if (first || m->live > m->peak) {
         m->any = true;
         m->peak = m->live;
         memcpy(m->peak_cats, m->cats, sizeof m->cats);
         m->step = step;
         m->op = op;
     }
+    if (first || m->live - pf > m->np_peak) {
+        m->np_peak = m->live - pf;
+        memcpy(m->np_cats, m->cats, sizeof m->cats);
+        m->np_cats[REMAT_CAT_GATHERED] -= pf;
+    }
 }
 
 /* measure() with an op's collective buffers (measure_op) added for the
-   moment. */
-static void measure_with(meter_t *m, int64_t g, int64_t w, int64_t kv, remat_step_t step,
-                         size_t j) {
+   moment, @p pf of @p g the next op's gathered ahead. */
+static void measure_with(meter_t *m, int64_t g, int64_t pf, int64_t w, int64_t kv,
+                         remat_step_t step, size_t j) {
     add_const(m, REMAT_CAT_GATHERED, g);
     add_const(m, REMAT_CAT_GRAD_BUFFER, w);
     add_const(m, REMAT_CAT_KV_GATHER, kv);
-    measure(m, step, j);
+    measure(m, step, j, pf);
     add_const(m, REMAT_CAT_GATHERED, -g);
     add_const(m, REMAT_CAT_GRAD_BUFFER, -w);
     add_const(m, REMAT_CAT_KV_GATHER, -kv);
@@ -123,12 +132,13 @@ static void measure_with(meter_t *m, int64_t g, int64_t w, int64_t kv, remat_ste
 static inline void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_step_t step,
                               int64_t extra) {
     assert(meter_consistent(m));
-    if (m->rec || !m->any || m->live + extra > m->peak) {
-        const bool bwd = step == REMAT_STEP_BACKWARD;
-        const int64_t g = (int64_t)(bd->op_gather_mem[j] + (bwd ? bd->gather_prev[j] : bd->gather_next[j]));
+    const bool bwd = step == REMAT_STEP_BACKWARD;
+    const int64_t pf = (int64_t)(bwd ? bd->gather_prev[j] : bd->gather_next[j]);
+    if (m->rec || !m->any || m->live + extra > m->peak || m->live + extra - pf > m->np_peak) {
+        const int64_t g = (int64_t)bd->op_gather_mem[j] + pf;
         const int64_t w = bwd ? (int64_t)bd->op_wgrad[j] : 0, kv = (int64_t)bd->kv_extra[j];
         assert(g + w + kv == extra);
-        measure_with(m, g, w, kv, step, j);
+        measure_with(m, g, pf, w, kv, step, j);
     }
 }
 
@@ -620,6 +630,8 @@ static void play_forward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
     t->fwd_peak = m.peak;
     t->fwd_op = m.op;
     memcpy(t->fwd_cats, m.peak_cats, sizeof m.cats);
+    t->fwd_np = m.np_peak;
+    memcpy(t->fwd_np_cats, m.np_cats, sizeof m.cats);
     t->fwd_delta = m.live;
     memcpy(t->fwd_dcats, m.cats, sizeof m.cats);
 }
@@ -648,7 +660,7 @@ static void fetch(const play_t *pl, meter_t *w) {
     if (!pl->noff) {
         return;
     }
-    measure(w, REMAT_STEP_FETCH, REMAT_NONE);
+    measure(w, REMAT_STEP_FETCH, REMAT_NONE, 0);
     for (size_t n = 0; n < nheld; n++) {
         const size_t i = held[n];
         if (s->bwd_use[i] == REMAT_NONE && s->rec_use[i] == REMAT_NONE) {
@@ -719,6 +731,8 @@ static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
     t->bwd_step = w.step;
     t->bwd_op = w.op;
     memcpy(t->bwd_cats, w.peak_cats, sizeof w.cats);
+    t->bwd_np = w.np_peak;
+    memcpy(t->bwd_np_cats, w.np_cats, sizeof w.cats);
     t->bwd_delta = w.live;
     memcpy(t->bwd_dcats, w.cats, sizeof w.cats);
 }

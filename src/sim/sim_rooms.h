@@ -92,6 +92,9 @@ typedef struct tpl {
     int64_t fwd_delta;
     int64_t fwd_dcats[REMAT_CAT_COUNT];
     int64_t bwd_peak;
+    /* the regathered peaks (meter_t's np_peak) and their categories */
+    int64_t fwd_np, bwd_np;
+    int64_t fwd_np_cats[REMAT_CAT_COUNT], bwd_np_cats[REMAT_CAT_COUNT];
     remat_step_t bwd_step;
     size_t bwd_op;
     int64_t bwd_cats[REMAT_CAT_COUNT];
@@ -186,6 +189,13 @@ typedef struct meter {
     remat_step_t step;
     size_t op;
     rel_events_t *rec; /* a traced run: every measure is appended here; else NULL */
+    /* The regathered figures: the highest measure less the weights gathered
+       ahead for the next op at it (fsdp_prefetch's), which XLA's
+       rematerialization pass gathers again where they are read, and that
+       moment's categories (the layer room's; the step keeps the value
+       alone). np_peak <= peak: the same measures, less bytes. */
+    int64_t np_peak;
+    int64_t np_cats[REMAT_CAT_COUNT];
 } meter_t;
 
 /* What a layer's FSDP collectives move (the time model): its weights

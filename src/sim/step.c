@@ -85,6 +85,18 @@ static void step_measure(step_t *st, int64_t extra, const int64_t *extra_cats,
     }
 }
 
+/* The regathered measure (meter_t's np_peak) at a moment: the live bytes
+   plus @p extra, the moment's bytes above them less the weights gathered
+   ahead at it, with their categories @p extra_cats, and the reserve on
+   those. At most step_measure's at the same moment. */
+static void step_measure_np(step_t *st, int64_t extra, const int64_t *extra_cats) {
+    int64_t cats[REMAT_CAT_COUNT];
+    const int64_t v = st->m.live + extra + moment_cats(st, extra_cats, cats);
+    if (!st->m.any || v > st->m.np_peak) {
+        st->m.np_peak = v;
+    }
+}
+
 /* A traced run's event at moment @p at, measured exactly as step_measure
    measures it (so that the events' highest live bytes are the peak). */
 static void step_event(const step_t *st, int64_t extra, const int64_t *extra_cats,
@@ -143,6 +155,7 @@ static void head_forward(const remat_analyzer_t *an, scratch_t *s, step_t *st, s
             .step = cat == REMAT_CAT_RECOMPUTE ? REMAT_STEP_RECOMPUTE : REMAT_STEP_FORWARD,
             .where = where,
             .op = op->name};
+        step_measure_np(st, (int64_t)gx, gcats); /* forward gathers nothing ahead */
         step_measure(st, (int64_t)gx, gcats, at);
         if (st->tr) {
             step_event(st, (int64_t)gx, gcats, at, REMAT_NONE, bd->fwd_s[j]);
@@ -294,9 +307,11 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
                            remat_i_loss_grads_deferred(an) && loss_grad_fused(an, op);
         remat_i_backward_begin(&st->m, s, b, bd, op, p, fused);
         bool own = head_gathers_per_op(an, p);
-        gcats[REMAT_CAT_GATHERED] =
-            (own ? (int64_t)bd->op_gather_mem[j] : 0) + (int64_t)head_prefetch(an, from, p);
+        const int64_t pf = (int64_t)head_prefetch(an, from, p);
+        gcats[REMAT_CAT_GATHERED] = own ? (int64_t)bd->op_gather_mem[j] : 0;
         gcats[REMAT_CAT_GRAD_BUFFER] = own && p < g->head_npre ? (int64_t)bd->op_wgrad[j] : 0;
+        step_measure_np(st, gcats[REMAT_CAT_GATHERED] + gcats[REMAT_CAT_GRAD_BUFFER], gcats);
+        gcats[REMAT_CAT_GATHERED] += pf;
         const int64_t extra = gcats[REMAT_CAT_GATHERED] + gcats[REMAT_CAT_GRAD_BUFFER];
         const remat_moment_t at = {.step = REMAT_STEP_BACKWARD, .where = where, .op = op->name};
         step_measure(st, extra, gcats, at);
@@ -750,6 +765,8 @@ static void add_times(step_t *st, int64_t delta, const int64_t *dcats, int64_t t
 static void run_layers(step_t *st, const tpl_t *t, bool backward, size_t l, size_t n, int dir) {
     const int64_t peak = backward ? t->bwd_peak : t->fwd_peak;
     const int64_t *cats = backward ? t->bwd_cats : t->fwd_cats;
+    const int64_t np = backward ? t->bwd_np : t->fwd_np;
+    const int64_t *np_cats = backward ? t->bwd_np_cats : t->fwd_np_cats;
     const int64_t delta = backward ? t->bwd_delta : t->fwd_delta;
     const int64_t *dcats = backward ? t->bwd_dcats : t->fwd_dcats;
     remat_moment_t at = {.step = backward ? t->bwd_step : REMAT_STEP_FORWARD,
@@ -759,6 +776,7 @@ static void run_layers(step_t *st, const tpl_t *t, bool backward, size_t l, size
     if (which < 0) {
         for (size_t k = 0; k < n; k++) {
             at.layer = (size_t)((ptrdiff_t)l + dir * (ptrdiff_t)k);
+            step_measure_np(st, np, np_cats);
             step_measure(st, peak, cats, at);
             step_add(st, delta, dcats);
         }
@@ -767,6 +785,7 @@ static void run_layers(step_t *st, const tpl_t *t, bool backward, size_t l, size
     const size_t k = (size_t)which * (n - 1); /* the first or the last */
     add_times(st, delta, dcats, (int64_t)k);
     at.layer = (size_t)((ptrdiff_t)l + dir * (ptrdiff_t)k);
+    step_measure_np(st, np, np_cats); /* the same layer: the moves are the same */
     step_measure(st, peak, cats, at);
     add_times(st, delta, dcats, (int64_t)(n - k));
 }
@@ -782,6 +801,7 @@ static void check_runs(const remat_analyzer_t *an, size_t first, size_t last, bo
         run_layers(&check, &an->tpls[run_of(an, l)->profile], backward, l, 1, 1);
     }
     assert(check.m.any == st->m.any && check.m.peak == st->m.peak &&
+           check.m.np_peak == st->m.np_peak &&
            check.m.live == st->m.live && check.at.layer == st->at.layer &&
            check.at.step == st->at.step && check.at.op == st->at.op &&
            memcmp(check.m.cats, st->m.cats, sizeof check.m.cats) == 0 &&
@@ -1104,6 +1124,8 @@ static remat_status_t run_stage(remat_analyzer_t *an, size_t k, remat_result_t *
     assert(row->first_layer == Ls * k && row->last_layer == Ls * k + Ls - 1);
     simulate_stage(an, k, has_head, has_head, ss, &stp);
     row->peak_bytes = stp.m.peak > 0 ? (uint64_t)stp.m.peak : 0;
+    row->regathered_bytes = stp.m.np_peak > 0 ? (uint64_t)stp.m.np_peak : 0;
+    assert(row->regathered_bytes <= row->peak_bytes);
     memcpy(row->breakdown, stp.m.peak_cats, sizeof row->breakdown);
     row->peak_at = stp.at;
     row->peak_at.stage = k;
@@ -1237,6 +1259,15 @@ static remat_status_t stages_with(remat_analyzer_t *an, bool hold, remat_result_
    margin and the budget is within UNIT_TAKE_BACK of that way, or the
    layers keep their inputs in HBM (inputs_on_device: nothing holds the
    re-runs together then). */
+/* The stages' highest regathered moment (remat_stage_row_t). */
+static uint64_t regathered_of(const remat_result_t *r) {
+    uint64_t x = 0;
+    for (size_t k = 0; k < r->nstages; k++) {
+        x = r->stages[k].regathered_bytes > x ? r->stages[k].regathered_bytes : x;
+    }
+    return x;
+}
+
 static remat_status_t held_or_apart(remat_analyzer_t *an, remat_result_t *r,
                                     remat_error_t *err) {
     r->unit_held_peak_bytes = 0;
@@ -1253,6 +1284,7 @@ static remat_status_t held_or_apart(remat_analyzer_t *an, remat_result_t *r,
         return st;
     }
     const uint64_t held = r->stages[r->worst_stage].peak_bytes, floor = floor_of(r);
+    const uint64_t held_np = regathered_of(r);
     const bool on_device = inputs_on_device(an);
     if (floor > usable || (!on_device && !takes_apart(held, floor, budget))) {
         return REMAT_OK; /* no layer-by-layer step can pass: the held one stands */
@@ -1267,6 +1299,7 @@ static remat_status_t held_or_apart(remat_analyzer_t *an, remat_result_t *r,
         an->hold = true;
         r->unit_held_peak_bytes = held;
         r->unit_apart_partway = !on_device;
+        r->regathered_peak_bytes = held_np;
         return REMAT_OK;
     }
     return stages_with(an, true, r, err); /* XLA keeps the blocks' re-runs */
@@ -1311,6 +1344,12 @@ remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat
     if (!st) {
         st = held_or_apart(an, r, err);
     }
+    if (!st && !r->unit_held_peak_bytes) {
+        r->regathered_peak_bytes = regathered_of(r);
+    }
+    assert(st || r->regathered_peak_bytes <= (r->unit_held_peak_bytes
+                                                   ? r->unit_held_peak_bytes
+                                                   : r->stages[r->worst_stage].peak_bytes));
     /* the bound only adds held re-runs to the layer-by-layer step */
     assert(st || !r->unrolled_held_peak_bytes ||
            r->unrolled_held_peak_bytes >= r->stages[r->worst_stage].peak_bytes);

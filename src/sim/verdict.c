@@ -51,7 +51,8 @@ uint64_t remat_xla_pass_limit(uint64_t limit) {
     return limit / 100 * REMAT_XLA_PASS_PERCENT;
 }
 
-uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t limit) {
+uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t regathered,
+                                 uint64_t limit) {
     const uint64_t pass_limit = remat_xla_pass_limit(limit);
     const uint64_t before = held ? held : step; /* the step as XLA schedules it */
     if (before <= pass_limit) {
@@ -59,6 +60,9 @@ uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t limit) {
     }
     if (before <= limit || (held && step <= pass_limit)) {
         return pass_limit;
+    }
+    if (regathered && regathered < before) {
+        return regathered > pass_limit ? regathered : pass_limit;
     }
     return before;
 }
@@ -119,6 +123,7 @@ remat_status_t remat_i_verdict(const remat_analyzer_t *an, remat_result_t *r,
     r->xla_expected_peak_bytes =
         an->hw->xla_gpu ? r->peak_bytes
                         : remat_xla_expected_peak(r->peak_bytes, r->unit_held_peak_bytes,
+                                                  r->regathered_peak_bytes,
                                                   an->hw->hbm_limit_bytes);
     r->fits = r->peak_bytes <= r->budget_bytes;
     r->fits_margin = r->peak_bytes <= r->usable_bytes && !r->unit_apart_partway &&

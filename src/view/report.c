@@ -445,6 +445,20 @@ static void relaid_note(const remat_result_t *r, note_fn fn, void *ctx) {
     fn(ctx, buf);
 }
 
+/* Why the pass note's expected figure is what it is (remat_xla_expected_peak). */
+static const char *pass_expected_why(const remat_result_t *r, uint64_t limit, uint64_t before) {
+    if (r->xla_expected_peak_bytes == before) {
+        return "at most this step's peak: how much the pass remakes over the usable HBM is not "
+               "modelled";
+    }
+    if (r->xla_expected_peak_bytes == limit) {
+        return "the pass's limit, where its remaking stops";
+    }
+    return "at most the step with each weight gathered again where its op reads it, not ahead "
+           "of it: the step with fsdp_prefetch=false; what more the pass remakes over the "
+           "usable HBM is not modelled";
+}
+
 /* The note on XLA:TPU's rematerialization pass, for a step it would run
    on (remat_xla_expected_peak: the step as scheduled over 95% of XLA's
    usable HBM): remat's figures are the step before the pass, XLA's the
@@ -455,7 +469,7 @@ static void pass_note(const remat_result_t *r, note_fn fn, void *ctx) {
     if (r->hw->xla_gpu || before <= limit) {
         return;
     }
-    char buf[640], lim[32], expected[32];
+    char buf[768], lim[32], expected[32];
     remat_i_budget_bytes(limit, lim, sizeof lim);
     remat_i_budget_bytes(r->xla_expected_peak_bytes, expected, sizeof expected);
     snprintf(buf, sizeof buf,
@@ -466,9 +480,7 @@ static void pass_note(const remat_result_t *r, note_fn fn, void *ctx) {
              "of its OOM message) are the step after that pass, expected at %s (%s); these "
              "are the step as scheduled before it (docs/validation.md)",
              REMAT_XLA_PASS_PERCENT, lim, expected,
-             r->xla_expected_peak_bytes == before ? "at most this step's peak: how much the pass "
-                                                    "remakes over the usable HBM is not modelled"
-                                                  : "the pass's limit, where its remaking stops");
+             pass_expected_why(r, limit, before));
     fn(ctx, buf);
 }
 

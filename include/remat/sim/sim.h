@@ -123,6 +123,11 @@ typedef struct remat_stage_row {
        the residuals of every iteration but the simulated micro-batch's */
     size_t index, first_layer, last_layer, in_flight;
     uint64_t peak_bytes, static_bytes, inflight_bytes;
+    /* the stage's highest moment less the weights gathered ahead at it
+       (fsdp_prefetch: the next op's, gathered while this one runs), which
+       XLA's rematerialization pass gathers again where they are read:
+       at most peak_bytes (remat_result_t's regathered_peak_bytes) */
+    uint64_t regathered_bytes;
     /* static + in flight + this micro-batch's residuals kept in HBM + the
        weight gradients: all live when the stage turns from forward to
        backward, so the peak is at least this (asserted); the solver's
@@ -217,6 +222,14 @@ typedef struct remat_result {
        peak_bytes on XLA:GPU. The verdict stays on peak_bytes, the step as
        scheduled before the pass. */
     uint64_t xla_expected_peak_bytes;
+    /* regathered_peak_bytes: the step as scheduled with every weight
+       gathered where its op reads it, not ahead of it: each moment less the
+       weights fsdp_prefetch gathers during it for the next op (the held
+       step's where unit_held_peak_bytes is set, else the stages' highest
+       regathered_bytes); the scheduled step itself with fsdp_prefetch off.
+       xla_expected_peak_bytes takes it for a TPU step over XLA's usable
+       HBM. At most the scheduled step. */
+    uint64_t regathered_peak_bytes;
     /* Whether XLA:TPU runs the layers' weight matmuls as windowed einsums
        here (one sharded mesh axis, fsdp, over at most 32 devices): each
        weight streams shard by shard, and no gathered copy or whole weight
@@ -262,21 +275,27 @@ remat_verdict_t remat_result_verdict(const remat_result_t *r);
 /**
  * The peak XLA:TPU reports for a step, after its rematerialization pass,
  * from the step as scheduled (@p step: its held peak where MaxText's
- * blocks re-run whole, @p held; else @p held is 0) and the layer by layer
- * step (@p step when @p held is set) against XLA's usable HBM @p limit.
- * The pass runs when the step is over its limit, 95% of that HBM (less
- * the arguments not aliased to outputs, which a training step donates,
- * and the program's overlays): it makes buffers again where they are next
- * read until the step is under that limit or nothing more is remade
- * (libtpu's info log prints both). So: a step under the pass's limit is
- * reported as it is; a step within the usable HBM, or whose blocks taken
- * apart are under the pass's limit, is brought to it (reported at the
- * pass's limit, where its remaking stops); a step over the usable HBM
- * whose blocks do not come apart that far is reported as it is, an upper
- * bound (the pass remade 0 to 67% of the limit in the compiled corpus,
- * docs/validation.md).
+ * blocks re-run whole, @p held; else @p held is 0), the layer by layer
+ * step (@p step when @p held is set), the step as scheduled with every
+ * weight gathered ahead of its op (fsdp_prefetch) gathered again where
+ * that op reads it (@p regathered; 0 when not known) and XLA's usable HBM
+ * @p limit. The pass runs when the step is over its limit, 95% of that HBM
+ * (less the arguments not aliased to outputs, which a training step
+ * donates, and the program's overlays): it makes buffers again where they
+ * are next read until the step is under that limit or nothing more is
+ * remade (libtpu's info log prints both). So: a step under the pass's
+ * limit is reported as it is; a step within the usable HBM, or whose
+ * blocks taken apart are under the pass's limit, is brought to it
+ * (reported at the pass's limit, where its remaking stops); a step over
+ * the usable HBM is reported as the regathered step where that is lower
+ * (at least the pass's limit): the gathers made again are the cheapest
+ * remaking there is, the weights' shards being live the whole step
+ * (`all-gather.*.remat` in the compiled corpus); else as it is. Both are
+ * upper bounds: the pass remade 0 to 67% of the limit in the compiled
+ * corpus (docs/validation.md).
  */
-uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t limit);
+uint64_t remat_xla_expected_peak(uint64_t step, uint64_t held, uint64_t regathered,
+                                 uint64_t limit);
 
 /** The step as XLA schedules it, before its rematerialization pass: the
     held peak where MaxText's blocks re-run whole (unit_held_peak_bytes),
