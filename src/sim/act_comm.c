@@ -23,7 +23,8 @@
  *    rows' moves between expert shards are the all-to-alls (static.c);
  *  - a buffer is gathered once per pass, at its first reader in the
  *    block's order (XLA gathers a value once for all its readers: the
- *    query, key and value projections share their input's gather);
+ *    query, key and value projections share their input's gather), and
+ *    its whole copy is live while each of those readers runs (act_mem);
  *  - every count is a checked product; a count that would pass BYTES_MAX
  *    is an overflow error, never a wrap.
  */
@@ -131,23 +132,30 @@ static bool partial_bytes(uint64_t computed, uint64_t parts, uint64_t eb, uint64
 }
 
 /* Op @p j's inputs gathered here (first readers of their buffers) and its
-   partial output, into bd->act_ag[j] and bd->act_rs[j]. */
+   partial output, into bd->act_ag[j] and bd->act_rs[j]; and the bytes of
+   the whole-size buffers it holds while it runs, into bd->act_mem[j]:
+   each activation input gathered to its letters' sizes (at every reader:
+   the gathered copy lives while any of them runs) and the partial output
+   before its reduce-scatter. */
 static bool op_collectives(const remat_block_t *b, const uint64_t *dimsize, size_t j,
                            bound_t *bd) {
     const remat_op_t *op = &b->ops[j];
     letters_t l;
     read_letters(b, bd, dimsize, j, &l);
-    uint64_t ag = 0;
+    uint64_t ag = 0, mem = 0, whole;
     for (size_t k = 0; k < op->nin; k++) {
         const size_t t = op->in[k], buf = b->tensors[t].storage;
         uint64_t c, eb = bd->numel[t] ? bd->tbytes[t] / bd->numel[t] : 0, moved;
-        if ((bd->ix.tflags[t] & REMAT_I_T_PARAM) || bd->mark[buf]) {
+        if (bd->ix.tflags[t] & REMAT_I_T_PARAM) {
             continue;
         }
         if (!computed_numel(&l, b, bd, k, t, &c)) {
             return false;
         }
-        if (c > bd->numel[t]) {
+        if (c > bd->numel[t] && (!remat_i_mul(c, eb, &whole) || !remat_i_add(mem, whole, &mem))) {
+            return false;
+        }
+        if (c > bd->numel[t] && !bd->mark[buf]) {
             bd->mark[buf] = 1;
             if (!remat_i_mul(c - bd->numel[t], eb, &moved) || !remat_i_add(ag, moved, &ag)) {
                 return false;
@@ -158,12 +166,14 @@ static bool op_collectives(const remat_block_t *b, const uint64_t *dimsize, size
     const uint64_t parts = partial_parts(&l);
     uint64_t c, rs = 0, eb = bd->numel[y] ? bd->tbytes[y] / bd->numel[y] : 0;
     if (parts > 1 && (!computed_numel(&l, b, bd, op->nin, y, &c) ||
-                      !partial_bytes(c, parts, eb, &rs))) {
+                      !partial_bytes(c, parts, eb, &rs) || !remat_i_mul(c, eb, &whole) ||
+                      !remat_i_add(mem, whole, &mem))) {
         return false;
     }
     bd->act_ag[j] = ag;
     bd->act_rs[j] = rs;
-    return ag <= BYTES_MAX && rs <= BYTES_MAX;
+    bd->act_mem[j] = mem;
+    return ag <= BYTES_MAX && rs <= BYTES_MAX && mem <= BYTES_MAX;
 }
 
 remat_status_t remat_i_act_collectives(const remat_graph_t *g, const remat_block_t *b,

@@ -53,7 +53,7 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
     X(act_f_s, no) X(act_b_s, no) X(act_br_s, no)
 #define BOUND_ZEROED(X)                                                                        \
     X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no) X(streams, no)         \
-    X(act_ag, no) X(act_rs, no)
+    X(act_ag, no) X(act_rs, no) X(act_mem, no)
 
 /* Array starts stay aligned for any element type. */
 #define SLAB_ALIGN ((size_t)16)
@@ -955,6 +955,7 @@ static void block_envelope(const remat_block_t *b, const bound_t *bd, wide_sum_t
         wide_add(&by, bd->op_gather_mem[j], 1);
         wide_add(&by, bd->op_wgrad[j], 1);
         wide_add(&by, bd->kv_extra[j], 1);
+        wide_add(&by, bd->act_mem[j], 1);
         wide_add(&by, bd->gather_next[j], 1);
         wide_add(&by, bd->gather_prev[j], 1);
         wide_add(&fl, bd->fwd[j], 2); /* and a re-run */

@@ -32,7 +32,8 @@
  *  - a buffer's bytes count once (alloc_buf asserts it is not live);
  *  - a meter's categories sum to its live bytes at every measure;
  *  - the collective buffers (an op's gathered weights, its weights' whole
- *    gradients, K/V gathered over the context axis) live only while their
+ *    gradients, K/V gathered over the context axis, its activations
+ *    gathered or summed whole over the tensor axes) live only while their
  *    op runs: they add to the peaks, never to the deltas;
  *  - a kind's preparation (remat_i_layer_prepare: lifetimes before fusion,
  *    their free lists, buffer owners, each op's gradient inputs, the name
@@ -110,23 +111,32 @@ static void measure(meter_t *m, remat_step_t step, size_t op, int64_t pf) {
     }
 }
 
-/* measure() with an op's collective buffers (measure_op) added for the
-   moment, @p pf of @p g the next op's gathered ahead. */
-static void measure_with(meter_t *m, int64_t g, int64_t pf, int64_t w, int64_t kv,
-                         remat_step_t step, size_t j) {
-    add_const(m, REMAT_CAT_GATHERED, g);
-    add_const(m, REMAT_CAT_GRAD_BUFFER, w);
-    add_const(m, REMAT_CAT_KV_GATHER, kv);
-    measure(m, step, j, pf);
-    add_const(m, REMAT_CAT_GATHERED, -g);
-    add_const(m, REMAT_CAT_GRAD_BUFFER, -w);
-    add_const(m, REMAT_CAT_KV_GATHER, -kv);
+/* The collective buffers an op holds while it runs (measure_op): its
+   weights gathered (@p pf of them the next op's, gathered ahead), its
+   weights' whole gradients, K/V gathered over the context axis and its
+   activations gathered or summed whole (act_mem). */
+typedef struct op_extra {
+    int64_t g, pf, w, kv, a;
+} op_extra_t;
+
+/* measure() with an op's collective buffers added for the moment. */
+static void measure_with(meter_t *m, const op_extra_t *x, remat_step_t step, size_t j) {
+    add_const(m, REMAT_CAT_GATHERED, x->g);
+    add_const(m, REMAT_CAT_GRAD_BUFFER, x->w);
+    add_const(m, REMAT_CAT_KV_GATHER, x->kv);
+    add_const(m, REMAT_CAT_ACTIVATIONS, x->a);
+    measure(m, step, j, x->pf);
+    add_const(m, REMAT_CAT_GATHERED, -x->g);
+    add_const(m, REMAT_CAT_GRAD_BUFFER, -x->w);
+    add_const(m, REMAT_CAT_KV_GATHER, -x->kv);
+    add_const(m, REMAT_CAT_ACTIVATIONS, -x->a);
 }
 
 /* Measures op @p j at @p step with the buffers that live only while it runs:
    its weights gathered for it (and the next op's, prefetched), in backward
-   its weights' whole gradients before their reduce-scatter, and K/V
-   gathered over the context axis. The whole measure only when it can
+   its weights' whole gradients before their reduce-scatter, K/V
+   gathered over the context axis and its activations gathered or summed
+   whole over the tensor axes (act_mem). The whole measure only when it can
    change something (@p extra is their sum, kind_prep's xf or xb): most are
    no new peak, and untraced such a measure leaves the meter as it was. */
 static inline void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_step_t step,
@@ -135,10 +145,13 @@ static inline void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_ste
     const bool bwd = step == REMAT_STEP_BACKWARD;
     const int64_t pf = (int64_t)(bwd ? bd->gather_prev[j] : bd->gather_next[j]);
     if (m->rec || !m->any || m->live + extra > m->peak || m->live + extra - pf > m->np_peak) {
-        const int64_t g = (int64_t)bd->op_gather_mem[j] + pf;
-        const int64_t w = bwd ? (int64_t)bd->op_wgrad[j] : 0, kv = (int64_t)bd->kv_extra[j];
-        assert(g + w + kv == extra);
-        measure_with(m, g, pf, w, kv, step, j);
+        const op_extra_t x = {.g = (int64_t)bd->op_gather_mem[j] + pf,
+                              .pf = pf,
+                              .w = bwd ? (int64_t)bd->op_wgrad[j] : 0,
+                              .kv = (int64_t)bd->kv_extra[j],
+                              .a = (int64_t)bd->act_mem[j]};
+        assert(x.g + x.w + x.kv + x.a == extra);
+        measure_with(m, &x, step, j);
     }
 }
 
@@ -256,9 +269,9 @@ static void prepare_ops(const remat_block_t *b, const bound_t *bd, size_t *slab,
         k->bwd_s += bd->bwd_s[j];
         k->act_f_s += bd->act_f_s[j];
         k->act_b_s += bd->act_b_s[j];
-        k->xf[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_next[j]) + (int64_t)bd->kv_extra[j];
-        k->xb[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_prev[j]) + (int64_t)bd->op_wgrad[j] +
-                   (int64_t)bd->kv_extra[j];
+        const int64_t x = (int64_t)bd->kv_extra[j] + (int64_t)bd->act_mem[j];
+        k->xf[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_next[j]) + x;
+        k->xb[j] = (int64_t)(bd->op_gather_mem[j] + bd->gather_prev[j]) + (int64_t)bd->op_wgrad[j] + x;
         k->gin_at[j] = ngin;
         for (size_t i = 0; i < op->nin; i++) {
             if (bd->gbytes[op->in[i]]) {

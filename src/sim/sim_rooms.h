@@ -64,6 +64,11 @@ typedef struct bound {
        partial output; and their seconds on the op's critical path
        (op_times), forward, backward and backward when the op re-runs */
     uint64_t *act_ag, *act_rs;
+    /* per op: the whole-size activation buffers those collectives need
+       while it runs (act_comm.c): its inputs gathered whole, its partial
+       output before the reduce-scatter; counted as activations at every
+       measure of the op, forward, re-run and backward */
+    uint64_t *act_mem;
     double *act_f_s, *act_b_s, *act_br_s;
     double *xscale;     /* per op: executed over model FLOPs beyond the kernel's own rule
                            (a windowed flash op's whole blocks); 0 is 1 */

@@ -288,6 +288,24 @@ static void test_tensor_parallel_collectives(void **state) {
     fx_free(f);
 }
 
+/* The same layer's whole-size buffers of those collectives, in HBM while
+   their op runs (memory-model.md, "Activations gathered or summed
+   whole"): mm1 holds x gathered, [8,4096] bf16 = 65536 B, beside its
+   output h [8,8192] (131072 B); mm2 holds its partial sums whole, 65536
+   B, beside h and its output o [8,2048] (32768 B). The forward's peak
+   above the layer's input is mm2's: 131072 + 32768 + 65536 = 229376 B
+   (163840 B without the partial sums). */
+static void test_tensor_parallel_buffers(void **state) {
+    (void)state;
+    const char *base[] = {"model_name=default",  "per_device_batch_size=4", "base_emb_dim=4096",
+                          "base_mlp_dim=16384", "base_num_decoder_layers=1", "num_devices=2",
+                          "ici_fsdp_parallelism=1", "ici_tensor_parallelism=2", EXACT, NULL};
+    const char *full[] = {"remat_policy=full", NULL};
+    fx_run_t *f = fx_analyze_with(tp_graph, base, full);
+    assert_int_equal(f->r.profiles[0].fwd_peak_rel, 131072 + 32768 + 65536);
+    fx_free(f);
+}
+
 /* Parameters in host RAM come over the host link for each pass: 64 MiB at
    1e9 B/s is 67.1 ms, which sets both passes of this layer. HFU is the
    step's FLOPs at the per-device bf16 peak over the step: compute_seconds
@@ -473,6 +491,7 @@ int main(void) {
         cmocka_unit_test(test_transfers_hide_or_not),
         cmocka_unit_test(test_fsdp_collectives),
         cmocka_unit_test(test_tensor_parallel_collectives),
+        cmocka_unit_test(test_tensor_parallel_buffers),
         cmocka_unit_test(test_param_fetch_and_hfu),
         cmocka_unit_test(test_fp8_peak),
         cmocka_unit_test(test_vocab_tiling_time),
