@@ -83,6 +83,48 @@ static void read_compiled(json_t *corpus, row_t *row) {
     row->e591_ratio = row->ok ? (double)row->xla_expected / vr_num(e, "xla_peak_bytes") : 0;
 }
 
+/* The run's figures, where given (null is "not known"), must be positive
+   numbers, a byte count at most REMAT_BYTES_MAX: the first key that is
+   not one, or NULL. A negative or textual figure would otherwise be
+   skipped as "not known" or counted as nonsense. */
+static const char *bad_figure(json_t *run) {
+    static const char *const keys[] = {"xla_used_bytes", "step_seconds", "tflops_per_device",
+                                       "devices", "chips"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        json_t *v = json_object_get(run, keys[k]);
+        if (!v || json_is_null(v)) {
+            continue;
+        }
+        const double x = json_is_number(v) ? json_number_value(v) : -1;
+        if (!(x > 0) || (k == 0 && x > (double)REMAT_BYTES_MAX)) {
+            return keys[k];
+        }
+    }
+    return NULL;
+}
+
+/* Whether every run of @p runs (from @p path) has its keys and sane
+   figures; else one line on stderr naming the first that does not. */
+static bool runs_valid(json_t *runs, const char *path) {
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *run = json_array_get(runs, i);
+        const char *id = vr_str(run, "id"), *bad = bad_figure(run);
+        if (!id || !vr_str(run, "hardware") || !vr_str(run, "expected") ||
+            !json_is_array(json_object_get(run, "settings"))) {
+            fprintf(stderr, "remat_realruns: %s: $.runs[%zu] needs id, hardware, expected and "
+                            "settings\n", path, i);
+            return false;
+        }
+        if (bad) {
+            fprintf(stderr, "remat_realruns: %s: $.runs[%zu].%s (%s) must be a positive number%s\n",
+                    path, i, bad, id,
+                    strcmp(bad, "xla_used_bytes") == 0 ? " of bytes, at most 2^62" : "");
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Analyzes one run as `remat check` would, on its hardware profile. */
 static void analyze_run(json_t *run, row_t *row) {
     char hw_arg[96];
@@ -266,10 +308,13 @@ int main(int argc, char **argv) {
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
     json_t *runs = root ? json_object_get(root, "runs") : NULL;
-    if (!json_is_array(runs)) {
-        fprintf(stderr, "remat_realruns: %s: %s\n", path,
-                root ? "$.runs must be an array" : jerr.text);
+    if (!json_is_array(runs) || !runs_valid(runs, path)) {
+        if (!json_is_array(runs)) {
+            fprintf(stderr, "remat_realruns: %s: %s\n", path,
+                    root ? "$.runs must be an array" : jerr.text);
+        }
         json_decref(root);
+        json_decref(corpus_root);
         return 2;
     }
     if (fit) {
@@ -284,13 +329,6 @@ int main(int argc, char **argv) {
         json_t *run = json_array_get(runs, i);
         row_t row = {.id = vr_str(run, "id"), .hardware = vr_str(run, "hardware"),
                      .expected = vr_str(run, "expected")};
-        if (!row.id || !row.hardware || !row.expected || !json_is_array(json_object_get(run, "settings"))) {
-            fprintf(stderr, "remat_realruns: %s: $.runs[%zu] needs id, hardware, expected and "
-                            "settings\n", path, i);
-            json_decref(root);
-            json_decref(corpus_root);
-            return 2;
-        }
         if (json_is_false(json_object_get(run, "expressible"))) {
             t.skipped++;
             continue; /* listed after the table */
