@@ -200,6 +200,12 @@ CASES = [
     case("llama2-7b", "v4-16", "full", ["num_slices=2", "dcn_data_parallelism=2"]),
     case("llama3-8b", "v6e-16", "save_dot_except_mlp", ["num_slices=2", "dcn_data_parallelism=2"]),
     case("llama2-7b", "v5e-16", "full", ["num_slices=2", "dcn_data_parallelism=2"] + TP2),
+    # tensor parallelism's whole-size activation buffers (memory-model.md):
+    # read on the large published runs, tested here on small slices
+    case("llama3-8b", "v5e-16", "full", TP4),
+    case("llama2-7b", "v4-16", "full", TP2),
+    case("llama3.1-8b", "v6e-8", "save_qkv_proj", TP2),
+    case("llama3.1-70b", "v5p-16", "full", TP2, layers="auto"),
     case("llama2-7b", "v5e-16", "full", ["ici_data_parallelism=2"]),
     # gpt3-6b: the learned position table of trainable_position_size rows
     # (16384) at sequence 1024.
