@@ -83,6 +83,7 @@ __all__ = [
     "Profile",
     "NameRow",
     "Fixes",
+    "FixLine",
     "PlacementFix",
     "LargestBatchFix",
     "PolicyBatch",
@@ -273,12 +274,19 @@ class NameRow:
 
 
 @dataclass(frozen=True, slots=True)
-class PlacementFix:
-    """``fixes.placement``: the solver's fastest placement that passes."""
+class FixLine:
+    """What every ``fixes`` entry carries: the one setting changed (None
+    where nothing was found), the command to paste and what it does."""
 
     settings: str | None
     command: str | None
     comment: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementFix(FixLine):
+    """``fixes.placement``: the solver's fastest placement that passes."""
+
     found: bool
     placement: dict[str, str] | None = None  # when found
     peak_hbm_bytes: int | None = None  # when found
@@ -297,22 +305,16 @@ class PolicyBatch:
 
 
 @dataclass(frozen=True, slots=True)
-class LargestBatchFix:
+class LargestBatchFix(FixLine):
     """``fixes.largest_batch``: the largest batch that passes, per policy."""
 
-    settings: str | None
-    command: str | None
-    comment: str
     per_policy: list[PolicyBatch]
 
 
 @dataclass(frozen=True, slots=True)
-class SmallestSliceFix:
+class SmallestSliceFix(FixLine):
     """``fixes.smallest_slice``: the smallest slice of the chip that passes."""
 
-    settings: str | None
-    command: str | None
-    comment: str
     found: bool
     topology: str | None = None  # when found
     num_devices: int | None = None  # when found
@@ -322,12 +324,9 @@ class SmallestSliceFix:
 
 
 @dataclass(frozen=True, slots=True)
-class ScanFix:
+class ScanFix(FixLine):
     """``fixes.scan_layers``: the run with its unrolled layers scanned."""
 
-    settings: str | None
-    command: str | None
-    comment: str
     found: bool
     peak_hbm_bytes: int | None = None  # when found
     step_seconds: float | None = None  # when found
