@@ -53,7 +53,7 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
     X(act_f_s, no) X(act_b_s, no) X(act_br_s, no)
 #define BOUND_ZEROED(X)                                                                        \
     X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no) X(streams, no)         \
-    X(act_ag, no) X(act_rs, no) X(act_mem, no)
+    X(act_ag, no) X(act_rs, no) X(act_mem, no) X(grouped, no)
 
 /* Array starts stay aligned for any element type. */
 #define SLAB_ALIGN ((size_t)16)
@@ -615,6 +615,8 @@ static void gather_group(const remat_block_t *b, size_t first, bound_t *out) {
             }
         }
         out->op_gather_mem[j] += all;
+        out->grouped[j] = 1;
+        out->group_mem += p == lo ? all : 0;
         out->gather_next[j] = p < hi ? 0 : out->gather_next[j];
         out->gather_prev[j] = p > lo ? 0 : out->gather_prev[j];
     }
@@ -763,6 +765,7 @@ static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_er
     if (x->cfg->fsdp_prefetch && !head) {
         gather_prefetch(b, true, out);
     }
+    out->group_mem = 0;
     if (x->grouped) {
         gather_groups(b, out);
     }

@@ -718,6 +718,18 @@ static void play_recompute(const play_t *pl, meter_t *w) {
     }
 }
 
+/* The gather groups' copies the plan's re-run makes: all of them when it
+   re-runs an op of a group's span (the group is gathered whole there),
+   else none. */
+static int64_t rerun_group(const play_t *pl) {
+    for (size_t j = 0; pl->rerun && j < pl->b->nops; j++) {
+        if (pl->plan->recompute_op[j] && pl->bd->grouped[j]) {
+            return (int64_t)pl->bd->group_mem;
+        }
+    }
+    return 0;
+}
+
 /* Backward (5)-(7). Baseline: kept buffers (SAVED) and the output's
    gradient. */
 static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
@@ -728,6 +740,7 @@ static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
     fetch(pl, &w);
     play_recompute(pl, &w);
     t->rec_held = w.cats[REMAT_CAT_RECOMPUTE];
+    t->rec_group = rerun_group(pl);
     for (size_t p = b->nops; p-- > 0;) {
         size_t j = b->order[p];
         const remat_op_t *op = &b->ops[j];

@@ -72,6 +72,11 @@ typedef struct bound {
     double *act_f_s, *act_b_s, *act_br_s;
     double *xscale;     /* per op: executed over model FLOPs beyond the kernel's own rule
                            (a windowed flash op's whole blocks); 0 is 1 */
+    /* per op: in a gather group's span (bind.c, gather_group) */
+    unsigned char *grouped;
+    /* the copies of all of the block's gather groups, together: what a
+       layer's re-run leaves gathered for its backward (tpl_t's rec_group) */
+    uint64_t group_mem;
     unsigned char *streams; /* per op: a windowed einsum's (remat_i_windowed_einsums): its
                                weights stream shard by shard, and the prefetch of the
                                next gathered weight waits for it as for a gather */
@@ -114,6 +119,11 @@ typedef struct tpl {
        plan's re-run ops ran): what the layer holds while the layers above
        it in its remat unit run their backward */
     int64_t rec_held;
+    /* the gather groups' copies its re-run makes (bound_t's group_mem, 0
+       when the plan re-runs no grouped op): XLA keeps them from the re-run
+       to the layer's own backward, which reads them again, so a layer
+       below the top of its remat unit holds them too (step.c, unit_enter) */
+    int64_t rec_group;
     /* the layer input's bytes kept in HBM to the backward (0: offloaded or
        not saved), and those of every kept residual shaped like it (the
        input among them): their slices of the scan's stacks (step.c) */
@@ -201,6 +211,11 @@ typedef struct meter {
        alone). np_peak <= peak: the same measures, less bytes. */
     int64_t np_peak;
     int64_t np_cats[REMAT_CAT_COUNT];
+    /* Of cats[GATHERED], the gather groups' copies the lower layers of a
+       remat unit keep from their re-run to their own backward (step.c,
+       unit_enter): gathered ahead too, so the regathered measure leaves
+       them out. */
+    int64_t held_gathered;
 } meter_t;
 
 /* What a layer's FSDP collectives move (the time model): its weights

@@ -90,8 +90,15 @@ static void step_measure(step_t *st, int64_t extra, const int64_t *extra_cats,
    ahead at it, with their categories @p extra_cats, and the reserve on
    those. At most step_measure's at the same moment. */
 static void step_measure_np(step_t *st, int64_t extra, const int64_t *extra_cats) {
+    const int64_t held = st->m.held_gathered;
+    assert(held >= 0 && held <= st->m.cats[REMAT_CAT_GATHERED]);
     int64_t cats[REMAT_CAT_COUNT];
-    const int64_t v = st->m.live + extra + moment_cats(st, extra_cats, cats);
+    int64_t reserve = moment_cats(st, extra_cats, cats);
+    if (held) { /* the groups' copies a remat unit holds for a later backward leave too */
+        cats[REMAT_CAT_GATHERED] -= held;
+        reserve = (int64_t)(st->reserve_fraction * (double)transient_bytes(cats));
+    }
+    const int64_t v = st->m.live - held + extra + reserve;
     if (!st->m.any || v > st->m.np_peak) {
         st->m.np_peak = v;
     }
@@ -642,6 +649,10 @@ static int64_t held_of(const remat_analyzer_t *an, size_t l) {
     return an->tpls[run_of(an, l)->profile].rec_held;
 }
 
+static int64_t group_of(const remat_analyzer_t *an, size_t l) {
+    return an->tpls[run_of(an, l)->profile].rec_group;
+}
+
 /* Whether layer @p l's input is not saved: a layer inside a block (not
    its first) whose policy names no saving of decoder_layer_input. JAX
    saves a checkpointed block's own input and what its policy names, so a
@@ -681,11 +692,14 @@ static void unit_enter(const remat_analyzer_t *an, size_t l, size_t first, size_
     }
     const bool top = l == last || (l + 1) % an->span == 0;
     if (an->hold && top) {
-        int64_t h = 0;
+        int64_t h = 0, g = 0;
         for (size_t i = span_start(an, l, first); i < l; i++) {
             h += held_of(an, i) + (input_dropped(an, i, first) ? input_bytes(an, i) : 0);
+            g += group_of(an, i);
         }
         add_const(m, REMAT_CAT_RECOMPUTE, h);
+        add_const(m, REMAT_CAT_GATHERED, g);
+        m->held_gathered += g;
     }
     if ((top || !an->hold) && input_dropped(an, l, first)) {
         add_const(m, REMAT_CAT_SAVED, input_bytes(an, l));
@@ -700,6 +714,8 @@ static void unit_leave(const remat_analyzer_t *an, size_t l, size_t first, meter
         return;
     }
     add_const(m, REMAT_CAT_RECOMPUTE, -held_of(an, l - 1));
+    add_const(m, REMAT_CAT_GATHERED, -group_of(an, l - 1));
+    m->held_gathered -= group_of(an, l - 1);
     if (input_dropped(an, l - 1, first)) {
         const int64_t x = input_bytes(an, l - 1);
         add_const(m, REMAT_CAT_RECOMPUTE, -x);

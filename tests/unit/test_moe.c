@@ -644,7 +644,10 @@ static void test_moe_kept_sets(void **state) {
 }
 
 /* The forward event of op @p op of @p f's first layer, from a traced run. */
-static remat_trace_event_t forward_event(const fx_run_t *f, const char *op) {
+/* Layer @p layer's events of op @p op at @p step in @p f's step, in
+   order: the first @p cap of them into @p out; returns how many there are. */
+static size_t events_of(const fx_run_t *f, size_t layer, const char *op, remat_step_t step,
+                        remat_trace_event_t *out, size_t cap) {
     remat_analyzer_t *an = NULL;
     remat_error_t err;
     remat_error_init(&err);
@@ -655,18 +658,26 @@ static remat_trace_event_t forward_event(const fx_run_t *f, const char *op) {
     remat_result_init(&r);
     const remat_run_opts_t opts = {.trace = &tr};
     assert_int_equal(remat_analyzer_run(an, f->policy, &opts, &r, &err), REMAT_OK);
-    remat_trace_event_t found = {.op = NULL};
-    for (size_t i = 0; i < tr.nevents && !found.op; i++) {
+    size_t n = 0;
+    for (size_t i = 0; i < tr.nevents; i++) {
         const remat_trace_event_t *e = &tr.events[i];
-        if (e->layer == 0 && e->step == REMAT_STEP_FORWARD && e->op && strcmp(e->op, op) == 0) {
-            found = *e;
+        if (e->layer == layer && e->step == step && e->op && strcmp(e->op, op) == 0) {
+            if (n < cap) {
+                out[n] = *e;
+            }
+            n++;
         }
     }
-    assert_non_null(found.op);
     remat_result_release(&r);
     remat_i_trace_release(&tr);
     remat_analyzer_free(an);
-    return found;
+    return n;
+}
+
+static remat_trace_event_t forward_event(const fx_run_t *f, const char *op) {
+    remat_trace_event_t e;
+    assert_true(events_of(f, 0, op, REMAT_STEP_FORWARD, &e, 1) >= 1);
+    return e;
 }
 
 static int64_t gathered_at(const fx_run_t *f, const char *op) {
@@ -723,6 +734,50 @@ static void test_gather_group(void **state) {
     assert_int_equal(gathered_at(grp, "wo"), 512);
     assert_int_equal(gathered_at(own, "gate"), 64);
     assert_int_equal(gathered_at(grp, "gate"), 64);
+    fx_free(own);
+    fx_free(grp);
+}
+
+/* A gather group in a remat unit (the three layers of tiny_base scanned as
+   one block: decoder_block=llama4, inhomogeneous_layer_cycle_interval=3)
+   under full, on the 4x2 mesh without prefetch. Each layer's re-run
+   gathers the group (w0 and w2 whole over fsdp, 256 B each: 512 B) and
+   keeps it to its own backward, so layer 2's backward also holds layers 0
+   and 1's copies (1024 B) and layer 1's layer 0's (512 B): at each
+   layer's output projection (wo) 512 B more a lower layer than without a
+   group, where each op gathers its own weight (256 B at wo). The held
+   copies leave the regathered figure, as the weights gathered ahead do. */
+static void test_gather_group_unit(void **state) {
+    (void)state;
+    const char *extra[] = {"remat_policy=full",        "base_emb_dim=8",
+                           "num_devices=8",            "ici_fsdp_parallelism=4",
+                           "ici_expert_parallelism=2", "fsdp_prefetch=false",
+                           "scan_layers=true",         "decoder_block=llama4",
+                           "inhomogeneous_layer_cycle_interval=3", NULL};
+    char grouped[8192];
+    snprintf(grouped, sizeof grouped, "%s", moe_graph);
+    for (const char *w = "\"w0\":{"; w; w = strcmp(w, "\"w0\":{") == 0 ? "\"w2\":{" : NULL) {
+        static const char attr[] = "\"gather_group\":\"moe_experts\",";
+        char *at = strstr(grouped, w);
+        assert_non_null(at);
+        at += strlen(w);
+        memmove(at + strlen(attr), at, strlen(at) + 1);
+        memcpy(at, attr, strlen(attr));
+    }
+    fx_run_t *own = fx_analyze_with(moe_graph, tiny_base, extra);
+    fx_run_t *grp = fx_analyze_with(grouped, tiny_base, extra);
+    assert_int_equal(grp->r.remat_unit, 3);
+    for (size_t l = 0; l < 3; l++) {
+        remat_trace_event_t e;
+        assert_int_equal(events_of(own, l, "wo", REMAT_STEP_BACKWARD, &e, 1), 1);
+        assert_int_equal(e.cats[REMAT_CAT_GATHERED], 256);
+        assert_int_equal(events_of(grp, l, "wo", REMAT_STEP_BACKWARD, &e, 1), 1);
+        assert_int_equal(e.cats[REMAT_CAT_GATHERED], 512 + 512 * (int64_t)l);
+    }
+    /* the peak is at layer 2's backward, with 1024 B held: they leave the
+       regathered figure */
+    assert_int_equal(grp->r.peak_at.layer, 2);
+    assert_int_equal(grp->r.peak_bytes - grp->r.regathered_peak_bytes, 1024);
     fx_free(own);
     fx_free(grp);
 }
@@ -1039,6 +1094,7 @@ int main(void) {
         cmocka_unit_test(test_gemma4_global_keeps_offloads),
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),
+        cmocka_unit_test(test_gather_group_unit),
         cmocka_unit_test(test_grouped_padding_time),
         cmocka_unit_test(test_solver_on_stack),
         cmocka_unit_test(test_attention_window),
