@@ -155,13 +155,20 @@ static inline void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_ste
     }
 }
 
+/* Which buffers dying at an op its input's gradient may take over: none;
+   an output's gradient or a residual (an elementwise op's backward, one
+   fusion); or a residual alone (a grouped matmul's: XLA makes its weight
+   gradient first, the last reader of its activation input, then the input
+   gradient in the freed place; the output's gradient both read stays). */
+typedef enum { TAKE_NONE, TAKE_ANY, TAKE_RESIDUAL } take_t;
+
 /* The gradient of input @p ti takes over a buffer of its size that dies at
-   this op (backward position @p p): first an output's gradient, else a
-   residual this op is the last backward reader of. */
+   this op (backward position @p p): first an output's gradient (@p how
+   TAKE_ANY), else a residual this op is the last backward reader of. */
 static bool take_dying(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
-                       size_t p, size_t ti) {
+                       size_t p, size_t ti, take_t how) {
     const uint64_t want = bd->gbytes[ti];
-    for (size_t i = 0; i < op->nout; i++) {
+    for (size_t i = 0; how == TAKE_ANY && i < op->nout; i++) {
         size_t o = op->out[i];
         if (s->glive[o] && !s->virt[o] && bd->gbytes[o] == want) {
             s->glive[o] = 0; /* backward_end finds it gone */
@@ -181,14 +188,14 @@ static bool take_dying(meter_t *m, scratch_t *s, const bound_t *bd, const remat_
 
 /* An op's backward, around the moment it is measured: its inputs'
    gradients are allocated (once: later writers accumulate into them), over
-   a dying buffer of their size where the op is elementwise; then its
+   a dying buffer of their size as @p how allows (take_t); then its
    outputs' gradients are consumed and the residuals whose last reader it is
    (at backward position @p p) are freed. The inputs are @p in (op's, or
-   only those with a gradient), @p inplace whether the op's backward is
-   elementwise. Inline here: a profile runs it for every op. */
+   only those with a gradient). Inline here: a profile runs it for every
+   op. */
 static inline void backward_begin(meter_t *m, scratch_t *s, const bound_t *bd,
                                   const remat_op_t *op, size_t p, const size_t *in, size_t nin,
-                                  bool inplace) {
+                                  take_t how) {
     for (size_t i = 0; i < nin; i++) {
         size_t ti = in[i];
         if (!bd->gbytes[ti] || s->glive[ti]) {
@@ -196,7 +203,7 @@ static inline void backward_begin(meter_t *m, scratch_t *s, const bound_t *bd,
         }
         /* a fused tensor's gradient is fused too: computed inside the
            backward fusion that reads it, never materialized */
-        if (!s->virt[ti] && !(inplace && take_dying(m, s, bd, op, p, ti))) {
+        if (!s->virt[ti] && !(how != TAKE_NONE && take_dying(m, s, bd, op, p, ti, how))) {
             add_const(m, REMAT_CAT_ACT_GRADS, (int64_t)bd->gbytes[ti]);
         }
         s->glive[ti] = 1;
@@ -224,7 +231,8 @@ static inline void backward_end(meter_t *m, scratch_t *s, const bound_t *bd,
 
 void remat_i_backward_begin(meter_t *m, scratch_t *s, const remat_block_t *b, const bound_t *bd,
                             const remat_op_t *op, size_t p, bool inplace) {
-    backward_begin(m, s, bd, op, p, op->in, op->nin, inplace || bd->ix.inplace[op - b->ops]);
+    backward_begin(m, s, bd, op, p, op->in, op->nin,
+                   inplace || bd->ix.inplace[op - b->ops] ? TAKE_ANY : TAKE_NONE);
 }
 
 void remat_i_backward_end(meter_t *m, scratch_t *s, const bound_t *bd, const remat_op_t *op,
@@ -730,6 +738,23 @@ static int64_t rerun_group(const play_t *pl) {
     return 0;
 }
 
+/* The gradients a grouped matmul adds to ones already made (inputs @p in,
+   @p n of them), live while it runs: a kernel (Megablox's gmm) writes a
+   buffer of its own, which XLA sums into the first after (add_any), where
+   an einsum's output fuses with the add. DeepSeek-V2 236B's step holds
+   both of the routed tokens' gradients from the experts' two input
+   projections at once (bf16[196608, 5120] each, v5p-16, batch 16). */
+static int64_t own_parts(const play_t *pl, const size_t *in, size_t n) {
+    int64_t b = 0;
+    for (size_t i = 0; i < n; i++) {
+        const size_t ti = in[i];
+        if (pl->s->glive[ti] && !pl->s->virt[ti] && !(pl->bd->ix.tflags[ti] & REMAT_I_T_PARAM)) {
+            b += (int64_t)pl->bd->gbytes[ti];
+        }
+    }
+    return b;
+}
+
 /* Backward (5)-(7). Baseline: kept buffers (SAVED) and the output's
    gradient. */
 static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
@@ -748,9 +773,13 @@ static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
             continue;
         }
         const size_t *gin = pl->k->gin, *at = pl->k->gin_at;
-        backward_begin(&w, s, pl->bd, op, p, gin + at[j], at[j + 1] - at[j],
-                       pl->bd->ix.inplace[j]);
+        const bool grouped = op->ragged[0];
+        const int64_t part = grouped ? own_parts(pl, gin + at[j], at[j + 1] - at[j]) : 0;
+        const take_t how = pl->bd->ix.inplace[j] ? TAKE_ANY : grouped ? TAKE_RESIDUAL : TAKE_NONE;
+        backward_begin(&w, s, pl->bd, op, p, gin + at[j], at[j + 1] - at[j], how);
+        add_const(&w, REMAT_CAT_ACT_GRADS, part);
         measure_op(&w, pl->bd, j, REMAT_STEP_BACKWARD, pl->k->xb[j]);
+        add_const(&w, REMAT_CAT_ACT_GRADS, -part);
         backward_end(&w, s, pl->bd, op, p);
     }
     t->bwd_peak = w.peak;

@@ -704,6 +704,23 @@ static void test_grouped_padding_time(void **state) {
     fx_free(b);
 }
 
+/* Replaces the first @p old in @p buf (of @p cap bytes) with @p with. */
+static void replace_once(char *buf, size_t cap, const char *old, const char *with) {
+    char *at = strstr(buf, old);
+    assert_non_null(at);
+    const size_t lo = strlen(old), lw = strlen(with);
+    assert_true(strlen(buf) - lo + lw < cap);
+    memmove(at + lw, at + lo, strlen(at + lo) + 1);
+    memcpy(at, with, lw);
+}
+
+/* moe_graph with w0 and w2 in one gather group, into @p buf. */
+static void grouped_graph(char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", moe_graph);
+    replace_once(buf, cap, "\"w0\":{", "\"w0\":{\"gather_group\":\"moe_experts\",");
+    replace_once(buf, cap, "\"w2\":{", "\"w2\":{\"gather_group\":\"moe_experts\",");
+}
+
 /* A gather group (MaxText's MoE shard_map takes the expert weights as
    inputs): on the 4x2 mesh, without prefetch, wi and wo each gather their
    own weight, whole over fsdp in bf16: [2 experts, 8, 8] = 128 elements,
@@ -717,15 +734,7 @@ static void test_gather_group(void **state) {
                            "ici_expert_parallelism=2", "fsdp_prefetch=false",
                            NULL};
     char grouped[8192];
-    snprintf(grouped, sizeof grouped, "%s", moe_graph);
-    for (const char *w = "\"w0\":{"; w; w = strcmp(w, "\"w0\":{") == 0 ? "\"w2\":{" : NULL) {
-        static const char attr[] = "\"gather_group\":\"moe_experts\",";
-        char *at = strstr(grouped, w);
-        assert_non_null(at);
-        at += strlen(w);
-        memmove(at + strlen(attr), at, strlen(at) + 1);
-        memcpy(at, attr, strlen(attr));
-    }
+    grouped_graph(grouped, sizeof grouped);
     fx_run_t *own = fx_analyze_with(moe_graph, tiny_base, extra);
     fx_run_t *grp = fx_analyze_with(grouped, tiny_base, extra);
     assert_int_equal(gathered_at(own, "wi"), 256);
@@ -755,15 +764,7 @@ static void test_gather_group_unit(void **state) {
                            "scan_layers=true",         "decoder_block=llama4",
                            "inhomogeneous_layer_cycle_interval=3", NULL};
     char grouped[8192];
-    snprintf(grouped, sizeof grouped, "%s", moe_graph);
-    for (const char *w = "\"w0\":{"; w; w = strcmp(w, "\"w0\":{") == 0 ? "\"w2\":{" : NULL) {
-        static const char attr[] = "\"gather_group\":\"moe_experts\",";
-        char *at = strstr(grouped, w);
-        assert_non_null(at);
-        at += strlen(w);
-        memmove(at + strlen(attr), at, strlen(at) + 1);
-        memcpy(at, attr, strlen(attr));
-    }
+    grouped_graph(grouped, sizeof grouped);
     fx_run_t *own = fx_analyze_with(moe_graph, tiny_base, extra);
     fx_run_t *grp = fx_analyze_with(grouped, tiny_base, extra);
     assert_int_equal(grp->r.remat_unit, 3);
@@ -780,6 +781,52 @@ static void test_gather_group_unit(void **state) {
     assert_int_equal(grp->r.peak_bytes - grp->r.regathered_peak_bytes, 1024);
     fx_free(own);
     fx_free(grp);
+}
+
+/* The experts' two input projections (a gated MLP as Mixtral's: wi and wi1
+   read the routed tokens t, their product g feeds wo), as grouped matmuls
+   (ragged) against the same einsums plain, one device under full
+   (tiny_base: t [2,2,1,4] and o 32 B, g0, g1 and g [2,2,1,8] 64 B). Two
+   moments differ, each by hand: at wo's backward g's gradient takes over
+   g, the residual only wo's weight gradient reads, which XLA makes first
+   (64 B less re-run); at wi's, the second writer of t's gradient, the
+   kernel's own gradient buffer lives beside the one wi1 made (32 B more
+   gradient), summed after. Every other backward moment is the same. */
+static void test_grouped_backward(void **state) {
+    (void)state;
+    const char *extra[] = {"remat_policy=full", NULL};
+    char two[8192], plain[8192];
+    snprintf(two, sizeof two, "%s", moe_graph);
+    replace_once(two, sizeof two, "\"w2\":{",
+                 "\"w1\":{\"shape\":[\"x\",\"e\",\"m\"],\"dtype\":\"weight\",\"param\":true},"
+                 "\"g0\":{\"shape\":[\"b\",\"k\",\"f\",\"m\"],\"dtype\":\"act\"},"
+                 "\"g1\":{\"shape\":[\"b\",\"k\",\"f\",\"m\"],\"dtype\":\"act\"},\"w2\":{");
+    replace_once(two, sizeof two, "\"in\":[\"t\",\"w0\"],\"out\":[\"g\"]",
+                 "\"in\":[\"t\",\"w0\"],\"out\":[\"g0\"]");
+    replace_once(two, sizeof two, "{\"name\":\"wo\"",
+                 "{\"name\":\"wi1\",\"op\":\"einsum\",\"spec\":\"bkfe,xem->bkfm\","
+                 "\"ragged\":\"xf\",\"in\":[\"t\",\"w1\"],\"out\":[\"g1\"]},"
+                 "{\"name\":\"mix\",\"op\":\"mul\",\"in\":[\"g0\",\"g1\"],\"out\":[\"g\"]},"
+                 "{\"name\":\"wo\"");
+    snprintf(plain, sizeof plain, "%s", two);
+    while (strstr(plain, "\"ragged\":\"xf\",")) {
+        replace_once(plain, sizeof plain, "\"ragged\":\"xf\",", "");
+    }
+    fx_run_t *g = fx_analyze_with(two, tiny_base, extra);
+    fx_run_t *p = fx_analyze_with(plain, tiny_base, extra);
+    static const char *const ops[] = {"res", "combine", "unpermute", "wo", "mix", "wi1",
+                                      "wi",  "permute", "route",     "top_k", "gate"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        remat_trace_event_t a, b;
+        assert_int_equal(events_of(g, 0, ops[i], REMAT_STEP_BACKWARD, &a, 1), 1);
+        assert_int_equal(events_of(p, 0, ops[i], REMAT_STEP_BACKWARD, &b, 1), 1);
+        const bool wo = strcmp(ops[i], "wo") == 0, wi = strcmp(ops[i], "wi") == 0;
+        assert_int_equal(a.cats[REMAT_CAT_RECOMPUTE] - b.cats[REMAT_CAT_RECOMPUTE], wo ? -64 : 0);
+        assert_int_equal(a.cats[REMAT_CAT_ACT_GRADS] - b.cats[REMAT_CAT_ACT_GRADS], wi ? 32 : 0);
+        assert_int_equal(a.live - b.live, wo ? -64 : wi ? 32 : 0);
+    }
+    fx_free(g);
+    fx_free(p);
 }
 
 /* The solver on a mixed stack: one placement per name over both kinds,
@@ -1095,6 +1142,7 @@ int main(void) {
         cmocka_unit_test(test_moe_kept_sets),
         cmocka_unit_test(test_gather_group),
         cmocka_unit_test(test_gather_group_unit),
+        cmocka_unit_test(test_grouped_backward),
         cmocka_unit_test(test_grouped_padding_time),
         cmocka_unit_test(test_solver_on_stack),
         cmocka_unit_test(test_attention_window),
