@@ -53,7 +53,7 @@ static remat_status_t overflow(const remat_graph_t *g, const char *what, const c
     X(act_f_s, no) X(act_b_s, no) X(act_br_s, no)
 #define BOUND_ZEROED(X)                                                                        \
     X(kv_extra, no) X(gather_next, no) X(gather_prev, no) X(xscale, no) X(streams, no)         \
-    X(act_ag, no) X(act_rs, no) X(act_mem, no) X(grouped, no)
+    X(act_ag, no) X(act_rs, no) X(act_mem, no) X(grouped, no) X(group_ahead, no)
 
 /* Array starts stay aligned for any element type. */
 #define SLAB_ALIGN ((size_t)16)
@@ -608,13 +608,15 @@ static void gather_group(const remat_block_t *b, size_t first, bound_t *out) {
     for (size_t p = lo; lo != REMAT_NONE && p <= hi; p++) {
         const size_t j = b->order[p];
         const remat_op_t *op = &b->ops[j];
+        uint64_t own = 0;
         for (size_t i = 0; i < op->nin; i++) {
             const char *gg = b->tensors[op->in[i]].gather_group;
             if (gg && strcmp(gg, group) == 0) {
-                out->op_gather_mem[j] -= param_copy(op->in[i], out);
+                own += param_copy(op->in[i], out);
             }
         }
-        out->op_gather_mem[j] += all;
+        out->op_gather_mem[j] += all - own;
+        out->group_ahead[j] += all - own;
         out->grouped[j] = 1;
         out->group_mem += p == lo ? all : 0;
         out->gather_next[j] = p < hi ? 0 : out->gather_next[j];

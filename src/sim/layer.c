@@ -133,7 +133,9 @@ static void measure_with(meter_t *m, const op_extra_t *x, remat_step_t step, siz
 }
 
 /* Measures op @p j at @p step with the buffers that live only while it runs:
-   its weights gathered for it (and the next op's, prefetched), in backward
+   its weights gathered for it (and the next op's, prefetched, and its gather
+   group's other members', both gathered ahead for the regathered peak), in
+   backward
    its weights' whole gradients before their reduce-scatter, K/V
    gathered over the context axis and its activations gathered or summed
    whole over the tensor axes (act_mem). The whole measure only when it can
@@ -144,9 +146,10 @@ static inline void measure_op(meter_t *m, const bound_t *bd, size_t j, remat_ste
     assert(meter_consistent(m));
     const bool bwd = step == REMAT_STEP_BACKWARD;
     const int64_t pf = (int64_t)(bwd ? bd->gather_prev[j] : bd->gather_next[j]);
-    if (m->rec || !m->any || m->live + extra > m->peak || m->live + extra - pf > m->np_peak) {
+    if (m->rec || !m->any || m->live + extra > m->peak ||
+        m->live + extra - pf - (int64_t)bd->group_ahead[j] > m->np_peak) {
         const op_extra_t x = {.g = (int64_t)bd->op_gather_mem[j] + pf,
-                              .pf = pf,
+                              .pf = pf + (int64_t)bd->group_ahead[j],
                               .w = bwd ? (int64_t)bd->op_wgrad[j] : 0,
                               .kv = (int64_t)bd->kv_extra[j],
                               .a = (int64_t)bd->act_mem[j]};

@@ -74,6 +74,9 @@ typedef struct bound {
                            (a windowed flash op's whole blocks); 0 is 1 */
     /* per op: in a gather group's span (bind.c, gather_group) */
     unsigned char *grouped;
+    /* per op in a span: the group's copies beyond those of the params it
+       reads itself, held only for the span's other ops */
+    uint64_t *group_ahead;
     /* the copies of all of the block's gather groups, together: what a
        layer's re-run leaves gathered for its backward (tpl_t's rec_group) */
     uint64_t group_mem;

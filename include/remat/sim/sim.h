@@ -124,9 +124,10 @@ typedef struct remat_stage_row {
     size_t index, first_layer, last_layer, in_flight;
     uint64_t peak_bytes, static_bytes, inflight_bytes;
     /* the stage's highest moment less the weights gathered ahead at it
-       (fsdp_prefetch: the next op's, gathered while this one runs; the
-       experts' weights a remat unit's lower layers keep from their re-run
-       to their own backward), which XLA's rematerialization pass gathers
+       (fsdp_prefetch: the next op's, gathered while this one runs; a
+       gather group's copies beyond the op's own params; the experts'
+       weights a remat unit's lower layers keep from their re-run to their
+       own backward), which XLA's rematerialization pass gathers
        again where they are read: at most peak_bytes (remat_result_t's
        regathered_peak_bytes) */
     uint64_t regathered_bytes;
@@ -226,11 +227,12 @@ typedef struct remat_result {
     uint64_t xla_expected_peak_bytes;
     /* regathered_peak_bytes: the step as scheduled with every weight
        gathered where its op reads it, not ahead of it: each moment less the
-       weights fsdp_prefetch gathers during it for the next op and the
-       gathered groups a remat unit's lower layers hold for their backward
-       (the held step's where unit_held_peak_bytes is set, else the stages'
-       highest regathered_bytes); with fsdp_prefetch off and one-layer
-       units, the scheduled step itself.
+       weights fsdp_prefetch gathers during it for the next op, a gather
+       group's copies beyond the op's own params and the gathered groups
+       a remat unit's lower layers hold for their backward (the held
+       step's where unit_held_peak_bytes is set, else the stages' highest
+       regathered_bytes); with fsdp_prefetch off and no gather group, the
+       scheduled step itself.
        xla_expected_peak_bytes takes it for a TPU step over XLA's usable
        HBM. At most the scheduled step. */
     uint64_t regathered_peak_bytes;
