@@ -341,7 +341,15 @@ struct remat_analyzer {
 
 /* Whether the loss's weight gradients wait for the layers' backward (XLA's
    deferred windowed einsum: step.c, head_defers), as they do unless the
-   chunked loss (num_vocab_tiling > 1) makes them in its own loop. Under
+   chunked loss (num_vocab_tiling > 1) makes them in its own loop, or the
+   data axis splits the batch over several slices: there no matmul is a
+   windowed einsum, and XLA makes the logits' weight gradient at the loss
+   (a 4-layer llama3.1-8b step on two v6e-8 slices, data parallel across
+   them, where FSDP across them keeps the windowed loop after the layers'
+   backward: docs/validation.md). Other meshes with no windowed einsum
+   vary (one-slice meshes past 32 FSDP devices hold the logits, as
+   llama3.1-405b with FSDP across two v6e-256 slices does) and keep the
+   deferred count. Under
    gradient accumulation XLA sometimes makes them at the loss instead (no
    logits-sized buffer in the layers' backward: llama2-7b on v5e-16 and
    llama3.1-70b on v5p-16 at batch 12 and 13) and sometimes holds the
@@ -351,7 +359,8 @@ struct remat_analyzer {
    held buffer, the safe side (docs/validation.md). The stage's static
    gradients (static.c) and the step (step.c) both read it. */
 static inline bool remat_i_loss_grads_deferred(const remat_analyzer_t *an) {
-    return an->cfg->num_vocab_tiling <= 1;
+    return an->cfg->num_vocab_tiling <= 1 &&
+           !(an->mesh.shards[REMAT_AXIS_DATA] > 1 && remat_config_several_slices(an->cfg));
 }
 
 /* XLA:TPU's SPMD partitioner runs a matmul whose weight is sharded like
