@@ -341,8 +341,8 @@ struct remat_analyzer {
 
 /* Whether the loss's weight gradients wait for the layers' backward (XLA's
    deferred windowed einsum: step.c, head_defers), as they do unless the
-   chunked loss (num_vocab_tiling > 1) makes them in its own loop, or the
-   data axis splits the batch over several slices: there no matmul is a
+   chunked loss (num_vocab_tiling > 1) makes them in its own loop, or on
+   XLA:TPU the data axis splits the batch over several slices: there no matmul is a
    windowed einsum, and XLA makes the logits' weight gradient at the loss
    (a 4-layer llama3.1-8b step on two v6e-8 slices, data parallel across
    them, where FSDP across them keeps the windowed loop after the layers'
@@ -360,7 +360,8 @@ struct remat_analyzer {
    gradients (static.c) and the step (step.c) both read it. */
 static inline bool remat_i_loss_grads_deferred(const remat_analyzer_t *an) {
     return an->cfg->num_vocab_tiling <= 1 &&
-           !(an->mesh.shards[REMAT_AXIS_DATA] > 1 && remat_config_several_slices(an->cfg));
+           !(!an->hw->xla_gpu && an->mesh.shards[REMAT_AXIS_DATA] > 1 &&
+             remat_config_several_slices(an->cfg));
 }
 
 /* XLA:TPU's SPMD partitioner runs a matmul whose weight is sharded like
