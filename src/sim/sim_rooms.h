@@ -341,17 +341,16 @@ struct remat_analyzer {
 
 /* Whether the loss's weight gradients wait for the layers' backward (XLA's
    deferred windowed einsum: step.c, head_defers), as they do unless the
-   chunked loss (num_vocab_tiling > 1) makes them in its own loop, or on
-   XLA:TPU the data axis splits the batch over several slices: there no matmul is a
-   windowed einsum, and XLA makes the logits' weight gradient at the loss
-   (a 4-layer llama3.1-8b step on two v6e-8 slices, data parallel across
-   them, where FSDP across them keeps the windowed loop after the layers'
-   backward: docs/validation.md). Other meshes with no windowed einsum
-   vary (one-slice meshes past 32 FSDP devices hold the logits, as
-   llama3.1-405b with FSDP across two v6e-256 slices does) and keep the
-   deferred count. Under
-   gradient accumulation XLA sometimes makes them at the loss instead (no
-   logits-sized buffer in the layers' backward: llama2-7b on v5e-16 and
+   chunked loss (num_vocab_tiling > 1) makes them in its own loop. With
+   data parallelism across slices (no windowed einsum) XLA's own schedule
+   holds the logits all the same (llama3.1-8b on two v6e-8 slices at batch
+   9, under the rematerialization pass's limit: remat's step is 0.986 of
+   XLA's figure); over that limit the pass gets them out (at batch 10 to
+   13 remat's step is 1.007 of XLA's step before the pass and 1.15 to 1.20
+   of its figure after), which is not modelled (docs/validation.md).
+   Under gradient accumulation XLA sometimes makes them at the loss
+   instead (no logits-sized buffer in the layers' backward: llama2-7b on
+   v5e-16 and
    llama3.1-70b on v5p-16 at batch 12 and 13) and sometimes holds the
    logits through the backward as without it (llama3.1-8b under minimal on
    v6e-8, llama3.1-70b on v5p-16 at batch 20, which XLA refuses at 1.116 of
@@ -359,9 +358,7 @@ struct remat_analyzer {
    held buffer, the safe side (docs/validation.md). The stage's static
    gradients (static.c) and the step (step.c) both read it. */
 static inline bool remat_i_loss_grads_deferred(const remat_analyzer_t *an) {
-    return an->cfg->num_vocab_tiling <= 1 &&
-           !(!an->hw->xla_gpu && an->mesh.shards[REMAT_AXIS_DATA] > 1 &&
-             remat_config_several_slices(an->cfg));
+    return an->cfg->num_vocab_tiling <= 1;
 }
 
 /* XLA:TPU's SPMD partitioner runs a matmul whose weight is sharded like
