@@ -321,10 +321,8 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
         if (!op->has_backward) {
             continue;
         }
-        /* the chunked loss's own VJP aside (num_vocab_tiling > 1), whether
-           the weight gradient waits or not (remat_i_loss_grads_deferred) */
         const bool fused = op->kind == REMAT_OP_CROSS_ENTROPY && p >= g->head_npre &&
-                           an->cfg->num_vocab_tiling <= 1 && loss_grad_fused(an, op);
+                           remat_i_loss_grads_deferred(an) && loss_grad_fused(an, op);
         remat_i_backward_begin(&st->m, s, b, bd, op, p, fused);
         bool own = head_gathers_per_op(an, p);
         const int64_t pf = (int64_t)head_prefetch(an, from, p);
@@ -993,17 +991,13 @@ static int64_t peeled_grads(const remat_analyzer_t *an, size_t from, size_t last
 
 /* The layers' backward when XLA lays the inputs out again (@p copy bytes,
    relays_inputs): the peeled layers with both copies and their own weight
-   gradients (and the loss's, where it made them: remat_i_loss_grads_
-   deferred), then the loop over the rest, which reads the copy alone and
-   carries the stacked gradients (@p grads, all made by the turn). */
+   gradients, then the loop over the rest, which reads the copy alone and
+   carries the stacked gradients (@p grads, all of the layers'). */
 static void relaid_backward(const remat_analyzer_t *an, int64_t copy, uint64_t grads,
                             step_t *stp) {
     const size_t first = stp->first, last = stp->last;
     const size_t from = last - peeled_layers(an) + 1;
-    const int64_t layers = peeled_grads(an, first, last);
-    assert((uint64_t)layers <= grads); /* the rest: the loss's, made at the loss */
-    const int64_t own = stp->peeled_grads =
-        peeled_grads(an, from, last) + ((int64_t)grads - layers);
+    const int64_t own = stp->peeled_grads = peeled_grads(an, from, last);
     assert(from >= first && own >= 0 && (uint64_t)own <= grads);
     add_const(&stp->m, REMAT_CAT_SAVED, copy);
     add_const(&stp->m, REMAT_CAT_GRADS, own);
