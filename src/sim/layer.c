@@ -135,8 +135,7 @@ static void measure_with(meter_t *m, const op_extra_t *x, remat_step_t step, siz
 /* Measures op @p j at @p step with the buffers that live only while it runs:
    its weights gathered for it (and the next op's, prefetched, and its gather
    group's other members', both gathered ahead for the regathered peak), in
-   backward
-   its weights' whole gradients before their reduce-scatter, K/V
+   backward its weights' whole gradients before their reduce-scatter, K/V
    gathered over the context axis and its activations gathered or summed
    whole over the tensor axes (act_mem). The whole measure only when it can
    change something (@p extra is their sum, kind_prep's xf or xb): most are
@@ -776,9 +775,11 @@ static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
             continue;
         }
         const size_t *gin = pl->k->gin, *at = pl->k->gin_at;
-        const bool grouped = op->ragged[0];
-        const int64_t part = grouped ? own_parts(pl, gin + at[j], at[j + 1] - at[j]) : 0;
-        const take_t how = pl->bd->ix.inplace[j] ? TAKE_ANY : grouped ? TAKE_RESIDUAL : TAKE_NONE;
+        /* a grouped matmul (ragged), not an op of a gather group's span
+           (bound_t's grouped) */
+        const bool ragged = op->ragged[0];
+        const int64_t part = ragged ? own_parts(pl, gin + at[j], at[j + 1] - at[j]) : 0;
+        const take_t how = pl->bd->ix.inplace[j] ? TAKE_ANY : ragged ? TAKE_RESIDUAL : TAKE_NONE;
         backward_begin(&w, s, pl->bd, op, p, gin + at[j], at[j + 1] - at[j], how);
         add_const(&w, REMAT_CAT_ACT_GRADS, part);
         measure_op(&w, pl->bd, j, REMAT_STEP_BACKWARD, pl->k->xb[j]);
