@@ -714,11 +714,29 @@ static void replace_once(char *buf, size_t cap, const char *old, const char *wit
     memcpy(at, with, lw);
 }
 
-/* moe_graph with w0 and w2 in one gather group, into @p buf. */
-static void grouped_graph(char *buf, size_t cap) {
-    snprintf(buf, cap, "%s", moe_graph);
-    replace_once(buf, cap, "\"w0\":{", "\"w0\":{\"gather_group\":\"moe_experts\",");
-    replace_once(buf, cap, "\"w2\":{", "\"w2\":{\"gather_group\":\"moe_experts\",");
+/* moe_graph under full on the 4x2 mesh (fsdp 4, expert 2) without
+   prefetch, and then @p more settings: each op gathering its own weights
+   (*@p own) and w0 and w2 in one gather group (*@p grp). */
+static void group_pair(const char *const *more, fx_run_t **own, fx_run_t **grp) {
+    static const char *const mesh[] = {"remat_policy=full",        "base_emb_dim=8",
+                                       "num_devices=8",            "ici_fsdp_parallelism=4",
+                                       "ici_expert_parallelism=2", "fsdp_prefetch=false"};
+    const char *extra[16];
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof mesh / sizeof mesh[0]; k++) {
+        extra[n++] = mesh[k];
+    }
+    for (size_t k = 0; more && more[k]; k++) {
+        assert_true(n < sizeof extra / sizeof extra[0] - 1);
+        extra[n++] = more[k];
+    }
+    extra[n] = NULL;
+    char grouped[8192];
+    snprintf(grouped, sizeof grouped, "%s", moe_graph);
+    replace_once(grouped, sizeof grouped, "\"w0\":{", "\"w0\":{\"gather_group\":\"moe_experts\",");
+    replace_once(grouped, sizeof grouped, "\"w2\":{", "\"w2\":{\"gather_group\":\"moe_experts\",");
+    *own = fx_analyze_with(moe_graph, tiny_base, extra);
+    *grp = fx_analyze_with(grouped, tiny_base, extra);
 }
 
 /* A gather group (MaxText's MoE shard_map takes the expert weights as
@@ -729,14 +747,8 @@ static void grouped_graph(char *buf, size_t cap) {
    weight alone, 64 B, either way. */
 static void test_gather_group(void **state) {
     (void)state;
-    const char *extra[] = {"remat_policy=full",        "base_emb_dim=8",
-                           "num_devices=8",            "ici_fsdp_parallelism=4",
-                           "ici_expert_parallelism=2", "fsdp_prefetch=false",
-                           NULL};
-    char grouped[8192];
-    grouped_graph(grouped, sizeof grouped);
-    fx_run_t *own = fx_analyze_with(moe_graph, tiny_base, extra);
-    fx_run_t *grp = fx_analyze_with(grouped, tiny_base, extra);
+    fx_run_t *own, *grp;
+    group_pair(NULL, &own, &grp);
     assert_int_equal(gathered_at(own, "wi"), 256);
     assert_int_equal(gathered_at(own, "wo"), 256);
     assert_int_equal(gathered_at(grp, "wi"), 512);
@@ -759,15 +771,10 @@ static void test_gather_group(void **state) {
    and so does the group's copy of w0 at wo, which wo does not read. */
 static void test_gather_group_unit(void **state) {
     (void)state;
-    const char *extra[] = {"remat_policy=full",        "base_emb_dim=8",
-                           "num_devices=8",            "ici_fsdp_parallelism=4",
-                           "ici_expert_parallelism=2", "fsdp_prefetch=false",
-                           "scan_layers=true",         "decoder_block=llama4",
-                           "inhomogeneous_layer_cycle_interval=3", NULL};
-    char grouped[8192];
-    grouped_graph(grouped, sizeof grouped);
-    fx_run_t *own = fx_analyze_with(moe_graph, tiny_base, extra);
-    fx_run_t *grp = fx_analyze_with(grouped, tiny_base, extra);
+    static const char *const block[] = {"scan_layers=true", "decoder_block=llama4",
+                                        "inhomogeneous_layer_cycle_interval=3", NULL};
+    fx_run_t *own, *grp;
+    group_pair(block, &own, &grp);
     assert_int_equal(grp->r.remat_unit, 3);
     for (size_t l = 0; l < 3; l++) {
         remat_trace_event_t e;
