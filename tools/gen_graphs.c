@@ -301,7 +301,11 @@ static void put_op(FILE *f, const remat_op_t *op) {
         }
         fputc('}', f);
     }
-    fprintf(f, "%s%s", op->causal ? ", .causal = 1" : "", op->bhsd ? ", .bhsd = 1" : "");
+    fprintf(f, "%s%s%s", op->causal ? ", .causal = 1" : "", op->bhsd ? ", .bhsd = 1" : "",
+            op->outside ? ", .outside = 1" : "");
+    if (op->outer) {
+        fprintf(f, ", .outer = %u", (unsigned)op->outer);
+    }
     if (op->value != 0 || signbit(op->value)) {
         fprintf(f, ", .value = %a", op->value);
     }

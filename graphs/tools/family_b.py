@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the Gemma, Gemma 2, Gemma 3, Gemma 4 (dense and MoE), Envy, tied-llama, tied-Qwen3, OLMo 3 and DeepSeek-V2-Lite graphs
+"""Writes the Gemma, Gemma 2, Gemma 3, Gemma 4 (dense, MoE and E2B/E4B), Envy, tied-llama, tied-Qwen3, OLMo 3 and DeepSeek-V2-Lite graphs
 (graphs/gemma.flash.json, graphs/gemma2.flash.json, graphs/gemma3.flash.json,
-graphs/gemma4.flash.json, graphs/gemma4_moe.flash.json, graphs/envy.flash.json,
+graphs/gemma4.flash.json, graphs/gemma4_moe.flash.json, graphs/gemma4_small.flash.json,
+graphs/envy.flash.json,
 graphs/llama_tied.flash.json, graphs/qwen3_tied.flash.json, graphs/olmo3.flash.json,
 graphs/deepseek_lite.flash.json)
 from the pieces of moe_graphs.py and moe_family_a.py: llama's
 attention, its gated MLP, MLA, the routed experts. The JSON files are the
 source the build embeds; this script is how they were made. Run it from
 anywhere with python3; it needs nothing else. The shapes follow MaxText
-e591f30 (models/gemma2.py, models/gemma3.py, models/gemma4.py, models/envy.py, layers/attentions.py,
+e591f30 (models/gemma2.py, models/gemma3.py, models/gemma4.py, models/gemma4_small.py, models/envy.py,
+layers/attentions.py,
 layers/decoders.py, layers/attention_mla.py, layers/moe.py);
 docs/graph-format.md describes the ops.
 """
@@ -464,9 +466,177 @@ def gemma4():
     return g
 
 
+def gemma4_small_layer(glob, role):
+    """Gemma4SmallDecoderLayer (models/gemma4_small.py, Gemma 4 E2B and E4B)
+    as MaxText e591f30 trains it, one layer at a time (no scan): the
+    gemma4 graph's local layer (query, key and value projections, per-head
+    RMSNorms on q and k, a value RMSNorm without a scale, RoPE, the flash
+    kernel, post-norms, a GeGLU MLP); a global layer (`glob`) with
+    global_head_dim and global_num_kv_heads and its own value projection
+    (Gemma4SmallDecoderLayer passes no share_kv_projections). After the MLP's
+    residual, the per-layer input: a gate projection of the residual stream
+    to hidden_size_per_layer_input (gelu, computed in fp32 and fused),
+    times the layer's slice of the per-layer inputs (an `outer` operand:
+    the head holds them), projected back to the embedding, RMSNorm, a
+    residual; then the layer scalar.
+
+    `role` is how the layer stands to key/value sharing
+    (num_kv_shared_layers): "own" computes its keys and values;
+    "donor", the last layer of its attention kind before the shared ones,
+    has them computed by MaxText's decoder loop before its checkpoint
+    (compute_shared_kv: a second pre-attention norm, the projections, the
+    norms and the key's RoPE, `outside` ops whose results are kept whatever
+    the policy) and reads them inside it; "shared" has no key or value
+    projection and attends with its query to its donor's (an `outer`
+    flash_attention), and its MLP is shared_layer_mlp_dim wide
+    (use_double_wide_mlp)."""
+    layer = gemma4_layer(False)
+    t, ops = layer["tensors"], layer["ops"]
+    if glob:
+        for v in t.values():
+            v["shape"] = ["global_kv_heads" if d == "kv_heads" else
+                          "global_head_dim" if d == "head_dim" else d for d in v["shape"]]
+    if role == "shared":
+        for n in ("mlp_wi_0", "mlp_wi_1", "mlp_wo", "mlp_gate", "mlp_up", "mlp_gate_act", "mlp_mix"):
+            t[n]["shape"] = ["shared_mlp" if d == "mlp" else d for d in t[n]["shape"]]
+    # the per-layer input, between the MLP's residual and the layer scalar
+    t["h2"] = T(BSE)
+    ops[op_index(ops, "mlp_residual")]["out"] = ["h2"]
+    t["ple_w_gate"] = T(["embed", "ple"], "weight", param=True)
+    t["ple_gate"] = T(["batch", "seq", "ple"])
+    t["ple_act"] = T(["batch", "seq", "ple"])
+    t["ple_gated"] = T(["batch", "seq", "ple"])
+    t["ple_w_proj"] = T(["ple", "embed"], "weight", param=True)
+    t["ple_out"] = T(BSE)
+    t["post_ple_scale"] = T(["embed"], "weight", param=True, axes=["norm"])
+    t["ple_normed"] = T(BSE)
+    t["post_ple_rstd"] = T(["batch", "seq"], "fp32")
+    at = op_index(ops, "layer_scale")
+    ops[at:at] = [
+        O("ple_gate_proj", "einsum", ["h2", "ple_w_gate"], ["ple_gate"], spec="bse,ep->bsp"),
+        O("ple_gelu", "gelu", ["ple_gate"], ["ple_act"]),
+        O("ple_input", "mul", ["ple_act"], ["ple_gated"], outer=True),
+        O("ple_proj", "einsum", ["ple_gated", "ple_w_proj"], ["ple_out"], spec="bsp,pe->bse"),
+        O("post_ple_norm", "rmsnorm", ["ple_out", "post_ple_scale"], ["ple_normed", "post_ple_rstd"]),
+        O("ple_residual", "add", ["h2", "ple_normed"], ["y_sum"])]
+    if role == "donor":
+        # compute_shared_kv: the norm again, keys and values, outside the checkpoint
+        t["kv_xn"] = T(BSE)
+        t["kv_ln_rstd"] = T(["batch", "seq"], "fp32")
+        kv = ["k_proj", "v_proj", "key_norm", "value_norm", "k_rope"]
+        moved = [ops[op_index(ops, n)] for n in kv]
+        ops = [o for o in ops if o["name"] not in kv]
+        for o in moved:
+            o["in"] = ["kv_xn" if n == "xn" else n for n in o["in"]]
+            o["outside"] = True
+        ops[0:0] = [O("kv_pre_norm", "rmsnorm", ["x", "ln1_scale"], ["kv_xn", "kv_ln_rstd"],
+                      outside=True)] + moved
+    elif role == "shared":
+        for n in ("wk", "wv", "k_raw", "v_raw", "k_norm_scale", "k_normed", "k_norm_rstd", "v",
+                  "v_norm_rstd", "k", "k_t", "v_t"):
+            del t[n]
+        ops = [o for o in ops if o["name"] not in
+               ("k_proj", "v_proj", "key_norm", "value_norm", "k_rope", "k_transpose", "v_transpose")]
+        att = ops[op_index(ops, "attention")]
+        att["in"] = ["q_t"]
+        att["outer"] = True
+    layer["ops"] = ops
+    return layer
+
+
+def ple_head():
+    """The tied head with MaxText's per-layer inputs (Gemma4SmallPLE,
+    models/gemma4_small.py) before the layers: the tokens' rows of a second
+    table [vocab_size_per_layer_input, layers x hidden_size_per_layer_input]
+    (times sqrt(hidden_size_per_layer_input), fused), plus a projection of
+    the embedded tokens (h0) to the same width (times emb^-0.5, fused),
+    RMS-normalized per layer ([hidden_size_per_layer_input] scale), the sum
+    times 2^-0.5: per_layer_inputs [batch, seq, layers, hidden_size_per_layer_input],
+    whose slice each layer reads. MaxText passes each layer its slice as an
+    argument of the layer's checkpoint, so the slices are kept to the
+    layers' backward: here the head keeps per_layer_inputs whole to its own
+    backward (`saves` on the op that makes it), and per_layer_inputs is an
+    output of the head: its gradient, which the layers' backward fills,
+    lives from the loss's backward to the head's."""
+    h = tied_head()
+    t, ops = h["tensors"], h["ops"]
+    t["ple_table"] = T(["ple_vocab", "ple_all"], "weight", param=True, axes=["vocab", "embed_vocab"])
+    t["ple_emb"] = T(["batch", "seq", "ple_all"])
+    t["ple_emb4"] = T(["batch", "seq", "layers", "ple"])
+    t["ple_w_model"] = T(["embed", "ple_all"], "weight", param=True)
+    t["ple_ctx"] = T(["batch", "seq", "ple_all"])
+    t["ple_ctx4"] = T(["batch", "seq", "layers", "ple"])
+    t["ple_norm_scale"] = T(["ple"], "weight", param=True, axes=["norm"])
+    t["ple_ctx_normed"] = T(["batch", "seq", "layers", "ple"])
+    t["ple_rstd"] = T(["batch", "seq", "layers"], "fp32")
+    t["ple_sum"] = T(["batch", "seq", "layers", "ple"])
+    t["per_layer_inputs"] = T(["batch", "seq", "layers", "ple"])
+    at = op_index(ops, "embed") + 1
+    ops[at:at] = [
+        O("ple_embed", "embedding", ["ple_table", "tokens"], ["ple_emb"]),
+        O("ple_embed_view", "reshape", ["ple_emb"], ["ple_emb4"]),
+        O("ple_model_proj", "einsum", ["h0", "ple_w_model"], ["ple_ctx"], spec="bse,ef->bsf"),
+        O("ple_ctx_view", "reshape", ["ple_ctx"], ["ple_ctx4"]),
+        O("ple_norm", "rmsnorm", ["ple_ctx4", "ple_norm_scale"], ["ple_ctx_normed", "ple_rstd"]),
+        O("ple_sum", "add", ["ple_emb4", "ple_ctx_normed"], ["ple_sum"]),
+        O("ple_scale", "scale", ["ple_sum"], ["per_layer_inputs"], value=2 ** -0.5,
+          saves=["per_layer_inputs"])]
+    h["outputs"] = h["outputs"] + ["per_layer_inputs"]
+    return h
+
+
+def gemma4_small():
+    g = gemma_graph("gemma4_small", (
+        "Gemma 4 E2B and E4B decoder layers as MaxText runs them (decoder_block gemma4_small, layer by "
+        "layer: scan_layers=false). Local (sliding-window, sliding_window_size) layers and a global one "
+        "every gemma4_small_period layers (5 for gemma4-e2b, else 6: get_attention_pattern). Each layer: "
+        "the gemma4 graph's attention (per-head RMSNorms on q and k, an unscaled RMSNorm on v, RoPE, the "
+        "flash kernel; a global layer with global_head_dim and global_num_kv_heads and its own value "
+        "projection), post-attention RMSNorm, residual; RMSNorm, GeGLU MLP, post-MLP RMSNorm, residual; "
+        "the per-layer input: a gate projection to hidden_size_per_layer_input, gelu, times the layer's "
+        "slice of the per-layer inputs, projected back, RMSNorm, residual; times a learned scalar. The "
+        "last num_kv_shared_layers layers reuse the keys and values of the last layer of their kind "
+        "before them: those donors compute them in MaxText's decoder loop before their checkpoint (kept "
+        "whatever the policy), and the shared layers project only queries and have an MLP of "
+        "shared_layer_mlp_dim (twice base_mlp_dim with use_double_wide_mlp). Head: token embedding; the "
+        "per-layer inputs (a second table of vocab_size_per_layer_input rows, plus a projection of the "
+        "embedding, RMSNorm per layer), held to the head's backward with their gradient from the loss's; "
+        "final RMSNorm, logits tied to the embedding, cross-entropy in fp32. Left out: the vision and "
+        "audio encoders; the shared keys' and values' gradients as they add up over the shared layers' "
+        "backward (each shared layer's are its own until its backward ends)"),
+        blocks={"global_donor": gemma4_small_layer(True, "donor"),
+                "local_donor": gemma4_small_layer(False, "donor"),
+                "global": gemma4_small_layer(True, "own"),
+                "local": gemma4_small_layer(False, "own"),
+                "global_shared": gemma4_small_layer(True, "shared"),
+                "local_shared": gemma4_small_layer(False, "shared")},
+        stack=[{"name": "global_donor", "block": "global_donor", "first": "kv_donor_global",
+                "every": "kv_donor_global"},
+               {"name": "local_donor", "block": "local_donor", "first": "kv_donor_local",
+                "every": "kv_donor_local", "window": "sliding_window_size"},
+               {"name": "global", "block": "global", "first": "kv_shared_first",
+                "every": "gemma4_small_period"},
+               {"name": "local", "block": "local", "first": "kv_shared_first",
+                "window": "sliding_window_size"},
+               {"name": "global_shared", "block": "global_shared", "every": "gemma4_small_period"},
+               {"name": "local_shared", "block": "local_shared", "window": "sliding_window_size"}])
+    g["head"] = ple_head()
+    g["dims"]["global_head_dim"] = {"from": "global_head_dim"}
+    g["dims"]["global_kv_heads"] = {"from": "global_num_kv_heads", "axis": "activation_kv_heads",
+                                    "weight_axis": "kv_heads"}
+    g["dims"]["shared_mlp"] = {"from": "shared_layer_mlp_dim", "axis": "activation_mlp",
+                               "weight_axis": "mlp"}
+    g["dims"]["ple"] = {"from": "hidden_size_per_layer_input", "weight_axis": "mlp"}
+    g["dims"]["ple_all"] = {"from": "per_layer_input_dim", "weight_axis": "mlp"}
+    g["dims"]["layers"] = {"from": "base_num_decoder_layers"}
+    g["dims"]["ple_vocab"] = {"from": "vocab_size_per_layer_input"}
+    return g
+
+
 if __name__ == "__main__":
     write("gemma4", gemma4())
     write("gemma4_moe", gemma4_moe())
+    write("gemma4_small", gemma4_small())
     write("envy", envy())
     write("llama_tied", llama_tied())
     write("qwen3_tied", qwen3_tied())

@@ -69,7 +69,8 @@ _PLAIN_KEYS = (
     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
     "sliding_window_size", "chunk_attn_window_size", "mtp_num_layers",
     "global_head_dim", "global_num_kv_heads", "share_kv_projections",
-    "v_norm_with_scale",
+    "v_norm_with_scale", "hidden_size_per_layer_input", "vocab_size_per_layer_input",
+    "num_kv_shared_layers", "use_double_wide_mlp",
     # pipeline
     "num_layers_per_pipeline_stage", "pipeline_delay_activation_forwarding",
     "override_logical_axis_rules",

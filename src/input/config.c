@@ -156,6 +156,14 @@ static const key_t_ keys[] = {
      "Gemma 4: the global layers' head dimension (0: head_dim)"},
     {"global_num_kv_heads", K_COUNT, F(global_num_kv_heads),
      "Gemma 4: the global layers' key/value heads (0: base_num_kv_heads)"},
+    {"hidden_size_per_layer_input", K_COUNT, F(hidden_size_per_layer_input),
+     "Gemma 4 E2B/E4B: the per-layer input's width (the gemma4_small graph; 0: none)"},
+    {"vocab_size_per_layer_input", K_COUNT, F(vocab_size_per_layer_input),
+     "Gemma 4 E2B/E4B: rows of the per-layer input table (the gemma4_small graph)"},
+    {"num_kv_shared_layers", K_COUNT, F(num_kv_shared_layers),
+     "Gemma 4 E2B/E4B: the last layers reuse an earlier layer's keys and values (0: none)"},
+    {"use_double_wide_mlp", K_BOOL, F(use_double_wide_mlp),
+     "Gemma 4 E2B: the key/value-shared layers' MLP is twice base_mlp_dim"},
     {"nope_layer_interval", K_I64, F(nope_layer_interval),
      "layer i is a global (NoPE) attention layer when (i + 1) is a multiple of it (Llama 4); "
      "<= 0: none"},
@@ -224,6 +232,8 @@ static const struct {
     {"v_head_dim", SIZE_FIELD(v_head_dim)},
     {"sliding_window_size", SIZE_FIELD(sliding_window_size)},
     {"chunk_attn_window_size", SIZE_FIELD(chunk_attn_window_size)},
+    {"hidden_size_per_layer_input", SIZE_FIELD(hidden_size_per_layer_input)},
+    {"vocab_size_per_layer_input", SIZE_FIELD(vocab_size_per_layer_input)},
     /* derived (remat_config_size): not settable */
     {"num_experts", 0},
     {"nope_layer_interval", 0},
@@ -235,6 +245,12 @@ static const struct {
     {"expert_capacity", 0},
     {"global_head_dim", 0},
     {"global_num_kv_heads", 0},
+    {"per_layer_input_dim", 0},
+    {"shared_layer_mlp_dim", 0},
+    {"gemma4_small_period", 0},
+    {"kv_shared_first", 0},
+    {"kv_donor_local", 0},
+    {"kv_donor_global", 0},
     {"per_device_batch_size", 0},
 };
 
@@ -1039,6 +1055,56 @@ static uint64_t expert_capacity(const remat_config_t *c) {
     return cap >= 1e15 ? (uint64_t)1e15 : cap < 1 ? 1 : (uint64_t)cap;
 }
 
+/* MaxText's Gemma 4 E2B/E4B layer pattern (models/gemma4_small.py at
+   e591f30, get_attention_pattern): four local layers then a global one
+   for model_name gemma4-e2b, five then one for any other name. */
+static uint64_t gemma4_small_period(const remat_config_t *c) {
+    return strcmp(c->model_name, "gemma4-e2b") == 0 ? 5 : 6;
+}
+
+/* The first layer that reuses an earlier layer's keys and values
+   (first_kv_shared_layer_idx, is_kv_shared_layer: L - n, when that leaves
+   layers on both sides), or L when none does. */
+static uint64_t kv_shared_first(const remat_config_t *c) {
+    const uint64_t L = c->base_num_decoder_layers, n = c->num_kv_shared_layers;
+    return n > 0 && n < L ? L - n : L;
+}
+
+/* One past the donor of a global (@p global) or local layer: the last
+   layer of that kind before the first shared one (kv_donor_layer_idx),
+   which as a stack rule's `first` and `every` takes that layer alone; 0
+   (no layer) when no layer shares or none of that kind comes before. */
+static uint64_t kv_donor(const remat_config_t *c, bool global) {
+    const uint64_t F = kv_shared_first(c), P = gemma4_small_period(c);
+    for (uint64_t i = F; F < c->base_num_decoder_layers && i > 0; i--) {
+        if ((i % P == 0) == global) { /* layer i - 1 is global when i is a multiple of P */
+            return i;
+        }
+    }
+    return 0;
+}
+
+/* The sizes the gemma4_small graph derives (docs/config.md). */
+static bool gemma4_small_size(const remat_config_t *c, const char *key, uint64_t *out) {
+    if (strcmp(key, "per_layer_input_dim") == 0) {
+        *out = remat_i_mul(c->base_num_decoder_layers, c->hidden_size_per_layer_input, out)
+                   ? *out
+                   : UINT64_MAX;
+    } else if (strcmp(key, "shared_layer_mlp_dim") == 0) {
+        *out = remat_i_mul(c->base_mlp_dim, c->use_double_wide_mlp ? 2 : 1, out) ? *out
+                                                                                 : UINT64_MAX;
+    } else if (strcmp(key, "gemma4_small_period") == 0) {
+        *out = gemma4_small_period(c);
+    } else if (strcmp(key, "kv_shared_first") == 0) {
+        *out = kv_shared_first(c);
+    } else if (strcmp(key, "kv_donor_local") == 0 || strcmp(key, "kv_donor_global") == 0) {
+        *out = kv_donor(c, strcmp(key, "kv_donor_global") == 0);
+    } else {
+        return false;
+    }
+    return true;
+}
+
 /* The sizes derived from other keys (docs/config.md): the shared experts'
    MLP width, MLA's query/key head and its two key/value projections, and
    num_experts (a signed MaxText key, at least 1 once checked). The
@@ -1069,7 +1135,7 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
     } else if (strcmp(key, "global_num_kv_heads") == 0) {
         *out = c->global_num_kv_heads ? c->global_num_kv_heads : c->base_num_kv_heads;
     } else {
-        return false;
+        return gemma4_small_size(c, key, out);
     }
     return true;
 }
@@ -1083,6 +1149,15 @@ const char *remat_i_config_size_formula(const char *key) {
                    {"trainable_position_size", "MaxText's -1, no table, reads as 0"},
                    {"global_head_dim", "global_head_dim, or head_dim when 0"},
                    {"global_num_kv_heads", "global_num_kv_heads, or base_num_kv_heads when 0"},
+                   {"per_layer_input_dim",
+                    "base_num_decoder_layers x hidden_size_per_layer_input"},
+                   {"shared_layer_mlp_dim",
+                    "base_mlp_dim, twice that with use_double_wide_mlp"},
+                   {"gemma4_small_period", "5 for model_name gemma4-e2b, else 6"},
+                   {"kv_shared_first",
+                    "base_num_decoder_layers - num_kv_shared_layers, or the layer count"},
+                   {"kv_donor_local", "one past the last local layer before kv_shared_first"},
+                   {"kv_donor_global", "one past the last global layer before kv_shared_first"},
                    {"expert_capacity", "from capacity_factor, max_target_length, "
                                        "num_experts_per_tok and num_experts"}};
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++) {

@@ -319,7 +319,9 @@ static bool model_key(const char *key) {
         "qk_rope_head_dim", "v_head_dim", "attention_type", "logits_via_embedding",
         "use_qk_norm", "use_post_attn_norm", "use_post_ffw_norm", "nope_layer_interval",
         "sliding_window_size", "chunk_attn_window_size", "mtp_num_layers", "global_head_dim",
-        "global_num_kv_heads", "share_kv_projections", "v_norm_with_scale"};
+        "global_num_kv_heads", "share_kv_projections", "v_norm_with_scale",
+        "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers",
+        "use_double_wide_mlp"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (strcmp(key, keys[i]) == 0) {
             return true;

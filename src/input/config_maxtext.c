@@ -228,33 +228,38 @@ remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
    key that asks for what the graph lacks (or lacks what the graph has) is
    refused, naming the graph. `acts` is the MLP's activation count (2: a
    gated MLP); `shared_kv`: its global layers' value is their key's
-   projection; `v_norm`: a value norm without a learned scale. */
+   projection; `v_norm`: a value norm without a learned scale; `ple`:
+   Gemma 4's per-layer inputs (hidden_size_per_layer_input and
+   vocab_size_per_layer_input, which only decoder_block gemma4_small
+   reads in MaxText: other graphs ignore them, as MaxText's other blocks
+   do). */
 typedef struct graph_features {
     const char *graph;
     unsigned acts;
-    bool moe, mla, qk_norm, post_norms, tied, shared_kv, v_norm;
+    bool moe, mla, qk_norm, post_norms, tied, shared_kv, v_norm, ple;
 } graph_features_t;
 
 static const graph_features_t graph_features[] = {
-    {"llama", 2, false, false, false, false, false, false, false},
-    {"llama_tied", 2, false, false, false, false, true, false, false},
-    {"gemma", 2, false, false, false, false, true, false, false},
-    {"gpt3", 1, false, false, false, false, true, false, false},
-    {"mixtral", 2, true, false, false, false, false, false, false},
-    {"deepseek", 2, true, true, false, false, false, false, false},
-    {"deepseek_lite", 2, true, true, false, false, false, false, false},
-    {"qwen3_moe", 2, true, false, true, false, false, false, false},
-    {"qwen3", 2, false, false, true, false, false, false, false},
-    {"qwen3_tied", 2, false, false, true, false, true, false, false},
-    {"gpt_oss", 2, true, false, false, false, false, false, false},
-    {"llama4", 2, true, false, false, false, false, false, false},
-    {"llama4_qk_norm", 2, true, false, true, false, false, false, false},
-    {"gemma2", 2, false, false, false, true, true, false, false},
-    {"gemma3", 2, false, false, true, true, true, false, false},
-    {"gemma4", 2, false, false, true, true, true, true, true},
-    {"gemma4_moe", 2, true, false, true, true, true, true, true},
-    {"olmo3", 2, false, false, true, true, false, false, false},
-    {"envy", 2, true, false, true, true, true, false, false},
+    {"llama", 2, false, false, false, false, false, false, false, false},
+    {"llama_tied", 2, false, false, false, false, true, false, false, false},
+    {"gemma", 2, false, false, false, false, true, false, false, false},
+    {"gpt3", 1, false, false, false, false, true, false, false, false},
+    {"mixtral", 2, true, false, false, false, false, false, false, false},
+    {"deepseek", 2, true, true, false, false, false, false, false, false},
+    {"deepseek_lite", 2, true, true, false, false, false, false, false, false},
+    {"qwen3_moe", 2, true, false, true, false, false, false, false, false},
+    {"qwen3", 2, false, false, true, false, false, false, false, false},
+    {"qwen3_tied", 2, false, false, true, false, true, false, false, false},
+    {"gpt_oss", 2, true, false, false, false, false, false, false, false},
+    {"llama4", 2, true, false, false, false, false, false, false, false},
+    {"llama4_qk_norm", 2, true, false, true, false, false, false, false, false},
+    {"gemma2", 2, false, false, false, true, true, false, false, false},
+    {"gemma3", 2, false, false, true, true, true, false, false, false},
+    {"gemma4", 2, false, false, true, true, true, true, true, false},
+    {"gemma4_moe", 2, true, false, true, true, true, true, true, false},
+    {"gemma4_small", 2, false, false, true, true, true, false, true, true},
+    {"olmo3", 2, false, false, true, true, false, false, false, false},
+    {"envy", 2, true, false, true, true, true, false, false, false},
 };
 
 /* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
@@ -278,7 +283,7 @@ static const struct {
     {"gemma2", "gemma2", NULL},
     {"gemma3", "gemma3", NULL},
     {"gemma4", "gemma4|gemma4_moe", NULL},
-    {"gemma4_small", NULL, "Gemma 4's per-layer embeddings and shared key/value projections"},
+    {"gemma4_small", "gemma4_small", NULL},
     /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
        llama graph (docs/config.md, Models) */
     {"qwen2", "llama|llama_tied", NULL},
@@ -439,7 +444,12 @@ static remat_status_t keys_fit(const remat_config_t *c, const graph_features_t *
                       "one key/value projection in its global layers", f->graph, err)) ||
         (f->v_norm && c->v_norm_with_scale &&
          (st = feature(true, false, "v_norm_with_scale=true", "a learned scale on its value norm",
-                       f->graph, err)))) {
+                       f->graph, err))) ||
+        (f->ple && (!c->hidden_size_per_layer_input || !c->vocab_size_per_layer_input) &&
+         (st = feature(false, true,
+                       c->hidden_size_per_layer_input ? "vocab_size_per_layer_input=0"
+                                                      : "hidden_size_per_layer_input=0",
+                       "per-layer input embeddings", f->graph, err)))) {
         return st;
     }
     if (c->mlp_activations[0] && list_items(c->mlp_activations) != f->acts) {
@@ -447,6 +457,32 @@ static remat_status_t keys_fit(const remat_config_t *c, const graph_features_t *
                                acts_key, f->graph,
                                f->acts == 2 ? "gated (two activations, e.g. ['silu', 'linear'])"
                                             : "one activation (['gelu'])");
+    }
+    return REMAT_OK;
+}
+
+/* MaxText builds decoder_block gemma4_small's layers one by one and
+   refuses scan_layers and pipeline parallelism for it (nnx_decoders.py at
+   e591f30: each layer's attention kind and key/value donor is its own).
+   Its shared layers' attention reads keys and values an earlier layer
+   holds, which remat models with the whole sequence on each device: no
+   context parallelism. */
+static remat_status_t check_unscanned(const remat_config_t *c, remat_error_t *err) {
+    const bool pipeline = c->ici[REMAT_AXIS_STAGE] > 1 || c->dcn[REMAT_AXIS_STAGE] > 1;
+    const bool context = c->ici[REMAT_AXIS_CONTEXT] != 1 || c->dcn[REMAT_AXIS_CONTEXT] != 1;
+    if (c->scan_layers || pipeline) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "%s: MaxText runs decoder_block gemma4_small (Gemma 4 E2B, E4B) "
+                               "layer by layer and refuses scan_layers and pipeline parallelism "
+                               "for it: set scan_layers=false%s",
+                               pipeline ? "pipeline parallelism" : "scan_layers=true",
+                               pipeline ? " and no pipeline axis" : "");
+    }
+    if (context) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "context parallelism: the gemma4_small graph's shared layers read "
+                               "an earlier layer's keys and values, which remat does not model "
+                               "split over the context axis");
     }
     return REMAT_OK;
 }
@@ -459,7 +495,8 @@ static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *e
                                c->attention_type);
     }
     const graph_features_t *f = remat_i_is_json_name(c->graph) ? NULL : features_of(c->graph);
-    return f ? keys_fit(c, f, err) : REMAT_OK; /* a graph file: its own structure */
+    remat_status_t st = f ? keys_fit(c, f, err) : REMAT_OK; /* a graph file: its own structure */
+    return st == REMAT_OK && f && f->ple ? check_unscanned(c, err) : st;
 }
 
 remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err) {

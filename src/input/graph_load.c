@@ -431,6 +431,33 @@ static remat_status_t load_moe_attrs(loader_t *L, json_t *o, remat_op_t *op) {
     return REMAT_OK;
 }
 
+/* `outer`: a one-input mul (times an operand of the output's shape that
+   the head holds: Gemma 4's per-layer input) or a one-input
+   flash_attention (keys and values an earlier layer holds: KV sharing).
+   `outside`: the op runs before the layer's checkpoint. Which block may
+   have them is checked with the graph (graph.c). */
+static remat_status_t load_layer_attrs(loader_t *L, json_t *o, remat_op_t *op) {
+    json_t *outer = json_object_get(o, "outer"), *outside = json_object_get(o, "outside");
+    if (outer) {
+        const bool one_in = op->nin == 1;
+        if (!json_is_true(outer) || !one_in ||
+            (op->kind != REMAT_OP_MUL && op->kind != REMAT_OP_FLASH_ATTENTION)) {
+            remat_i_jpath_key(&L->path, "outer");
+            return fail(L, REMAT_E_SCHEMA,
+                        "'outer' must be true, on a mul or flash_attention op with one input");
+        }
+        op->outer = op->kind == REMAT_OP_MUL ? 1 : 2;
+    }
+    if (outside) {
+        if (!json_is_boolean(outside)) {
+            remat_i_jpath_key(&L->path, "outside");
+            return fail(L, REMAT_E_SCHEMA, "'outside' must be true or false");
+        }
+        op->outside = json_is_true(outside);
+    }
+    return REMAT_OK;
+}
+
 static remat_status_t load_op_attrs(loader_t *L, json_t *o, remat_op_t *op) {
     json_t *causal = json_object_get(o, "causal");
     if (causal) {
@@ -456,6 +483,9 @@ static remat_status_t load_op_attrs(loader_t *L, json_t *o, remat_op_t *op) {
     if (st) {
         return st;
     }
+    if ((st = load_layer_attrs(L, o, op))) {
+        return st;
+    }
     json_t *value = json_object_get(o, "value");
     if (value) {
         if (!json_is_number(value) ||
@@ -469,9 +499,9 @@ static remat_status_t load_op_attrs(loader_t *L, json_t *o, remat_op_t *op) {
 }
 
 static remat_status_t load_op(loader_t *L, json_t *o, remat_op_t *op) {
-    static const char *const allowed[] = {"name", "op",     "in",    "out", "spec",
-                                          "saves", "causal", "value", "layout", "ragged",
-                                          "over",  "window", NULL};
+    static const char *const allowed[] = {"name",   "op",     "in",     "out",   "spec",
+                                          "saves",  "causal", "value",  "layout", "ragged",
+                                          "over",   "window", "outer",  "outside", NULL};
     remat_status_t st;
     if (!json_is_object(o)) {
         return fail(L, REMAT_E_SCHEMA, "an op must be an object");

@@ -280,6 +280,49 @@ static remat_status_t check_ops(ctx_t *c, remat_block_t *b, const char *section)
     return REMAT_OK;
 }
 
+/* `outer` and `outside` place an op against the layer's checkpoint: the
+   head has none, and an op outside runs before it, so it reads only the
+   layer input, params and what other ops outside make, is no `outer` op,
+   and does not make the layer's output (the next layer's input). Needs
+   the producers (check_origins). */
+static remat_status_t check_scope(ctx_t *c, const remat_block_t *b, const char *section,
+                                  bool head) {
+    for (size_t j = 0; j < b->nops; j++) {
+        const remat_op_t *op = &b->ops[j];
+        if (head && (op->outer || op->outside)) {
+            return fail_at(c, section, "ops", j, REMAT_E_GRAPH,
+                           "op '%s': 'outer' and 'outside' are for layer ops (the head runs "
+                           "outside every layer)",
+                           op->name);
+        }
+        if (!op->outside) {
+            continue;
+        }
+        bool makes_output = false;
+        for (size_t i = 0; i < op->nout; i++) {
+            makes_output |= op->out[i] == b->outputs[0];
+        }
+        if (op->outer || makes_output) {
+            return fail_at(c, section, "ops", j, REMAT_E_GRAPH,
+                           "op '%s' runs outside the layer's checkpoint: it cannot be 'outer' "
+                           "or make the layer's output",
+                           op->name);
+        }
+        for (size_t i = 0; i < op->nin; i++) {
+            const remat_tensor_t *t = &b->tensors[op->in[i]];
+            if (!t->input && !t->param &&
+                (t->producer == REMAT_NONE || !b->ops[t->producer].outside)) {
+                return fail_at(c, section, "ops", j, REMAT_E_GRAPH,
+                               "op '%s' runs outside the layer's checkpoint, before it: it may "
+                               "read the layer input, params and outputs of ops outside, not "
+                               "'%s'",
+                               op->name, t->name);
+            }
+        }
+    }
+    return REMAT_OK;
+}
+
 /* Fails unless the ops form a DAG, naming an op on a cycle when there is
    one. @p v1 and @p v2 are scratch. */
 static remat_status_t check_acyclic(ctx_t *c, const remat_block_t *b, const char *section,
@@ -493,7 +536,7 @@ static remat_status_t analyze_layer(ctx_t *c, size_t k) {
                        k ? ", and both those of the first kind's input" : "");
     }
     remat_status_t st = analyze_block(c, L, section, REMAT_NONE, REMAT_NONE);
-    if (st || (st = derive(c, L, section))) {
+    if (st || (st = check_scope(c, L, section, false)) || (st = derive(c, L, section))) {
         return st;
     }
     if (L->tensors[L->outputs[0]].residual) {
@@ -565,6 +608,9 @@ static remat_status_t analyze_head(ctx_t *c) {
                        feeds->name, takes->name);
     }
     remat_status_t st = analyze_block(c, H, "head", g->head_takes, g->head_feeds);
+    if (st == REMAT_OK) {
+        st = check_scope(c, H, "head", true);
+    }
     if (st) {
         return st;
     }

@@ -237,16 +237,18 @@ static remat_status_t shape_mismatch(const opcheck_t *c, const remat_tensor_t *a
                a->name, sa, t->name, st, why);
 }
 
-/* The op's input and output counts against its kind's bounds. */
+/* The op's input and output counts against its kind's bounds; its
+   operands from outside the layer (`outer`) count as inputs. */
 static remat_status_t check_arity(const opcheck_t *c, const kind_info_t *k) {
     const remat_op_t *op = c->op;
-    if (op->nin < k->min_in || op->nin > k->max_in) {
+    const size_t nin = op->nin + op->outer;
+    if (nin < k->min_in || nin > k->max_in) {
         if (k->min_in == k->max_in) {
             return BAD("%s op '%s' takes exactly %u input%s, not %zu", k->name, op->name,
-                       k->min_in, k->min_in == 1 ? "" : "s", op->nin);
+                       k->min_in, k->min_in == 1 ? "" : "s", nin);
         }
         return BAD("%s op '%s' takes %u to %u inputs, not %zu", k->name, op->name, k->min_in,
-                   k->max_in, op->nin);
+                   k->max_in, nin);
     }
     if (op->nout < k->min_out || op->nout > k->max_out) {
         if (k->min_out == k->max_out) {
@@ -386,9 +388,13 @@ static remat_status_t check_dropout(const opcheck_t *c) {
     return REMAT_OK;
 }
 
+/* With `outer` keys and values (an earlier layer's, KV sharing) the op
+   reads q alone, and k and v are taken as shaped like it. */
 static remat_status_t check_flash_attention(const opcheck_t *c) {
     const remat_op_t *op = c->op;
-    const remat_tensor_t *q = c->x, *kk = T(c->b, op->in[1]), *v = T(c->b, op->in[2]);
+    const remat_tensor_t *q = c->x;
+    const remat_tensor_t *kk = op->outer ? q : T(c->b, op->in[1]);
+    const remat_tensor_t *v = op->outer ? q : T(c->b, op->in[2]);
     const remat_tensor_t *lse = T(c->b, op->out[1]);
     const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
     /* v may have its own head dim (MLA's v_head_dim), and the output has v's */
@@ -648,7 +654,8 @@ void remat_i_op_default_saves(const remat_block_t *b, remat_op_t *op) {
             save(op, op->out[1]);
             break;
         case REMAT_OP_FLASH_ATTENTION:
-            for (size_t i = 0; i < 3; i++) {
+            /* with `outer` keys and values, their holder keeps them */
+            for (size_t i = 0; i < op->nin; i++) {
                 save(op, op->in[i]);
             }
             save(op, op->out[0]);
@@ -708,17 +715,19 @@ static bool einsum_flops(const remat_op_t *op, const size_t *ein, size_t n,
    are skipped). The kernel's internal re-run of QK^T in backward is not
    counted here (the time model adds it). b, h, s and d are q's per-device
    sizes; t is the whole key length (context parallelism all-gathers K and
-   V). */
+   V). Keys and values from an earlier layer (`outer`) are q's shape: t is
+   q's whole sequence and v's head dim q's. */
 static bool attention_flops(const remat_block_t *b, const remat_op_t *op,
                             const uint64_t *const *tdim, const uint64_t *dimsize,
                             size_t ngrad, uint64_t *f, uint64_t *w) {
     const size_t q = op->in[0];
     const size_t S = op->bhsd ? 2 : 1, H = op->bhsd ? 1 : 2; /* seq, heads positions */
-    const remat_tensor_t *k = &b->tensors[op->in[1]];
+    const remat_tensor_t *k = &b->tensors[op->outer ? q : op->in[1]];
+    const size_t v = op->outer ? q : op->in[2];
     /* QK^T contracts q's head dim, PV v's (MLA's differ); dQ and dK are
        over q's, dV and dP over v's */
     uint64_t c = 2, d = 0;
-    bool ok = remat_i_add(tdim[q][3], tdim[op->in[2]][3], &d) &&
+    bool ok = remat_i_add(tdim[q][3], tdim[v][3], &d) &&
               remat_i_mul(c, tdim[q][0], &c) && remat_i_mul(c, tdim[q][H], &c) &&
               remat_i_mul(c, tdim[q][S], &c) && remat_i_mul(c, dimsize[k->dim[S]], &c) &&
               remat_i_mul(c, d, f) && remat_i_mul(*f, ngrad ? 2 : 0, w);
@@ -780,7 +789,10 @@ static bool per_element_flops(const remat_block_t *b, const remat_op_t *op, cons
             }
             break;
         case REMAT_OP_MUL:
-            ok = remat_i_mul(n, op->nin - 1, f) && remat_i_mul(n, ngrad, w);
+            /* an operand from outside the layer (`outer`) is a factor, and
+               its gradient (its holder's) is made here too */
+            ok = remat_i_mul(n, op->nin + op->outer - 1, f) &&
+                 remat_i_mul(n, ngrad + op->outer, w);
             break;
         case REMAT_OP_SCALE:
             *f = n;

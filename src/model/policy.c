@@ -644,6 +644,13 @@ static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t
         if (keeps_offloads && place == REMAT_PLACE_OFFLOAD && !by_predicate(b, p, i)) {
             place = REMAT_PLACE_DEVICE; /* the kind's own policy saves the offloaded names */
         }
+        if (t->producer != REMAT_NONE && b->ops[t->producer].outside) {
+            /* made outside the checkpoint: JAX keeps what the backward reads
+               of it (an op outside reads only such tensors, the input and
+               params: graph.c), whatever the policy asks */
+            place = REMAT_PLACE_DEVICE;
+            chosen = false;
+        }
         plan->asked[i] = place;
         plan->fate[i] = REMAT_FATE_TRANSIENT;
         /* a name or the predicate asked to keep it: if backward never

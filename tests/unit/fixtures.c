@@ -216,6 +216,7 @@ static void ops_equal(const remat_op_t *a, const remat_op_t *b) {
     assert_memory_equal(a->window, b->window, sizeof a->window);
     assert_memory_equal(a->saves, b->saves, sizeof a->saves);
     assert_memory_equal(&a->value, &b->value, sizeof a->value); /* the bits, -0.0 included */
+    assert_true(a->outer == b->outer && a->outside == b->outside);
     assert_true(a->causal == b->causal && a->bhsd == b->bhsd &&
                 a->saves_override == b->saves_override && a->has_backward == b->has_backward);
 }

@@ -100,6 +100,13 @@ typedef struct remat_config {
        default): head_dim and base_num_kv_heads, as a graph's dims read
        them (remat_config_size) */
     uint64_t global_head_dim, global_num_kv_heads;
+    /* Gemma 4 E2B and E4B (decoder_block gemma4_small): the per-layer
+       inputs' width and their table's rows, the last layers that reuse an
+       earlier layer's keys and values, and those layers' MLP twice as wide;
+       the gemma4_small graph binds them (and sizes derived from them,
+       remat_config_size) */
+    uint64_t hidden_size_per_layer_input, vocab_size_per_layer_input, num_kv_shared_layers;
+    bool use_double_wide_mlp;
     int64_t nope_layer_interval;      /* Llama 4's global (NoPE) layers; <= 0: none */
     bool sparse_matmul;               /* MaxText's default: Megablox grouped matmul */
     double capacity_factor;           /* the dense path's token dropping; <= 0: none */

@@ -119,6 +119,15 @@ typedef struct remat_op {
     /* flash_attention: the integer config key of its own attention window
        (Gemma 2's local half of a pair), over its kind's; "" when none */
     char window[REMAT_NAME_LEN];
+    /* operands another part of the step makes and holds, left out of `in`
+       (`outer`): 1 for a mul (Gemma 4's per-layer input, which the head
+       holds), 2 for a flash_attention (the keys and values of an earlier
+       layer, KV sharing); their FLOPs count, their bytes are the holder's */
+    unsigned char outer;
+    /* the op runs outside the layer's checkpoint (`outside`: MaxText's
+       decoder loop computes a Gemma 4 donor's keys and values before the
+       layer): what it makes is kept whatever the policy */
+    bool outside;
     size_t nsaves;        /* what its backward reads (rule or "saves") */
     size_t saves[2 * REMAT_MAX_IO];
     bool saves_override;
