@@ -417,7 +417,8 @@ static void put_graph(gen_t *G, const char *builtin, const remat_graph_t *g) {
             intern(&G->pool, g->description), intern(&G->pool, g->source));
     fprintf(f, "     .ndims = %zu, .dims = %" PRIu32 ", .nkinds = %zu, .kinds = %" PRIu32,
             g->ndims, dims, g->nkinds, kinds);
-    fprintf(f, ",\n     .has_head = %d, .head = ", g->has_head);
+    fprintf(f, ",\n     .expert_parallel = %d, .has_head = %d, .head = ", g->expert_parallel,
+            g->has_head);
     put_block_desc(f, &head);
     fputs(",\n     .head_feeds = ", f);
     put_size(f, g->head_feeds);

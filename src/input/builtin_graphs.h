@@ -76,7 +76,7 @@ typedef struct remat_i_static_graph {
     remat_i_str_t builtin; /* its name in the built-in table ("llama.flash") */
     remat_i_str_t name, description, source;
     uint32_t ndims, dims, nkinds, kinds;
-    bool has_head;
+    bool expert_parallel, has_head;
     remat_i_static_block_t head;
     size_t head_feeds, head_takes, head_npre;
 } remat_i_static_graph_t;

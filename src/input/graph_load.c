@@ -825,9 +825,35 @@ static remat_status_t load_layers(loader_t *L, json_t *root) {
     return REMAT_OK;
 }
 
+/* The head block @p head and the two tensors it shares with the layers. */
+static remat_status_t load_head(loader_t *L, json_t *head) {
+    remat_graph_t *g = L->g;
+    remat_status_t st;
+    remat_i_jpath_key(&L->path, "head");
+    g->has_head = true;
+    if ((st = load_block(L, head, &g->head, true))) {
+        return st;
+    }
+    const char *feeds, *takes;
+    if ((st = get_string(L, head, "feeds_layer", true, &feeds)) ||
+        (st = get_string(L, head, "takes_layer", true, &takes))) {
+        return st;
+    }
+    g->head_feeds = remat_block_find_tensor(&g->head, feeds);
+    g->head_takes = remat_block_find_tensor(&g->head, takes);
+    if (g->head_feeds == REMAT_NONE || g->head_takes == REMAT_NONE) {
+        remat_i_jpath_key(&L->path, g->head_feeds == REMAT_NONE ? "feeds_layer" : "takes_layer");
+        return fail(L, REMAT_E_SCHEMA, "unknown tensor '%s'",
+                    g->head_feeds == REMAT_NONE ? feeds : takes);
+    }
+    remat_i_jpath_pop(&L->path);
+    return REMAT_OK;
+}
+
 static remat_status_t load_root(loader_t *L, json_t *root) {
     static const char *const allowed[] = {"format", "name",  "description", "dims",
-                                          "layer",  "blocks", "stack",     "head", NULL};
+                                          "layer",  "blocks", "stack",     "head",
+                                          "expert_parallel", NULL};
     remat_graph_t *g = L->g;
     remat_status_t st;
     if (!json_is_object(root)) {
@@ -871,27 +897,15 @@ static remat_status_t load_root(loader_t *L, json_t *root) {
     if ((st = load_layers(L, root))) {
         return st;
     }
+    json_t *ep = json_object_get(root, "expert_parallel");
+    if (ep && !json_is_boolean(ep)) {
+        remat_i_jpath_key(&L->path, "expert_parallel");
+        return fail(L, REMAT_E_SCHEMA, "'expert_parallel' must be true or false");
+    }
+    g->expert_parallel = json_is_true(ep);
     json_t *head = json_object_get(root, "head");
-    if (head) {
-        remat_i_jpath_key(&L->path, "head");
-        g->has_head = true;
-        if ((st = load_block(L, head, &g->head, true))) {
-            return st;
-        }
-        const char *feeds, *takes;
-        if ((st = get_string(L, head, "feeds_layer", true, &feeds)) ||
-            (st = get_string(L, head, "takes_layer", true, &takes))) {
-            return st;
-        }
-        g->head_feeds = remat_block_find_tensor(&g->head, feeds);
-        g->head_takes = remat_block_find_tensor(&g->head, takes);
-        if (g->head_feeds == REMAT_NONE || g->head_takes == REMAT_NONE) {
-            remat_i_jpath_key(&L->path,
-                              g->head_feeds == REMAT_NONE ? "feeds_layer" : "takes_layer");
-            return fail(L, REMAT_E_SCHEMA, "unknown tensor '%s'",
-                        g->head_feeds == REMAT_NONE ? feeds : takes);
-        }
-        remat_i_jpath_pop(&L->path);
+    if (head && (st = load_head(L, head))) {
+        return st;
     }
     remat_graph_index_t *index = NULL;
     if ((st = remat_i_graph_analyze(g, L->source, L->err)) == REMAT_OK &&

@@ -41,6 +41,7 @@
 #include "remat/data/builtin.h"
 #include "remat/model/graph.h"
 #include "remat/model/hw.h"
+#include "remat/model/mesh.h"
 #include "remat/model/policy.h"
 #include "data/builtin_data.h"
 #include "input/builtin_graphs.h"
@@ -374,6 +375,7 @@ remat_status_t remat_i_graph_from_static(const remat_i_static_graph_t *s, remat_
     carver_t c = {block, block + l.arrays};
     remat_graph_t *d = carve_array(&c, NULL, 1, sizeof *d);
     d->one_block = size;
+    d->expert_parallel = s->expert_parallel;
     d->has_head = s->has_head;
     d->head_feeds = s->head_feeds;
     d->head_takes = s->head_takes;
@@ -595,6 +597,55 @@ static remat_status_t check_graph_names(const remat_config_t *cfg, const remat_g
     return REMAT_OK;
 }
 
+/* Whether the config's mesh shards the expert axis: MaxText then runs
+   its MoE layers' expert-parallel path (the graphs' .ep variant). A mesh
+   that does not build is the analysis's error to report, not this one's. */
+static bool expert_sharded(const remat_config_t *cfg) {
+    remat_mesh_t m;
+    remat_error_t ignored;
+    remat_error_init(&ignored);
+    return remat_mesh_build(cfg, &m, &ignored) == REMAT_OK && m.shards[REMAT_AXIS_EXPERT] > 1;
+}
+
+/* The built-in variant MaxText runs, its name into @p name (@p size bytes):
+   the attention kernel, dropout ops only when dropout is on, the dense MoE
+   path, the multi-token prediction head, and the expert-parallel path
+   where the graph has one and the expert axis is sharded. Its index, or
+   REMAT_NONE. */
+static size_t builtin_variant(const remat_config_t *cfg, char *name, size_t size) {
+    const bool dropout = cfg->enable_dropout && cfg->dropout_rate > 0;
+    const bool dense_moe = cfg->num_experts > 1 && !cfg->sparse_matmul;
+    const bool mtp = cfg->mtp_num_layers > 0;
+    int n = snprintf(name, size, "%s.%s%s%s%s", cfg->graph, cfg->attention,
+                     dropout ? ".dropout" : "", dense_moe ? ".dense_moe" : "", mtp ? ".mtp" : "");
+    assert(n > 0 && (size_t)n < size);
+    if (!dense_moe && expert_sharded(cfg) && (size_t)n + sizeof ".ep" <= size) {
+        memcpy(name + n, ".ep", sizeof ".ep");
+        const size_t ep = remat_i_builtin_index(REMAT_BUILTIN_GRAPH, name);
+        if (ep != REMAT_NONE) {
+            return ep;
+        }
+        name[n] = '\0'; /* a graph without experts: one path */
+    }
+    return remat_i_builtin_index(REMAT_BUILTIN_GRAPH, name);
+}
+
+static remat_status_t no_variant(const remat_config_t *cfg, remat_error_t *err) {
+    const bool dropout = cfg->enable_dropout && cfg->dropout_rate > 0;
+    const bool dense_moe = cfg->num_experts > 1 && !cfg->sparse_matmul;
+    const bool mtp = cfg->mtp_num_layers > 0;
+    char list[1024];
+    remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
+    return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                           "no built-in graph '%s' with attention=%s%s%s%s (built-in "
+                           "graph.attention[.dropout][.dense_moe][.mtp][.ep]: %s; or a graph "
+                           ".json file)",
+                           cfg->graph, cfg->attention,
+                           dropout ? " and dropout (dropout_rate > 0)" : "",
+                           dense_moe ? " on the dense MoE path (sparse_matmul=false)" : "",
+                           mtp ? " and multi-token prediction (mtp_num_layers)" : "", list);
+}
+
 remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
                              remat_policy_t **policy, remat_hw_t *hw, remat_error_t *err) {
     *graph = NULL;
@@ -603,27 +654,10 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
     if (remat_i_is_json_name(cfg->graph)) {
         st = remat_graph_load_file(cfg->graph, graph, err);
     } else {
-        /* The variant MaxText runs: the attention kernel, and the layer
-           with its dropout ops only when dropout is on. */
-        const bool dropout = cfg->enable_dropout && cfg->dropout_rate > 0;
-        const bool dense_moe = cfg->num_experts > 1 && !cfg->sparse_matmul;
-        const bool mtp = cfg->mtp_num_layers > 0;
         char name[REMAT_STR_LEN + 64];
-        snprintf(name, sizeof name, "%s.%s%s%s%s", cfg->graph, cfg->attention,
-                 dropout ? ".dropout" : "", dense_moe ? ".dense_moe" : "", mtp ? ".mtp" : "");
-        const size_t index = remat_i_builtin_index(REMAT_BUILTIN_GRAPH, name);
+        const size_t index = builtin_variant(cfg, name, sizeof name);
         if (index == REMAT_NONE) {
-            char list[1024];
-            remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
-            return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                                   "no built-in graph '%s' with attention=%s%s%s%s (built-in "
-                                   "graph.attention[.dropout][.dense_moe][.mtp]: %s; or a graph "
-                                   ".json file)",
-                                   cfg->graph, cfg->attention,
-                                   dropout ? " and dropout (dropout_rate > 0)" : "",
-                                   dense_moe ? " on the dense MoE path (sparse_matmul=false)" : "",
-                                   mtp ? " and multi-token prediction (mtp_num_layers)" : "",
-                                   list);
+            return no_variant(cfg, err);
         }
         /* a new graph each time: the caller owns and may change it */
         st = builtin_graph(index, graph, err);

@@ -101,7 +101,19 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
         return st;
     }
     analyzer_arena(an, (size_t)cfg->base_num_decoder_layers);
-    if ((st = remat_mesh_build(cfg, &an->mesh, err)) || (st = remat_i_bind(an, err))) {
+    if ((st = remat_mesh_build(cfg, &an->mesh, err))) {
+        return st;
+    }
+    /* the expert-parallel path's sorts around its all-to-alls are copies
+       MaxText makes only with the expert axis sharded (graph-format.md) */
+    if (g->expert_parallel && an->mesh.shards[REMAT_AXIS_EXPERT] <= 1) {
+        return remat_error_set(err, REMAT_E_CONFIG, g->source, NULL,
+                               "graph '%s' is MaxText's expert-parallel MoE path, but the expert "
+                               "mesh axis has 1 shard (set ici_expert_parallelism or "
+                               "dcn_expert_parallelism above 1, or use the graph without it)",
+                               g->name);
+    }
+    if ((st = remat_i_bind(an, err))) {
         return st;
     }
     for (size_t k = 0; k < g->nkinds; k++) {

@@ -268,6 +268,7 @@ void fx_graphs_equal(const remat_graph_t *a, const remat_graph_t *b) {
     for (size_t k = 0; k < a->nkinds; k++) {
         kinds_equal(&a->kinds[k], &b->kinds[k]);
     }
+    assert_true(a->expert_parallel == b->expert_parallel);
     assert_true(a->has_head == b->has_head && a->head_feeds == b->head_feeds &&
                 a->head_takes == b->head_takes && a->head_npre == b->head_npre);
     if (a->has_head) {

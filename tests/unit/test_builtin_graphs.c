@@ -107,7 +107,7 @@ static void test_static_graphs_equal_a_load(void **state) {
 }
 
 /* The config that selects built-in graph @p name
-   (graph.attention[.dropout][.dense_moe][.mtp], resolve.c). */
+   (graph.attention[.dropout][.dense_moe][.mtp][.ep], resolve.c). */
 static void config_for(const char *name, remat_config_t *cfg) {
     remat_config_defaults(cfg);
     char parts[REMAT_STR_LEN];
@@ -122,6 +122,9 @@ static void config_for(const char *name, remat_config_t *cfg) {
         } else if (strcmp(p, "dense_moe") == 0) {
             cfg->num_experts = 8;
             cfg->sparse_matmul = false;
+        } else if (strcmp(p, "ep") == 0) { /* the expert axis sharded */
+            cfg->num_devices = 4;
+            cfg->ici[REMAT_AXIS_EXPERT] = 4;
         } else {
             assert_string_equal(p, "mtp");
             cfg->mtp_num_layers = 1;

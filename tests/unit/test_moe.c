@@ -239,6 +239,53 @@ static void test_expert_parallel_by_hand(void **state) {
     fx_free(f);
 }
 
+/* With the expert axis sharded, the built-in MoE graphs run MaxText's
+   expert-parallel path (their .ep variant): the local copies sorted, sent
+   to the receive buffer, sorted again; the experts' output sorted back,
+   returned and sorted to token order. Mixtral 8x7B, one sequence of 256 a
+   device, expert parallelism 4 over 16 devices: the receive buffer holds
+   min(4, 8 / 2) = 4 times the local copies, 1 x 256 x 2 x 4 x 4096 bf16 =
+   16 MiB, as does each sort of it; the copies at home 256 x 2 x 4096 bf16
+   = 4 MiB. Without the expert axis, one sort each way, as before. */
+static void test_expert_parallel_path(void **state) {
+    (void)state;
+    const char *ep[] = {"model_name=mixtral-8x7b", "per_device_batch_size=1",
+                        "max_target_length=256",   "num_devices=16",
+                        "ici_expert_parallelism=4", "base_num_decoder_layers=2",
+                        "remat_policy=minimal",    NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, ep);
+    assert_true(f->graph->expert_parallel);
+    assert_int_equal(f->r.mesh.shards[REMAT_AXIS_EXPERT], 4);
+    static const struct {
+        const char *name;
+        uint64_t bytes;
+    } want[] = {{"tokens_sorted", 4u << 20}, {"tokens_recv", 16u << 20}, {"tokens", 16u << 20},
+                {"moe_out", 16u << 20},      {"moe_out_local", 16u << 20},
+                {"moe_home", 4u << 20},      {"moe_back", 4u << 20}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        assert_int_equal(row(f, 0, want[i].name)->bytes, want[i].bytes);
+    }
+    /* under minimal the backward re-runs the whole path: the grouped
+       matmuls read the second sort, made from the receive buffer, and the
+       combine's weight gradient reads the returned output, made from the
+       experts' sorted-back output (the compiler's re-run holds both) */
+    static const char *const rerun[] = {"tokens_sorted", "tokens_recv", "tokens", "moe_out_local",
+                                        "moe_home"};
+    for (size_t i = 0; i < sizeof rerun / sizeof rerun[0]; i++) {
+        assert_int_equal(row(f, 0, rerun[i])->fate, REMAT_FATE_RECOMPUTE);
+    }
+    fx_free(f);
+    const char *one[] = {"model_name=mixtral-8x7b", "per_device_batch_size=1",
+                         "max_target_length=256",   "num_devices=16",
+                         "base_num_decoder_layers=2", NULL};
+    f = fx_analyze_ok(NULL, one);
+    assert_false(f->graph->expert_parallel);
+    const remat_block_t *b = remat_profile_block(&f->r, 0);
+    assert_true(remat_block_find_tensor(b, "tokens_recv") == REMAT_NONE);
+    assert_int_equal(row(f, 0, "tokens")->bytes, 4u << 20); /* a buffer factor of 1 */
+    fx_free(f);
+}
+
 /* A stack's kinds: dense first (first_num_dense_layers=1), then MoE; the
    params of each kind times its layers (64 + 2 x 272 = 608); one profile
    per kind, each naming its kind. */
@@ -1138,6 +1185,7 @@ int main(void) {
         cmocka_unit_test(test_tiny_moe_backward_by_hand),
         cmocka_unit_test(test_tiny_moe_forward_peak_by_hand),
         cmocka_unit_test(test_expert_parallel_by_hand),
+        cmocka_unit_test(test_expert_parallel_path),
         cmocka_unit_test(test_first_dense_then_moe),
         cmocka_unit_test(test_every_and_stages),
         cmocka_unit_test(test_stack_errors),

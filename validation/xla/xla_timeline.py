@@ -11,7 +11,9 @@ the head, backward layers...), the maximum with the buffers that make it,
 and the arguments' share. `--at INDEX` lists the buffers live at one
 point instead. A while loop's body runs many times but appears once, so
 each scanned layer's working set is seen once, on top of what the loop
-carries.
+carries. Values the assignment puts in one place (the same allocation and
+offset) whose ranges meet are one buffer: an output written over an operand
+that dies there (an elementwise fusion's in place) is counted once.
 """
 
 import argparse
@@ -26,7 +28,7 @@ sys.path.insert(0, HERE)
 import peak_buffers  # pylint: disable=wrong-import-position
 
 _RANGE = re.compile(r"^\s+([\w.\-]+)\{([0-9,]*)\}:(\d+)-(\d+)$")
-_VALUE = re.compile(r"value: <\d+ ([\w.\-]+)(\{[0-9,]*\})?(?: \([a-z]+\))? @\d+> \(size=(\d+),offset=\d+\)")
+_VALUE = re.compile(r"value: <\d+ ([\w.\-]+)(\{[0-9,]*\})?(?: \([a-z]+\))? @\d+> \(size=(\d+),offset=(\d+)\)")
 
 
 def _read(folder, suffix, module="jit_train_step"):
@@ -38,20 +40,47 @@ def _read(folder, suffix, module="jit_train_step"):
 
 
 def load(folder):
-  """(sequence names, {buffer: (start, end, bytes)}) of the dump's train step."""
+  """(sequence names, {buffer: (start, end, bytes)}) of the dump's train step,
+  values sharing a place in the assignment merged where their ranges meet
+  (the merged buffer is named by its first value)."""
   live = _read(folder, "after_optimizations-live-range.txt")
   assign = _read(folder, "after_optimizations-buffer-assignment.txt")
-  sizes = {}
-  for m in _VALUE.finditer(assign):
-    sizes[f"{m.group(1)}{m.group(2) or '{}'}"] = int(m.group(3))
+  sizes, place, alloc = {}, {}, None
+  for line in assign.splitlines():
+    if line.startswith("allocation "):
+      alloc = line.split(":", 1)[0]
+      continue
+    m = _VALUE.search(line)
+    if m:
+      key = f"{m.group(1)}{m.group(2) or '{}'}"
+      sizes[key] = int(m.group(3))
+      place[key] = (alloc, int(m.group(4)))
   seq = [name for _, name in sorted((int(i), n) for i, n in re.findall(r"^\s+(\d+):(\S+)$", live.split("BufferLiveRange:")[0], re.M))]
-  ranges = {}
+  raw = {}
   for line in live.split("BufferLiveRange:", 1)[1].split("Live ranges at", 1)[0].splitlines():
     m = _RANGE.match(line)
     if m:
       key = f"{m.group(1)}{{{m.group(2)}}}"
-      ranges[key] = (int(m.group(3)), int(m.group(4)), sizes.get(key, 0))
-  return seq, ranges
+      raw[key] = (int(m.group(3)), int(m.group(4)), sizes.get(key, 0))
+  return seq, merge_shared(raw, place)
+
+
+def merge_shared(raw, place):
+  """One range per run of values in one place whose ranges overlap or meet."""
+  by_place, out = {}, {}
+  for key, r in raw.items():
+    by_place.setdefault(place.get(key, ("", key)), []).append((r[0], r[1], r[2], key))
+  for runs in by_place.values():
+    runs.sort()
+    start, end, size, name = runs[0]
+    for s, e, z, k in runs[1:]:
+      if s <= end:
+        end, size = max(end, e), max(size, z)
+        continue
+      out[name] = (start, end, size)
+      start, end, size, name = s, e, z, k
+    out[name] = (start, end, size)
+  return out
 
 
 def curve(seq, ranges):

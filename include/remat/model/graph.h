@@ -180,6 +180,9 @@ typedef struct remat_graph {
     remat_dim_t *dims;
     size_t nkinds;        /* 1..REMAT_MAX_KINDS; every block has the same layer input */
     remat_kind_t *kinds;  /* in stack order */
+    /* MaxText's expert-parallel MoE path (graph key expert_parallel): the
+       analysis refuses it unless the expert mesh axis is sharded */
+    bool expert_parallel;
     bool has_head;
     remat_block_t head;
     size_t head_feeds;    /* head tensor that is layer 0's input */
