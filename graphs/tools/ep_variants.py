@@ -30,6 +30,7 @@ import copy
 import glob
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GRAPHS = os.path.join(HERE, "..")
@@ -94,7 +95,11 @@ def variant(g):
     return g
 
 
-def main():
+def main(argv):
+    """Writes the variants; with --check, writes nothing and exits 1 naming
+    each variant file that is missing or differs from its graph's."""
+    check = argv[1:] == ["--check"]
+    stale = []
     for path in sorted(glob.glob(os.path.join(GRAPHS, "*.json"))):
         if path.endswith(".ep.json"):
             continue
@@ -103,10 +108,19 @@ def main():
         v = variant(g)
         if v is None:
             continue
-        with open(path[: -len(".json")] + ".ep.json", "w") as f:
-            json.dump(v, f, indent=2)
-            f.write("\n")
+        out = path[: -len(".json")] + ".ep.json"
+        text = json.dumps(v, indent=2) + "\n"
+        if check:
+            old = open(out).read() if os.path.exists(out) else None
+            if old != text:
+                stale.append(os.path.basename(out))
+            continue
+        with open(out, "w") as f:
+            f.write(text)
+    for name in stale:
+        print(f"ep_variants.py: graphs/{name} is not its graph's variant (run graphs/tools/ep_variants.py)")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv))
