@@ -550,7 +550,11 @@ def ple_head():
     table [vocab_size_per_layer_input, layers x hidden_size_per_layer_input]
     (times sqrt(hidden_size_per_layer_input), fused), plus a projection of
     the embedded tokens (h0) to the same width (times emb^-0.5, fused),
-    RMS-normalized per layer ([hidden_size_per_layer_input] scale), the sum
+    RMS-normalized per layer ([hidden_size_per_layer_input] scale) in fp32
+    (MaxText's RMSNorm upcasts its input; outside every checkpoint JAX keeps
+    that upcast for the norm's backward: XLA's compile of gemma4-e2b on
+    v5e-16 holds an f32 [batch, seq, layers x 256] from the head's forward
+    to its backward), the sum
     times 2^-0.5: per_layer_inputs [batch, seq, layers, hidden_size_per_layer_input],
     whose slice each layer reads. MaxText passes each layer its slice as an
     argument of the layer's checkpoint, so the slices are kept to the
@@ -566,6 +570,7 @@ def ple_head():
     t["ple_w_model"] = T(["embed", "ple_all"], "weight", param=True)
     t["ple_ctx"] = T(["batch", "seq", "ple_all"])
     t["ple_ctx4"] = T(["batch", "seq", "layers", "ple"])
+    t["ple_ctx_f32"] = T(["batch", "seq", "layers", "ple"], "fp32")
     t["ple_norm_scale"] = T(["ple"], "weight", param=True, axes=["norm"])
     t["ple_ctx_normed"] = T(["batch", "seq", "layers", "ple"])
     t["ple_rstd"] = T(["batch", "seq", "layers"], "fp32")
@@ -577,7 +582,8 @@ def ple_head():
         O("ple_embed_view", "reshape", ["ple_emb"], ["ple_emb4"]),
         O("ple_model_proj", "einsum", ["h0", "ple_w_model"], ["ple_ctx"], spec="bse,ef->bsf"),
         O("ple_ctx_view", "reshape", ["ple_ctx"], ["ple_ctx4"]),
-        O("ple_norm", "rmsnorm", ["ple_ctx4", "ple_norm_scale"], ["ple_ctx_normed", "ple_rstd"]),
+        O("ple_upcast", "cast", ["ple_ctx4"], ["ple_ctx_f32"]),
+        O("ple_norm", "rmsnorm", ["ple_ctx_f32", "ple_norm_scale"], ["ple_ctx_normed", "ple_rstd"]),
         O("ple_sum", "add", ["ple_emb4", "ple_ctx_normed"], ["ple_sum"]),
         O("ple_scale", "scale", ["ple_sum"], ["per_layer_inputs"], value=2 ** -0.5,
           saves=["per_layer_inputs"])]
