@@ -258,9 +258,8 @@ def gpt_oss():
         "attention sinks (one logit per query head) are a [heads] param that no op reads: the flash "
         "kernel here takes only q, k, v, so they count in the params but not in the kernel's inputs; "
         "the bias adds' masks of padded rows (jnp.where) are taken as fused with the adds. MaxText scans "
-        "the layers in pairs (inhomogeneous_layer_cycle_interval 2), a pair under one remat; here each "
-        "layer is a step of its own (under full MaxText keeps one input per pair and recomputes a pair "
-        "at a time)"),
+        "the layers in pairs (inhomogeneous_layer_cycle_interval 2), a pair under one remat, and so does "
+        "the analysis (remat_unit 2: under full one input kept per pair, a pair re-run at a time)"),
         moe_mlp={"from": "base_mlp_dim", "axis": "activation_mlp_moe", "weight_axis": "mlp_moe"})
     blocks = {}
     for name in ("global", "local"):
@@ -318,8 +317,8 @@ def llama4(qk_norm):
         "right when interleave_moe_layer_step divides nope_layer_interval (Scout 1 and 4, Maverick 2 "
         "and 4). Leaves out the scaled token's sort in fp32 (cast to the compute dtype before the "
         "permute here, after it in MaxText) and the vision encoder. MaxText scans the layers in blocks "
-        "of inhomogeneous_layer_cycle_interval (4), a block under one remat; here each layer is a step of "
-        "its own (under full MaxText keeps one input per block and recomputes a block at a time)"), shared_mlp=SHARED_MLP)
+        "of inhomogeneous_layer_cycle_interval (4), a block under one remat, and so does the analysis "
+        "(remat_unit 4: under full one input kept per block, a block re-run at a time)"), shared_mlp=SHARED_MLP)
     blocks = {}
     t, ops = attention(128 ** -0.5, rope=False, temperature=True)
     blocks["global_moe"] = residual(t, ops, llama4_moe(t, ops, "hn"))
