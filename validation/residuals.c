@@ -20,10 +20,15 @@
  *   weights (static memory in remat, whether or not backward reads them),
  *   the broadcast inputs (positions, segment ids: MaxText's scan broadcasts
  *   them and JAX hoists loop-invariant residuals out of the loop, so no
- *   layer keeps its own), the layer's RNG state (a key and a counter) and
- *   program constants.
+ *   layer keeps its own), the layer's RNG state (a key and a counter),
+ *   program constants, and the arguments other parts of the step hold
+ *   ("outer": Gemma 4's per-layer input, which remat's head holds, and a
+ *   donor's keys and values, which the donor holds).
  * - Compared on remat's side: every tensor of the layer's profile whose fate
- *   is device or offload, a view at its base buffer's bytes.
+ *   is device or offload, a view at its base buffer's bytes, but those made
+ *   by ops outside the checkpoint (`outside`: a Gemma 4 donor's keys and
+ *   values, made before it; the trace records the checkpoint, which takes
+ *   them as arguments).
  * - Every mismatch is one of four classes: JAX keeps what remat does not,
  *   remat keeps what JAX does not, the bytes differ, or the memory differs.
  *   A mismatch listed in FLOOR is expected (each entry's reason is in
@@ -198,7 +203,8 @@ static bool load_remat(const remat_result_t *r, size_t layer, res_t *out, size_t
     *n = 0;
     for (size_t i = 0; i < b->ntensors; i++) {
         const remat_tensor_row_t *row = &r->profiles[p].tensors[i];
-        if (!kept(row)) {
+        const size_t made_by = b->tensors[row->tensor].producer;
+        if (!kept(row) || (made_by != REMAT_NONE && b->ops[made_by].outside)) {
             continue;
         }
         if (*n == MAX_RES) {

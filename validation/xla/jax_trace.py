@@ -148,9 +148,10 @@ class LayerTracer:
     if cfg.decoder_block in (DecoderBlockType.GEMMA3, DecoderBlockType.GEMMA4):
       kwargs["bidirectional_mask"] = None
 
-    def apply(p, r, inputs, segment_ids, positions):
+    def apply(p, r, inputs, segment_ids, positions, outer_values):
       layer = nnx.merge(graphdef, p, r)
       call = dict(kwargs, decoder_segment_ids=segment_ids, decoder_positions=positions)
+      call.update(zip(outer, outer_values))
       # The loop's test, as it is: pyconfig reads remat_policy=none as None,
       # so `none` is checkpointed too, with get_remat_policy's None (nothing
       # saveable); only a config that kept the string would skip it.
@@ -160,9 +161,11 @@ class LayerTracer:
         out = layer(inputs, **call)
       return out[0] if isinstance(out, tuple) else out
 
-    args = (params, rest, x, ids, ids)
+    outer = outer_args(cfg, module, batch, seq)
+    args = (params, rest, x, ids, ids, tuple(outer.values()))
     roles = ([("param", p) for p in leaf_paths(params)] + [("state", p) for p in leaf_paths(rest)] +
-             [("input", "inputs"), ("broadcast", "decoder_segment_ids"), ("broadcast", "decoder_positions")])
+             [("input", "inputs"), ("broadcast", "decoder_segment_ids"), ("broadcast", "decoder_positions")] +
+             [("outer", name) for name in outer])
     leaves, tree = jax.tree.flatten(args)
     assert len(leaves) == len(roles), (len(leaves), len(roles))
 
@@ -185,6 +188,32 @@ class LayerTracer:
         out[name] = None
     out["maxtext"] = maxtext_version(self.maxtext_src)
     return out
+
+
+def outer_args(cfg, module, batch, seq):
+  """The arguments NNXDecoder's gemma4_small loop passes a layer beside its input, by name, as abstract arrays.
+
+  Gemma 4 E2B/E4B (_apply_gemma4_small_layers): every layer its slice of
+  the per-layer inputs; a layer that reuses an earlier layer's keys and
+  values (is_shared), and a donor that hands its own on, the keys and
+  values the loop made before the layer's checkpoint (compute_shared_kv,
+  outside it: the donor's own residuals there are not the layer's). They
+  are the checkpoint's arguments, held by what made them: source "outer".
+  """
+  from maxtext.common.common_types import DecoderBlockType  # pylint: disable=import-outside-toplevel
+  from maxtext.models import gemma4_small  # pylint: disable=import-outside-toplevel
+
+  if cfg.decoder_block != DecoderBlockType.GEMMA4_SMALL:
+    return {}
+  out = {}
+  if cfg.hidden_size_per_layer_input > 0 and cfg.vocab_size_per_layer_input > 0:
+    out["per_layer_input"] = jax.ShapeDtypeStruct((batch, seq, cfg.hidden_size_per_layer_input), cfg.dtype)
+  types = gemma4_small.build_layer_types(cfg.num_decoder_layers, cfg.model_name)
+  donor = gemma4_small.is_kv_donor_layer(module.layer_idx, types, cfg.num_kv_shared_layers)
+  if module.is_shared or donor:
+    kv = jax.ShapeDtypeStruct((batch, seq, module.num_kv_heads, module.head_dim), cfg.dtype)
+    out["shared_key"], out["shared_value"] = kv, kv
+  return out
 
 
 def decoder_layer(cfg, decoder, layer):

@@ -95,6 +95,11 @@ CASES = [
     {"graph": "olmo3.flash", "settings": ["model_name=olmo3-7b"], "layers": [(0, "local"), (3, "global")]},
     {"graph": "gemma4.flash", "settings": ["model_name=gemma4-31b"], "layers": [(0, "local"), (5, "global")]},
     {"graph": "gemma4_moe.flash", "settings": ["model_name=gemma4-26b"], "layers": [(0, "local"), (5, "global")]},
+    # unscanned, its layer count decides which layers share keys and values:
+    # the model's own count (`depth`)
+    {"graph": "gemma4_small.flash", "settings": ["model_name=gemma4-e2b"], "depth": 35,
+     "layers": [(0, "local"), (4, "global"), (13, "local_donor"), (14, "global_donor"), (15, "local_shared"),
+                (19, "global_shared")]},
     {"graph": "envy.flash", "settings": ["model_name=envy-switch-base"], "layers": [(0, "dense"), (1, "moe")]},
 ]
 
@@ -167,9 +172,10 @@ def main(argv):
     for policy, policy_keys in POLICIES:
       if args.policies and policy not in args.policies:
         continue
-      # The fewest layers that hold the recorded ones (each layer's
+      # The fewest layers that hold the recorded ones, or the case.s own
+      # count (`depth`) where it decides the layers (each layer's
       # residuals are its own; the decoder is built whole, abstractly).
-      depth = max(layer for layer, _ in case["layers"]) + 1
+      depth = case.get("depth", max(layer for layer, _ in case["layers"]) + 1)
       settings = case["settings"] + [f"base_num_decoder_layers={depth}"] + COMMON + policy_keys
       for layer, kind in case["layers"]:
         record = {"graph": case["graph"], "policy": policy, "layer": layer, "kind": kind, "settings": settings}
