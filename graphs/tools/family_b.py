@@ -177,9 +177,9 @@ def gemma3():
         "after the scale), the flash kernel, output projection, post-attention RMSNorm, residual; "
         "RMSNorm, GeGLU MLP (gelu on wi_0), post-MLP RMSNorm, residual. Head: token embedding, final "
         "RMSNorm, logits tied to the embedding (the 1/sqrt(emb) normalization fused into them), "
-        "cross-entropy in fp32 fused with the cast. Left out: MaxText scans Gemma 3 in blocks of six "
-        "layers (one remat unit each, the num_decoder_layers % 6 left over as one unscanned block); "
-        "here each layer is its own unit; the vision encoder"),
+        "cross-entropy in fp32 fused with the cast. MaxText scans Gemma 3 in blocks of six layers (one "
+        "remat unit each, the num_decoder_layers % 6 left over as one more block), and so does the "
+        "analysis (remat_unit 6). Left out: the vision encoder"),
         blocks={"decoder": block},
         stack=[{"name": "global", "block": "decoder", "every": 6},
                {"name": "local", "block": "decoder", "window": "sliding_window_size"}])
