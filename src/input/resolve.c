@@ -607,19 +607,30 @@ static bool expert_sharded(const remat_config_t *cfg) {
     return remat_mesh_build(cfg, &m, &ignored) == REMAT_OK && m.shards[REMAT_AXIS_EXPERT] > 1;
 }
 
+/* Which parts of the step select a built-in graph's variant: dropout ops
+   only when dropout is on, the dense MoE path, the multi-token prediction
+   head (the expert-parallel path asks the mesh: expert_sharded). */
+typedef struct variant {
+    bool dropout, dense_moe, mtp;
+} variant_t;
+
+static variant_t variant_of(const remat_config_t *cfg) {
+    return (variant_t){.dropout = cfg->enable_dropout && cfg->dropout_rate > 0,
+                       .dense_moe = cfg->num_experts > 1 && !cfg->sparse_matmul,
+                       .mtp = cfg->mtp_num_layers > 0};
+}
+
 /* The built-in variant MaxText runs, its name into @p name (@p size bytes):
-   the attention kernel, dropout ops only when dropout is on, the dense MoE
-   path, the multi-token prediction head, and the expert-parallel path
+   the attention kernel, variant_t's parts, and the expert-parallel path
    where the graph has one and the expert axis is sharded. Its index, or
    REMAT_NONE. */
 static size_t builtin_variant(const remat_config_t *cfg, char *name, size_t size) {
-    const bool dropout = cfg->enable_dropout && cfg->dropout_rate > 0;
-    const bool dense_moe = cfg->num_experts > 1 && !cfg->sparse_matmul;
-    const bool mtp = cfg->mtp_num_layers > 0;
+    const variant_t v = variant_of(cfg);
     int n = snprintf(name, size, "%s.%s%s%s%s", cfg->graph, cfg->attention,
-                     dropout ? ".dropout" : "", dense_moe ? ".dense_moe" : "", mtp ? ".mtp" : "");
+                     v.dropout ? ".dropout" : "", v.dense_moe ? ".dense_moe" : "",
+                     v.mtp ? ".mtp" : "");
     assert(n > 0 && (size_t)n < size);
-    if (!dense_moe && expert_sharded(cfg) && (size_t)n + sizeof ".ep" <= size) {
+    if (!v.dense_moe && expert_sharded(cfg) && (size_t)n + sizeof ".ep" <= size) {
         memcpy(name + n, ".ep", sizeof ".ep");
         const size_t ep = remat_i_builtin_index(REMAT_BUILTIN_GRAPH, name);
         if (ep != REMAT_NONE) {
@@ -631,9 +642,7 @@ static size_t builtin_variant(const remat_config_t *cfg, char *name, size_t size
 }
 
 static remat_status_t no_variant(const remat_config_t *cfg, remat_error_t *err) {
-    const bool dropout = cfg->enable_dropout && cfg->dropout_rate > 0;
-    const bool dense_moe = cfg->num_experts > 1 && !cfg->sparse_matmul;
-    const bool mtp = cfg->mtp_num_layers > 0;
+    const variant_t v = variant_of(cfg);
     char list[1024];
     remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
     return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
@@ -641,9 +650,9 @@ static remat_status_t no_variant(const remat_config_t *cfg, remat_error_t *err) 
                            "graph.attention[.dropout][.dense_moe][.mtp][.ep]: %s; or a graph "
                            ".json file)",
                            cfg->graph, cfg->attention,
-                           dropout ? " and dropout (dropout_rate > 0)" : "",
-                           dense_moe ? " on the dense MoE path (sparse_matmul=false)" : "",
-                           mtp ? " and multi-token prediction (mtp_num_layers)" : "", list);
+                           v.dropout ? " and dropout (dropout_rate > 0)" : "",
+                           v.dense_moe ? " on the dense MoE path (sparse_matmul=false)" : "",
+                           v.mtp ? " and multi-token prediction (mtp_num_layers)" : "", list);
 }
 
 remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
