@@ -56,13 +56,13 @@ def split(block):
     pre = dispatch["name"][: -len("permute")]  # "" or a head module's "mtp_"
     assert dispatch["name"] == pre + "permute" and combine["name"] == pre + "unpermute"
     src, idx = dispatch["in"]
-    recv_out = dispatch["out"][0]           # the receive buffer's sorted copy: the experts read it
+    experts_in = dispatch["out"][0]         # what the experts read: the received rows sorted again
     back_in, back_out = combine["in"][0], combine["out"][0]
     rows = t[src]                            # [b,s,k,e]: the local copies
     sorted_in, recv = pre + "tokens_sorted", pre + "tokens_recv"
     local_out, home = pre + "moe_out_local", pre + "moe_home"
     t[sorted_in] = copy.deepcopy(rows)
-    t[recv] = copy.deepcopy(t[recv_out])
+    t[recv] = copy.deepcopy(t[experts_in])
     t[local_out] = copy.deepcopy(t[back_in])
     t[local_out].pop("checkpoint", None)
     t[home] = copy.deepcopy(t[back_out])
@@ -70,7 +70,7 @@ def split(block):
     ops[i:i + 1] = [
         {"name": pre + "sort", "op": "gather", "in": [src, idx], "out": [sorted_in]},
         {"name": pre + "permute", "op": "gather", "in": [sorted_in, idx], "out": [recv], "over": "expert"},
-        {"name": pre + "local_permute", "op": "gather", "in": [recv, idx], "out": [recv_out]},
+        {"name": pre + "local_permute", "op": "gather", "in": [recv, idx], "out": [experts_in]},
     ]
     i = ops.index(combine)
     ops[i:i + 1] = [

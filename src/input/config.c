@@ -1076,7 +1076,10 @@ static uint64_t kv_shared_first(const remat_config_t *c) {
    (no layer) when no layer shares or none of that kind comes before. */
 static uint64_t kv_donor(const remat_config_t *c, bool global) {
     const uint64_t F = kv_shared_first(c), P = gemma4_small_period(c);
-    for (uint64_t i = F; F < c->base_num_decoder_layers && i > 0; i--) {
+    if (F >= c->base_num_decoder_layers) {
+        return 0; /* no layer shares */
+    }
+    for (uint64_t i = F; i > 0; i--) {
         if ((i % P == 0) == global) { /* layer i - 1 is global when i is a multiple of P */
             return i;
         }

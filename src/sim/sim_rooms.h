@@ -350,8 +350,7 @@ struct remat_analyzer {
    of its figure after), which is not modelled (docs/validation.md).
    Under gradient accumulation XLA sometimes makes them at the loss
    instead (no logits-sized buffer in the layers' backward: llama2-7b on
-   v5e-16 and
-   llama3.1-70b on v5p-16 at batch 12 and 13) and sometimes holds the
+   v5e-16 and llama3.1-70b on v5p-16 at batch 12 and 13) and sometimes holds the
    logits through the backward as without it (llama3.1-8b under minimal on
    v6e-8, llama3.1-70b on v5p-16 at batch 20, which XLA refuses at 1.116 of
    its limit); nothing read yet tells the two apart, so remat counts the
