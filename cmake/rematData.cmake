@@ -45,7 +45,7 @@ function(remat_embedded_data root outdir)
     ${root}/src/model/graph_index.c ${root}/src/model/policy.c ${root}/src/model/hw.c
     ${root}/src/model/mesh.c
     ${root}/src/input/yaml_config.c ${root}/src/input/topology.c ${root}/src/input/config.c
-    ${root}/src/input/config_maxtext.c ${root}/src/input/graph_load.c)
+    ${root}/src/input/config_maxtext.c ${root}/src/input/graph_load.c ${root}/src/input/slice_grids.c)
   target_include_directories(remat_gen_graphs PRIVATE ${root}/include ${root}/src)
   target_include_directories(remat_gen_graphs SYSTEM PRIVATE ${arg_INCLUDES})
   target_link_libraries(remat_gen_graphs PRIVATE ${arg_LIBS})

@@ -74,6 +74,8 @@ _PLAIN_KEYS = (
     # pipeline
     "num_layers_per_pipeline_stage", "pipeline_delay_activation_forwarding",
     "override_logical_axis_rules",
+    # the mesh's layout on the slice's chip grid
+    "allow_split_physical_axes",
 )
 
 # remat's base_* keys are the model's dims; MaxText scales them by

@@ -115,6 +115,9 @@ static const key_t_ keys[] = {
      "each op's FSDP gather is issued during the op before it (prefetch)"},
     {"num_slices", K_I64, F(num_slices),
      "slices of the topology (multiplies its devices); -1, MaxText's default: one"},
+    {"allow_split_physical_axes", K_BOOL, F(allow_split_physical_axes),
+     "JAX may split a physical axis of the slice between mesh axes (MaxText's default false: "
+     "each ICI axis must be a product of whole ones)"},
     {"decoder_block", K_STR, F(decoder_block),
      "MaxText's layer kind, checked against the graph: llama2, mistral, qwen2 (llama), gpt3"},
     {"attention_type", K_STR, F(attention_type),

@@ -370,6 +370,7 @@ remat_status_t remat_mesh_build_spec(const remat_mesh_spec_t *cfg, remat_mesh_t 
         uint64_t pair[2] = {a == ici_fill ? ici_fill_v : (uint64_t)cfg->ici[a],
                             a == dcn_fill ? dcn_fill_v : (uint64_t)cfg->dcn[a]};
         overflow |= !product_ok(pair, 2, &m->shards[a]);
+        m->ici[a] = pair[0];
     }
     uint64_t product = 0;
     overflow = overflow || !product_ok(m->shards, REMAT_AXIS_COUNT, &product);

@@ -526,7 +526,8 @@ static fx_run_t *four_layers(remat_result_t *r, remat_timeline_t *tl, const char
    its two norm scales 2 x 4096 fp32 on every device, 32,768: 109,084,672
    bytes, so the other 3 layers' gradients, 327,254,016 bytes, come after.
    Every other event is that of one v5e-16 slice with the same mesh (data 2
-   x fsdp 8): the per-device shapes are the same, and both gather their
+   x fsdp 8, its -1 filled; JAX lays data 2 out on the 4x4 grid only by
+   splitting an axis, allow_split_physical_axes): the per-device shapes are the same, and both gather their
    weights whole (data parallelism beside fsdp: no windowed einsum). */
 static void test_saved_inputs_laid_out_again(void **state) {
     (void)state;
@@ -534,7 +535,7 @@ static void test_saved_inputs_laid_out_again(void **state) {
     remat_result_t r1, r2;
     remat_timeline_t t1, t2;
     fx_run_t *f1 = four_layers(&r1, &t1, "topology=v5e-16", "ici_data_parallelism=2",
-                               "ici_fsdp_parallelism=8");
+                               "allow_split_physical_axes=true");
     fx_run_t *f2 = four_layers(&r2, &t2, "remat_policy=full", "num_slices=2",
                                "dcn_data_parallelism=2");
     assert_int_equal(r1.stages[0].relaid_bytes, 0);

@@ -47,6 +47,7 @@ typedef struct remat_config {
     bool use_qwix_quantization;
     bool optimizer_memory_host_offload, parameter_memory_host_offload;
     bool fsdp_prefetch;               /* the next layer's weights are gathered early */
+    bool allow_split_physical_axes;   /* JAX may split a slice's physical axes (mesh_layout.h) */
     uint64_t base_emb_dim, base_num_query_heads, base_num_kv_heads, head_dim, base_mlp_dim;
     uint64_t base_num_decoder_layers, vocab_size, max_target_length;
     uint64_t gradient_accumulation_steps, num_vocab_tiling, num_devices;
@@ -189,7 +190,9 @@ uint64_t remat_config_remat_unit(const remat_config_t *c);
  * the devices the other axes leave; the product must equal num_devices.
  * Then MaxText's default logical axis rules, with the config's
  * logical_axis_rules overriding them. REMAT_E_CONFIG naming the axis when
- * they do not multiply out (remat_mesh_build_spec, which this fills).
+ * they do not multiply out (remat_mesh_build_spec, which this fills), or
+ * when the topology's chip grid is known and JAX cannot lay the ICI mesh
+ * out on it (mesh_layout.h; unless allow_split_physical_axes).
  */
 remat_status_t remat_mesh_build(const remat_config_t *cfg, remat_mesh_t *mesh,
                                 remat_error_t *err);

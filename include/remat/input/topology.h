@@ -16,14 +16,22 @@
 #ifndef REMAT_TOPOLOGY_H
 #define REMAT_TOPOLOGY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "remat/base/error.h"
+#include "remat/model/mesh_layout.h"
 
+/* The slice: its profile, chips and devices, and for a TPU slice whose
+   grid is known (a NAME-AxBxC name, or a NAME-N in MaxText's accelerator
+   table) the chip grid and JAX's handler kind, which remat_mesh_build
+   lays the mesh out on (mesh_layout.h). */
 typedef struct remat_topology {
     char hardware[64]; /* built-in profile name, e.g. "tpu-v5p" */
     uint64_t chips;
     uint64_t devices;
+    bool has_grid;
+    remat_layout_slice_t slice; /* when has_grid */
 } remat_topology_t;
 
 /**

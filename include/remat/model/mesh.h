@@ -48,6 +48,7 @@ typedef struct remat_axis_rule {
 typedef struct remat_mesh {
     uint64_t devices;
     uint64_t shards[REMAT_AXIS_COUNT]; /* ici x dcn per axis */
+    uint64_t ici[REMAT_AXIS_COUNT];    /* the ici part of each (a -1 filled): one slice's mesh */
     /* The rules, when the config has its own (logical_axis_rules, or
        override_logical_axis_rules); with MaxText's defaults alone
        (default_rules below) none are copied here (nrules is 0) and the
