@@ -945,6 +945,70 @@ static void test_override_axis_rules(void **state) {
     fx_free(d);
 }
 
+/* JAX's layout rule by hand (mesh_layout.h). Shapes are in MaxText's
+   mesh_axes order: diloco, data, stage, fsdp, fsdp_transpose, context,
+   context_usp_ulysses, context_autoregressive, tensor, tensor_sequence,
+   expert, autoregressive. */
+enum { L_DATA = 1, L_STAGE = 2, L_FSDP = 3, L_TENSOR = 8, L_EXPERT = 10 };
+
+static remat_layout_t lay(remat_layout_kind_t kind, uint64_t x, uint64_t y, uint64_t z,
+                          const unsigned *axes, const uint64_t *sizes, size_t n) {
+    uint64_t shape[REMAT_LAYOUT_AXES];
+    for (unsigned i = 0; i < REMAT_LAYOUT_AXES; i++) {
+        shape[i] = 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        shape[axes[i]] = sizes[i];
+    }
+    const remat_layout_slice_t s = {.kind = kind, .grid = {x, y, z}};
+    remat_layout_t l;
+    remat_layout_assign(&s, shape, &l);
+    return l;
+}
+
+static void test_layout_by_hand(void **state) {
+    (void)state;
+    const unsigned ft[] = {L_FSDP, L_TENSOR}, dft[] = {L_DATA, L_FSDP, L_TENSOR};
+    /* v5e-16, 4x4: the size-1 axes take the z side of 1 (a set of product
+       1) first; tensor 2 then finds no side or pair of sides making 2 */
+    remat_layout_t l = lay(REMAT_LAYOUT_V5E, 4, 4, 1, ft, (const uint64_t[]){8, 2}, 2);
+    assert_false(l.lays_out);
+    assert_int_equal(l.axis, L_TENSOR);
+    assert_int_equal(l.size, 2);
+    assert_int_equal(l.ndim, 3);
+    assert_int_equal(l.remaining[0], 4);
+    assert_int_equal(l.remaining[1], 4);
+    assert_int_equal(l.remaining[2], 0);
+    /* tensor 4 takes x (no pair of what is left makes 4), fsdp 4 takes y */
+    assert_true(lay(REMAT_LAYOUT_V5E, 4, 4, 1, ft, (const uint64_t[]){4, 4}, 2).lays_out);
+    /* the handler lays out 16 on one axis whatever; 8 chips any shape */
+    assert_true(lay(REMAT_LAYOUT_V5E, 4, 4, 1, ft, (const uint64_t[]){16, 1}, 2).lays_out);
+    assert_true(lay(REMAT_LAYOUT_V5E, 2, 4, 1, ft, (const uint64_t[]){4, 2}, 2).lays_out);
+    /* v4-16 (2x2x2) has no handler: data 2, fsdp 2, tensor 2, one side each;
+       the v5p cube's handler takes fsdp 8 whole as well as 2 x 4 */
+    assert_true(lay(REMAT_LAYOUT_GENERIC, 2, 2, 2, dft, (const uint64_t[]){2, 2, 2}, 3).lays_out);
+    assert_true(lay(REMAT_LAYOUT_V5P, 2, 2, 2, ft, (const uint64_t[]){2, 4}, 2).lays_out);
+    /* v4-128, 4x4x4: tensor 8 is no product of sides of 4 */
+    l = lay(REMAT_LAYOUT_GENERIC, 4, 4, 4, ft, (const uint64_t[]){8, 8}, 2);
+    assert_false(l.lays_out);
+    assert_int_equal(l.axis, L_TENSOR);
+    /* tpu7x-64: 2x4x4 chips and the chip's 2 devices (64 > 32: no handler).
+       Tensor 4 takes the first pair making 4, x with the cores, and fsdp 8
+       then has sides 4 and 4 left */
+    l = lay(REMAT_LAYOUT_7X, 2, 4, 4, ft, (const uint64_t[]){16, 4}, 2);
+    assert_true(l.lays_out);
+    l = lay(REMAT_LAYOUT_7X, 2, 4, 4, (const unsigned[]){L_STAGE, L_FSDP, L_TENSOR},
+            (const uint64_t[]){2, 8, 4}, 3);
+    assert_false(l.lays_out);
+    assert_int_equal(l.axis, L_FSDP);
+    assert_int_equal(l.ndim, 4);
+    const uint64_t left[4] = {0, 4, 4, 0};
+    assert_memory_equal(l.remaining, left, sizeof left);
+    /* tpu7x-32 (2x2x4, 32 devices): the handler's rings, any shape */
+    assert_true(lay(REMAT_LAYOUT_7X, 2, 2, 4, (const unsigned[]){L_EXPERT, L_FSDP},
+                    (const uint64_t[]){2, 16}, 2).lays_out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_megatron_table2),
@@ -964,6 +1028,7 @@ int main(void) {
         cmocka_unit_test(test_chips_and_devices),
         cmocka_unit_test(test_topology_names),
         cmocka_unit_test(test_mesh_errors),
+        cmocka_unit_test(test_layout_by_hand),
     };
     return cmocka_run_group_tests_name("mesh", tests, NULL, NULL);
 }
