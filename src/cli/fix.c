@@ -19,6 +19,7 @@
 
 #include "cli/fix.h"
 #include "cli/job.h"
+#include "cli/layout_fix.h"
 #include "remat/model/mesh.h"
 #include "base/util.h"
 #include "input/yaml_config.h"
@@ -366,7 +367,23 @@ static void nearest_mesh(const remat_cli_opts_t *o, char *buf, size_t size) {
     }
 }
 
+/* A mesh JAX cannot lay out: its line, with the nearest that it can. */
+static int report_layout_error(const remat_cli_opts_t *o, const remat_error_t *err) {
+    char line[1024], mesh[256];
+    remat_error_format(err, line, sizeof line);
+    if (remat_cli_nearest_layout(o, analyzes, mesh, sizeof mesh)) {
+        fprintf(remat_cli_stderr(), "remat: %s; the nearest mesh that lays out: %s\n", line, mesh);
+    } else {
+        fprintf(remat_cli_stderr(), "remat: %s\n", line);
+    }
+    remat_cli_catch(err);
+    return REMAT_EXIT_INPUT;
+}
+
 int remat_cli_report_run_error(const remat_cli_opts_t *o, const remat_error_t *err) {
+    if (o && err->hint == REMAT_HINT_MESH_LAYOUT) {
+        return report_layout_error(o, err);
+    }
     if (err->hint != REMAT_HINT_MESH_DIVIDE || !o) {
         return remat_cli_report_error(err);
     }

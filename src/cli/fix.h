@@ -29,8 +29,10 @@ remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,
 
 /* An analysis error's line (remat_cli_report_error), and, when a dim did
    not divide over its mesh shards (REMAT_HINT_MESH_DIVIDE), the nearest
-   mesh of the same devices on which the run binds, as settings to give
-   (fix.c). @p o may be NULL (no suggestion). Its exit code. */
+   mesh of the same devices on which the run binds, as settings to give;
+   when JAX cannot lay the mesh out on the slice (REMAT_HINT_MESH_LAYOUT),
+   the nearest that it can (layout_fix.h). @p o may be NULL (no
+   suggestion). Its exit code. */
 int remat_cli_report_run_error(const remat_cli_opts_t *o, const remat_error_t *err);
 
 #endif

@@ -39,7 +39,8 @@ static remat_status_t no_layout(const remat_config_t *cfg, const remat_topology_
         n += snprintf(left + n, sizeof left - (size_t)n, "%s%" PRIu64, d ? ", " : "",
                       l->remaining[d]);
     }
-    return remat_error_set(
+    const bool fresh = err && err->code == REMAT_OK;
+    remat_status_t st = remat_error_set(
         err, REMAT_E_CONFIG, NULL, key,
         "%" PRIu64 "%s does not lay out on topology=%s (chips %" PRIu64 "x%" PRIu64 "x%" PRIu64
         "): JAX gives each ICI axis whole physical axes of the slice, expert's first and data's "
@@ -48,6 +49,10 @@ static remat_status_t no_layout(const remat_config_t *cfg, const remat_topology_
         "whole axes",
         l->size, cfg->ici[a] < 0 ? " (its -1 filled)" : "", cfg->topology, t->slice.grid[0],
         t->slice.grid[1], t->slice.grid[2], left, l->size);
+    if (fresh) {
+        err->hint = REMAT_HINT_MESH_LAYOUT;
+    }
+    return st;
 }
 
 /* JAX's layout of the mesh on the topology's chip grid, when it is known

@@ -35,7 +35,11 @@ typedef enum remat_error_hint {
     REMAT_HINT_NONE = 0,
     /* a tensor dim does not divide over its mesh shards: another mesh of
        the same devices may (the CLI names the nearest that does) */
-    REMAT_HINT_MESH_DIVIDE
+    REMAT_HINT_MESH_DIVIDE,
+    /* JAX cannot lay the ICI mesh out on the slice's chip grid: another
+       split of the slice's devices may (the CLI names the nearest that
+       does) */
+    REMAT_HINT_MESH_LAYOUT
 } remat_error_hint_t;
 
 typedef struct remat_error {
