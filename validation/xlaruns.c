@@ -427,7 +427,24 @@ static const char *const CHIPS[] = {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "
 typedef struct tallies {
     tally_t all, train, test, chip[NCHIPS];
     size_t skipped; /* runs the harness could not compile */
+    size_t layout_stopped, layout_refused; /* of those, stopped in MaxText's mesh layout;
+                                              of these, refused by remat for it */
 } tallies_t;
+
+/* A run MaxText stopped before compiling because JAX could not lay its
+   ICI mesh out on the slice: remat must refuse it for that (its error
+   line says the mesh "does not lay out"). */
+static void layout_row(json_t *run, tallies_t *t) {
+    const char *error = vr_str(run, "error");
+    if (!error || !strstr(error, "Failed to find assignment for logical_axis_index")) {
+        return;
+    }
+    vr_run_t v;
+    vr_run_analyze(&v, NULL, json_object_get(run, "settings"));
+    t->layout_stopped++;
+    t->layout_refused += !v.ok && strstr(v.error, "does not lay out") != NULL;
+    vr_run_release(&v);
+}
 
 /* Prints a row per counted run of @p runs and tallies it; false (with a
    message) on a malformed entry. */
@@ -443,7 +460,10 @@ static bool table(json_t *runs, json_t *limits, const char *path, split_t split,
         row.host_refused = status && strcmp(status, "host_oom") == 0;
         if (!status || (strcmp(status, "fits") != 0 && strcmp(status, "oom") != 0 && !row.host_refused) ||
             !in_split(row.id, split)) {
-            t->skipped += status && strcmp(status, "error") == 0;
+            if (status && strcmp(status, "error") == 0 && in_split(row.id, split)) {
+                t->skipped++;
+                layout_row(run, t);
+            }
             continue;
         }
         if (!row.host_refused && row.xla_peak == 0) {
@@ -548,8 +568,11 @@ int main(int argc, char **argv) {
     }
     printf("%s%zu runs the harness could not compile are not counted; %zu runs remat could not "
            "analyze\n", md ? "- " : "  ", t.skipped, t.all.errors);
+    printf("%s%zu of those MaxText stopped in its mesh layout (JAX found no whole physical axes "
+           "for an ICI axis): remat refuses %zu of them for it\n",
+           md ? "- " : "  ", t.layout_stopped, t.layout_refused);
     tally_t all = t.all;
-    bool ok = meets(&all, &f) && all.errors == 0;
+    bool ok = meets(&all, &f) && all.errors == 0 && t.layout_refused == t.layout_stopped;
     json_decref(root);
     return check && !ok ? 1 : 0;
 }
