@@ -212,6 +212,16 @@ CASES = [
     case("llama3.1-8b", "v6e-8", "save_qkv_proj", TP2),
     case("llama3.1-70b", "v5p-16", "full", TP2, layers="auto"),
     case("llama2-7b", "v5e-16", "full", ["ici_data_parallelism=2"]),
+    # The same knobs on meshes JAX lays out on the 4x4 and 4x8 grids (the
+    # cases above with an axis of 2 stop in MaxText's mesh layout: no
+    # whole physical axis is 2): context, data, tensor and expert
+    # parallelism of 4, one slice and two.
+    case("llama3-8b", "v5e-16", "full", ["ici_context_parallelism=4", "max_target_length=8192"]),
+    case("llama3.1-8b", "v6e-16", "full", ["ici_context_parallelism=4", "max_target_length=8192"]),
+    case("llama2-7b", "v5e-16", "full", ["ici_data_parallelism=4"]),
+    case("llama3-8b", "v5e-32", "full", ["ici_tensor_parallelism=4"]),
+    case("llama2-7b", "v5e-16", "full", ["num_slices=2", "dcn_data_parallelism=2", "ici_tensor_parallelism=4"]),
+    case("mixtral-8x7b", "v5e-16", "full", ["ici_expert_parallelism=4"], layers="auto"),
     # gpt3-6b: the learned position table of trainable_position_size rows
     # (16384) at sequence 1024.
     case("gpt3-6b", "v5e-16", "full", targets=FIT),
