@@ -13,6 +13,7 @@
  * build only; a config's ici and dcn arrays have REMAT_AXIS_COUNT entries
  * (asserted at compile time).
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -32,6 +33,8 @@ _Static_assert(sizeof(((remat_config_t *)0)->dcn) == REMAT_AXIS_COUNT * sizeof(i
 static remat_status_t no_layout(const remat_config_t *cfg, const remat_topology_t *t,
                                 const remat_layout_t *l, remat_error_t *err) {
     const remat_axis_t a = remat_layout_axis_of(l->axis);
+    /* only an axis above 1 fails, and the two remat has not are always 1 */
+    assert(a < REMAT_AXIS_COUNT && "a failed axis is one of remat's");
     char key[64], left[64];
     snprintf(key, sizeof key, "ici_%s_parallelism", remat_axis_key(a));
     int n = 0;
