@@ -301,6 +301,8 @@ CASES = [
     # the stage and on the kernel its model file names (MaxText's yml
     # leaves them to the command line).
     case("deepseek3.2-671b", "v5p-16", "full", DS32 + ["max_target_length=8192"], layers="auto"),
+    case("deepseek3.2-671b", "v5p-16", "save_qkv_proj", DS32 + ["max_target_length=8192"], layers="auto"),
+    case("deepseek3.2-671b", "v5p-16", "full", DS32 + ["max_target_length=16384"], layers="auto"),
 ]
 
 
