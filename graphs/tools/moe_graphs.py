@@ -314,6 +314,114 @@ def deepseek():
                     {"name": "moe", "block": "moe"}])
 
 
+def indexer_part(t, ops):
+    """DeepSeek-V3.2's sparse-attention indexer in an MLA block, after the
+    key and before the kernel (MaxText e591f30, layers/attention_mla.py,
+    Indexer.__call__, in the sparse training stage without its KL loss):
+    its query from the normed low-rank query (wq_b), one shared key from
+    the normed input (wk, a LayerNorm with bias), both rotated over their
+    first qk_rope_head_dim dims; per-head weights from the input in fp32
+    (weights_proj), scaled; the scores q.k over every key for each head,
+    ReLU'd and summed by the head weights into [batch, seq, seq] fp32. XLA
+    computes that in one output fusion of the contraction (the compiled
+    step's dump: the dot, the ReLU, the product and the sum over heads in
+    one kernel; the [batch, seq, seq, heads] scores never reach HBM): a
+    three-operand einsum here, its FLOPs the contraction's (the ReLU and
+    the weighting, 3 per score and head, 1/(2 x indexer_head_dim) of them,
+    are left out). Then the top indexer_topk keys: XLA:TPU sorts the whole
+    row, values and indices [batch, seq, seq] (the dump's top_k outputs),
+    of which the indexer reads the cutoff; and the mask of the picked keys,
+    which Tokamax's dynamic splash kernel takes as the int8 blocks of its
+    forward pass and of its key/value backward pass, [batch, seq, seq]
+    each. The indexer's inputs are stop-gradient'ed and its mask is made
+    by comparisons: no gradient reaches it, nothing in it has a backward,
+    and the kernel keeps the two masks for its own."""
+    BS = ["batch", "seq"]
+    BSS = ["batch", "seq", "key_seq"]
+    t["idx_wq_b"] = T(["q_lora", "idx_heads", "idx_head"], "weight", param=True,
+                      axes=["q_lora", "q_heads", "kv"])
+    t["idx_q_raw"] = T(BS + ["idx_heads", "idx_head"])
+    t["idx_q_pe_raw"] = T(BS + ["idx_heads", "qk_rope"])
+    t["idx_q_nope"] = T(BS + ["idx_heads", "idx_nope"])
+    t["idx_q_pe"] = T(BS + ["idx_heads", "qk_rope"])
+    t["idx_q"] = T(BS + ["idx_heads", "idx_head"])
+    ops += [O("idx_wq_b", "einsum", ["q_an", "idx_wq_b"], ["idx_q_raw"], spec="bsr,rhd->bshd"),
+            O("idx_q_split", "split", ["idx_q_raw"], ["idx_q_pe_raw", "idx_q_nope"]),
+            O("idx_q_rope", "rope", ["idx_q_pe_raw"], ["idx_q_pe"]),
+            O("idx_q_concat", "concat", ["idx_q_pe", "idx_q_nope"], ["idx_q"])]
+    t["idx_wk"] = T(["embed", "idx_head"], "weight", param=True, axes=["embed", "kv"])
+    t["idx_k_raw"] = T(BS + ["idx_head"])
+    t["idx_k_norm_scale"] = T(["idx_head"], "weight", param=True, axes=[None])
+    t["idx_k_norm_bias"] = T(["idx_head"], "weight", param=True, axes=[None])
+    t["idx_k_n"] = T(BS + ["idx_head"])
+    t["idx_k_mean"] = T(BS, "fp32"); t["idx_k_rstd"] = T(BS, "fp32")
+    t["idx_k_pe_raw"] = T(BS + ["qk_rope"])
+    t["idx_k_nope"] = T(BS + ["idx_nope"])
+    t["idx_k_pe"] = T(BS + ["qk_rope"])
+    t["idx_k"] = T(BS + ["idx_head"])
+    ops += [O("idx_wk", "einsum", ["xn", "idx_wk"], ["idx_k_raw"], spec="bse,ed->bsd"),
+            O("idx_k_norm", "layernorm", ["idx_k_raw", "idx_k_norm_scale", "idx_k_norm_bias"],
+              ["idx_k_n", "idx_k_mean", "idx_k_rstd"]),
+            O("idx_k_split", "split", ["idx_k_n"], ["idx_k_pe_raw", "idx_k_nope"]),
+            O("idx_k_rope", "rope", ["idx_k_pe_raw"], ["idx_k_pe"]),
+            O("idx_k_concat", "concat", ["idx_k_pe", "idx_k_nope"], ["idx_k"])]
+    t["idx_w_proj"] = T(["embed", "idx_heads"], "fp32", param=True, axes=["embed", "q_heads"])
+    t["idx_w_raw"] = T(BS + ["idx_heads"], "fp32")
+    t["idx_w"] = T(BS + ["idx_heads"], "fp32")
+    t["idx_score"] = T(BSS, "fp32")
+    t["idx_sorted"] = T(BSS, "fp32")
+    t["idx_order"] = T(BSS, "int32")
+    t["idx_mask"] = T(BSS, "int8")
+    t["idx_mask_dkv"] = T(BSS, "int8")
+    # MaxText scales by indexer_n_heads^-0.5 x indexer_head_dim^-0.5 (64 and 128)
+    ops += [O("idx_weights", "einsum", ["xn", "idx_w_proj"], ["idx_w_raw"], spec="bse,eh->bsh"),
+            O("idx_weights_scale", "scale", ["idx_w_raw"], ["idx_w"], value=64 ** -0.5 * 128 ** -0.5),
+            O("idx_score", "einsum", ["idx_q", "idx_k", "idx_w"], ["idx_score"], spec="bthd,bsd,bth->bts"),
+            O("idx_top_k", "top_k", ["idx_score"], ["idx_sorted", "idx_order"]),
+            O("idx_mask", "one_hot", ["idx_order"], ["idx_mask"]),
+            O("idx_mask_dkv", "one_hot", ["idx_order"], ["idx_mask_dkv"])]
+
+def with_indexer(g, runs=True):
+    """g (deepseek's) with the indexer in every layer's MLA, its masks the
+    flash kernel's fourth and fifth inputs; with `runs` false, its weights
+    alone: MaxText skips it when the sequence is at most indexer_topk (it
+    would pick every key) and the compiler drops its projections, whose
+    results nothing reads."""
+    g = copy.deepcopy(g)
+    d = g["dims"]
+    d["key_seq"] = {"from": "max_target_length"}
+    d["idx_heads"] = {"from": "indexer_n_heads", "axis": "activation_heads", "weight_axis": "heads"}
+    d["idx_head"] = {"from": "indexer_head_dim"}
+    d["idx_nope"] = {"from": "indexer_nope_dim"}
+    for blk in g["blocks"].values():
+        t, ops = blk["tensors"], blk["ops"]
+        part_t, part_ops = {}, []
+        indexer_part(part_t, part_ops)
+        if not runs:
+            t.update({k: v for k, v in part_t.items() if v.get("param")})
+            continue
+        t.update(part_t)
+        at = op_index(ops, "q_transpose")
+        ops[at:at] = part_ops
+        att = ops[op_index(ops, "attention")]
+        att["in"] = att["in"] + ["idx_mask", "idx_mask_dkv"]
+    if not runs:
+        g["description"] += ("; with the weights of DeepSeek-V3.2's sparse-attention indexer in every "
+                             "layer (use_indexer) and nothing of it run: MaxText skips the indexer when "
+                             "max_target_length is at most indexer_topk")
+        return g
+    g["description"] += ("; with DeepSeek-V3.2's sparse-attention indexer in every layer's MLA "
+                         "(use_indexer, sparse training without the KL loss, on Tokamax's splash "
+                         "kernel): its query from the low-rank query, one key from the input "
+                         "(LayerNorm with bias), fp32 head weights, the scores' head-weighted sum "
+                         "[batch, seq, seq] in fp32 (one fused contraction: the per-head scores "
+                         "stay in the kernel), the row sorted for the top indexer_topk (values and "
+                         "indices [batch, seq, seq]), and the mask of the picked keys as the int8 "
+                         "blocks the kernel reads and keeps, for its forward and its key/value "
+                         "backward; no gradient reaches the indexer")
+    return g
+
+
 def stacked(g, blocks, stack):
     """g (a copy of llama's graph) with `blocks` and `stack` in place of its
     one `layer`, the head kept last as the files write it."""
@@ -399,3 +507,5 @@ if __name__ == "__main__":
     write("mixtral", mixtral_dense(), "flash.dense_moe")
     write("deepseek", deepseek())
     write("deepseek", with_mtp(deepseek()), "flash.mtp")
+    write("deepseek", with_indexer(deepseek()), "flash.indexer")
+    write("deepseek", with_indexer(deepseek(), runs=False), "flash.indexer_skipped")

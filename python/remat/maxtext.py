@@ -71,6 +71,9 @@ _PLAIN_KEYS = (
     "global_head_dim", "global_num_kv_heads", "share_kv_projections",
     "v_norm_with_scale", "hidden_size_per_layer_input", "vocab_size_per_layer_input",
     "num_kv_shared_layers", "use_double_wide_mlp",
+    # DeepSeek-V3.2's sparse-attention indexer, its stage and its kernel
+    "use_indexer", "indexer_n_heads", "indexer_head_dim", "indexer_topk",
+    "indexer_sparse_training", "indexer_loss_scaling_factor", "use_tokamax_splash",
     # pipeline
     "num_layers_per_pipeline_stage", "pipeline_delay_activation_forwarding",
     "override_logical_axis_rules",

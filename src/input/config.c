@@ -167,6 +167,18 @@ static const key_t_ keys[] = {
      "Gemma 4 E2B/E4B: the last layers reuse an earlier layer's keys and values (0: none)"},
     {"use_double_wide_mlp", K_BOOL, F(use_double_wide_mlp),
      "Gemma 4 E2B: the key/value-shared layers' MLP is twice base_mlp_dim"},
+    {"use_indexer", K_BOOL, F(use_indexer),
+     "DeepSeek-V3.2: MLA's sparse-attention indexer (the deepseek graph's .indexer variant)"},
+    {"indexer_n_heads", K_COUNT, F(indexer_n_heads), "DeepSeek-V3.2: the indexer's query heads"},
+    {"indexer_head_dim", K_COUNT, F(indexer_head_dim),
+     "DeepSeek-V3.2: the indexer's query and key head dim (its first qk_rope_head_dim rotated)"},
+    {"indexer_topk", K_COUNT, F(indexer_topk), "DeepSeek-V3.2: the keys each query attends to"},
+    {"indexer_sparse_training", K_BOOL, F(indexer_sparse_training),
+     "DeepSeek-V3.2: the sparse training stage (false: MaxText's dense warm-up, refused)"},
+    {"indexer_loss_scaling_factor", K_F64, F(indexer_loss_scaling_factor),
+     "DeepSeek-V3.2: the indexer's KL loss weight (above 0 is refused)"},
+    {"use_tokamax_splash", K_BOOL, F(use_tokamax_splash),
+     "Tokamax's splash kernel: with use_indexer, the one that takes the indexer's mask"},
     {"nope_layer_interval", K_I64, F(nope_layer_interval),
      "layer i is a global (NoPE) attention layer when (i + 1) is a multiple of it (Llama 4); "
      "<= 0: none"},
@@ -237,6 +249,9 @@ static const struct {
     {"chunk_attn_window_size", SIZE_FIELD(chunk_attn_window_size)},
     {"hidden_size_per_layer_input", SIZE_FIELD(hidden_size_per_layer_input)},
     {"vocab_size_per_layer_input", SIZE_FIELD(vocab_size_per_layer_input)},
+    {"indexer_n_heads", SIZE_FIELD(indexer_n_heads)},
+    {"indexer_head_dim", SIZE_FIELD(indexer_head_dim)},
+    {"indexer_topk", SIZE_FIELD(indexer_topk)},
     /* derived (remat_config_size): not settable */
     {"num_experts", 0},
     {"nope_layer_interval", 0},
@@ -254,6 +269,7 @@ static const struct {
     {"kv_shared_first", 0},
     {"kv_donor_local", 0},
     {"kv_donor_global", 0},
+    {"indexer_nope_dim", 0},
     {"per_device_batch_size", 0},
 };
 
@@ -326,6 +342,9 @@ void remat_config_defaults(remat_config_t *c) {
     c->qk_rope_head_dim = 64;
     c->v_head_dim = 128;
     c->sparse_matmul = true;
+    c->indexer_n_heads = 64; /* base.yml's indexer: 64 heads of 128, top 2048 */
+    c->indexer_head_dim = 128;
+    c->indexer_topk = 2048;
     c->capacity_factor = -1.0;
     c->ragged_buffer_factor = -1.0;
     c->wi_tile_fwd_batch_seq = 512;
@@ -1140,6 +1159,11 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
         *out = c->global_head_dim ? c->global_head_dim : c->head_dim;
     } else if (strcmp(key, "global_num_kv_heads") == 0) {
         *out = c->global_num_kv_heads ? c->global_num_kv_heads : c->base_num_kv_heads;
+    } else if (strcmp(key, "indexer_nope_dim") == 0) {
+        /* the head dim past its rotated part; checked positive with use_indexer */
+        *out = c->indexer_head_dim > c->qk_rope_head_dim
+                   ? c->indexer_head_dim - c->qk_rope_head_dim
+                   : 0;
     } else {
         return gemma4_small_size(c, key, out);
     }
@@ -1155,6 +1179,7 @@ const char *remat_i_config_size_formula(const char *key) {
                    {"trainable_position_size", "MaxText's -1, no table, reads as 0"},
                    {"global_head_dim", "global_head_dim, or head_dim when 0"},
                    {"global_num_kv_heads", "global_num_kv_heads, or base_num_kv_heads when 0"},
+                   {"indexer_nope_dim", "indexer_head_dim - qk_rope_head_dim"},
                    {"per_layer_input_dim",
                     "base_num_decoder_layers x hidden_size_per_layer_input"},
                    {"shared_layer_mlp_dim",

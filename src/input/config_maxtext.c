@@ -127,11 +127,6 @@ static const struct {
     {"pipeline_parallel_layers", "-1",
      "it pipelines only some of the layers; remat pipelines all of them (-1, MaxText's default)"},
     /* Blocks remat's graphs do not have: the step is another one. */
-    {"use_indexer", "false",
-     "it adds DeepSeek 3.2's sparse-attention indexer to MLA (a [batch, q, kv] mask for the "
-     "attention kernel, from [batch, q, kv, indexer_n_heads] scores past indexer_topk keys) "
-     "and, with indexer_sparse_training false, MaxText's dense warm-up, which skips the "
-     "language-model loss: a block remat's graphs do not have yet"},
     {"use_batch_split_schedule", "false",
      "its MoE layers run in a hand-written scan that splits the batch, gathers the weights "
      "ahead and keeps its own residuals whatever remat_policy says: a schedule remat's graphs "
@@ -487,6 +482,37 @@ static remat_status_t check_unscanned(const remat_config_t *c, remat_error_t *er
     return REMAT_OK;
 }
 
+/* DeepSeek-V3.2's indexer as MaxText e591f30 runs it (configs/types.py's
+   checks, layers/attention_mla.py): on MLA with a low-rank query, with
+   dot_product attention or the flash kernel through Tokamax's splash.
+   remat's .indexer graphs are the sparse training stage without the KL
+   loss, on the flash path (.indexer_skipped at most indexer_topk keys,
+   where MaxText skips it); the rest is refused, saying what it would
+   need. */
+static remat_status_t check_indexer(const remat_config_t *c, const graph_features_t *f,
+                                    remat_error_t *err) {
+    const char *why = NULL;
+    if ((f && !f->mla) || c->q_lora_rank == 0) {
+        why = "MaxText's indexer reads MLA's low-rank query: attention_type=mla with "
+              "q_lora_rank > 0 (the deepseek graph)";
+    } else if (strcmp(c->attention, "flash") != 0 || !c->use_tokamax_splash) {
+        why = "MaxText runs it with dot_product attention or with attention=flash and "
+              "use_tokamax_splash=true; remat's graph has the flash path only";
+    } else if (!c->indexer_sparse_training) {
+        why = "indexer_sparse_training=false is MaxText's dense warm-up: it skips the "
+              "language-model loss and trains the indexer alone, a step remat does not model "
+              "(set indexer_sparse_training=true)";
+    } else if (c->indexer_loss_scaling_factor > 0) {
+        why = "the indexer's KL loss (indexer_loss_scaling_factor > 0) adds the main "
+              "attention's [batch, heads, q, kv] fp32 scores, which remat's graph does not "
+              "have yet";
+    } else if (c->indexer_head_dim <= c->qk_rope_head_dim) {
+        why = "indexer_head_dim must exceed qk_rope_head_dim (its rotated part)";
+    }
+    return why ? remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "use_indexer=true: %s", why)
+               : REMAT_OK;
+}
+
 static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
     if (strcmp(c->attention_type, "global") != 0 && strcmp(c->attention_type, "mla") != 0) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
@@ -496,6 +522,9 @@ static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *e
     }
     const graph_features_t *f = remat_i_is_json_name(c->graph) ? NULL : features_of(c->graph);
     remat_status_t st = f ? keys_fit(c, f, err) : REMAT_OK; /* a graph file: its own structure */
+    if (st == REMAT_OK && c->use_indexer) {
+        st = check_indexer(c, f, err);
+    }
     return st == REMAT_OK && f && f->ple ? check_unscanned(c, err) : st;
 }
 

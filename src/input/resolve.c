@@ -611,13 +611,14 @@ static bool expert_sharded(const remat_config_t *cfg) {
    only when dropout is on, the dense MoE path, the multi-token prediction
    head (the expert-parallel path asks the mesh: expert_sharded). */
 typedef struct variant {
-    bool dropout, dense_moe, mtp;
+    bool dropout, dense_moe, mtp, indexer;
 } variant_t;
 
 static variant_t variant_of(const remat_config_t *cfg) {
     return (variant_t){.dropout = cfg->enable_dropout && cfg->dropout_rate > 0,
                        .dense_moe = cfg->num_experts > 1 && !cfg->sparse_matmul,
-                       .mtp = cfg->mtp_num_layers > 0};
+                       .mtp = cfg->mtp_num_layers > 0,
+                       .indexer = cfg->use_indexer};
 }
 
 /* The built-in variant MaxText runs, its name into @p name (@p size bytes):
@@ -626,9 +627,14 @@ static variant_t variant_of(const remat_config_t *cfg) {
    REMAT_NONE. */
 static size_t builtin_variant(const remat_config_t *cfg, char *name, size_t size) {
     const variant_t v = variant_of(cfg);
-    int n = snprintf(name, size, "%s.%s%s%s%s", cfg->graph, cfg->attention,
-                     v.dropout ? ".dropout" : "", v.dense_moe ? ".dense_moe" : "",
-                     v.mtp ? ".mtp" : "");
+    /* MaxText runs the indexer past indexer_topk keys only; shorter, its
+       weights are all there is of it (attention_mla.py, Indexer.__call__) */
+    const char *indexer = !v.indexer                                      ? ""
+                          : cfg->max_target_length > cfg->indexer_topk ? ".indexer"
+                                                                        : ".indexer_skipped";
+    int n = snprintf(name, size, "%s.%s%s%s%s%s", cfg->graph, cfg->attention, indexer,
+                     v.dropout ? ".dropout" : "",
+                     v.dense_moe ? ".dense_moe" : "", v.mtp ? ".mtp" : "");
     assert(n > 0 && (size_t)n < size);
     if (!v.dense_moe && expert_sharded(cfg) && (size_t)n + sizeof ".ep" <= size) {
         memcpy(name + n, ".ep", sizeof ".ep");
@@ -646,10 +652,11 @@ static remat_status_t no_variant(const remat_config_t *cfg, remat_error_t *err) 
     char list[1024];
     remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
     return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                           "no built-in graph '%s' with attention=%s%s%s%s (built-in "
-                           "graph.attention[.dropout][.dense_moe][.mtp][.ep]: %s; or a graph "
-                           ".json file)",
+                           "no built-in graph '%s' with attention=%s%s%s%s%s (built-in "
+                           "graph.attention[.indexer|.indexer_skipped][.dropout][.dense_moe][.mtp][.ep]: %s; or "
+                           "a graph .json file)",
                            cfg->graph, cfg->attention,
+                           v.indexer ? " and the sparse-attention indexer (use_indexer)" : "",
                            v.dropout ? " and dropout (dropout_rate > 0)" : "",
                            v.dense_moe ? " on the dense MoE path (sparse_matmul=false)" : "",
                            v.mtp ? " and multi-token prediction (mtp_num_layers)" : "", list);
@@ -663,7 +670,7 @@ remat_status_t remat_resolve(const remat_config_t *cfg, remat_graph_t **graph,
     if (remat_i_is_json_name(cfg->graph)) {
         st = remat_graph_load_file(cfg->graph, graph, err);
     } else {
-        char name[REMAT_STR_LEN + 64];
+        char name[REMAT_STR_LEN + 96];
         const size_t index = builtin_variant(cfg, name, sizeof name);
         if (index == REMAT_NONE) {
             return no_variant(cfg, err);

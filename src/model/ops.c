@@ -18,7 +18,7 @@ typedef struct kind_info {
 } kind_info_t;
 
 static const kind_info_t kinds[REMAT_OP_COUNT] = {
-    [REMAT_OP_EINSUM] = {"einsum", 1, 2, 1, 1},
+    [REMAT_OP_EINSUM] = {"einsum", 1, 3, 1, 1},
     [REMAT_OP_ADD] = {"add", 2, 8, 1, 1},
     [REMAT_OP_MUL] = {"mul", 2, 8, 1, 1},
     [REMAT_OP_SCALE] = {"scale", 1, 1, 1, 1},
@@ -29,7 +29,7 @@ static const kind_info_t kinds[REMAT_OP_COUNT] = {
     [REMAT_OP_LAYERNORM] = {"layernorm", 3, 3, 1, 3},
     [REMAT_OP_ROPE] = {"rope", 1, 1, 1, 1},
     [REMAT_OP_DROPOUT] = {"dropout", 1, 1, 2, 2},
-    [REMAT_OP_FLASH_ATTENTION] = {"flash_attention", 3, 3, 2, 2},
+    [REMAT_OP_FLASH_ATTENTION] = {"flash_attention", 3, 5, 2, 2},
     [REMAT_OP_CAST] = {"cast", 1, 1, 1, 1},
     [REMAT_OP_RESHAPE] = {"reshape", 1, 1, 1, 1},
     [REMAT_OP_TRANSPOSE] = {"transpose", 1, 1, 1, 1},
@@ -146,10 +146,17 @@ bool remat_op_einsum_no_batch_dims(const remat_op_t *op) {
         return false;
     }
     /* A batch dimension of dot_general is an index shared by both operands
-       and kept in the output (b and h in "bshd,bthd->bhst"). */
-    for (const char *c = op->subs[0]; *c; c++) {
-        if (strchr(op->subs[1], *c) && strchr(op->subs[op->nin], *c)) {
-            return false;
+       and kept in the output (b and h in "bshd,bthd->bhst"). A
+       three-operand einsum is a dot_general whose output a fusion scales
+       and sums (DeepSeek-V3.2's indexer scores): its dot's batch indices
+       are those two operands share and the output keeps. */
+    for (size_t i = 0; i + 1 < op->nin; i++) {
+        for (const char *c = op->subs[i]; *c; c++) {
+            for (size_t k = i + 1; k < op->nin; k++) {
+                if (strchr(op->subs[k], *c) && strchr(op->subs[op->nin], *c)) {
+                    return false;
+                }
+            }
         }
     }
     return true;
@@ -388,6 +395,28 @@ static remat_status_t check_dropout(const opcheck_t *c) {
     return REMAT_OK;
 }
 
+/* Inputs past v are masks the kernel reads, [batch, q's seq, k's seq],
+   not float: MaxText's sparse-attention indexer hands Tokamax's splash
+   kernel a dense mask of the keys each query may see, which it turns into
+   block masks for its forward and for its key/value backward
+   (attention_op.py, make_dynamic_splash_mha). They are not
+   differentiated. */
+static remat_status_t check_attention_mask(const opcheck_t *c, const remat_tensor_t *q,
+                                           const remat_tensor_t *kk, size_t S, size_t i) {
+    const remat_tensor_t *m = T(c->b, c->op->in[i]);
+    if (m->rank != 3 || m->dim[0] != q->dim[0] ||
+        !remat_i_dims_equivalent(c->g, m->dim[1], q->dim[S]) ||
+        !remat_i_dims_equivalent(c->g, m->dim[2], kk->dim[S])) {
+        return BAD("flash_attention op '%s': mask '%s' must be [batch,seq,key seq]",
+                   c->op->name, m->name);
+    }
+    if (is_float(m->dtype)) {
+        return BAD("flash_attention op '%s': mask '%s' must be bool or an integer type",
+                   c->op->name, m->name);
+    }
+    return REMAT_OK;
+}
+
 /* With `outer` keys and values (an earlier layer's, KV sharing) the op
    reads q alone, and k and v are taken as shaped like it. */
 static remat_status_t check_flash_attention(const opcheck_t *c) {
@@ -416,7 +445,11 @@ static remat_status_t check_flash_attention(const opcheck_t *c) {
         return BAD("flash_attention op '%s': logsumexp '%s' must be [batch,heads,seq]",
                    op->name, lse->name);
     }
-    return REMAT_OK;
+    remat_status_t st = REMAT_OK;
+    for (size_t i = 3; st == REMAT_OK && !op->outer && i < op->nin; i++) {
+        st = check_attention_mask(c, q, kk, S, i);
+    }
+    return st;
 }
 
 static remat_status_t check_transpose(const opcheck_t *c) {

@@ -107,7 +107,8 @@ static void test_static_graphs_equal_a_load(void **state) {
 }
 
 /* The config that selects built-in graph @p name
-   (graph.attention[.dropout][.dense_moe][.mtp][.ep], resolve.c). */
+   (graph.attention[.indexer|.indexer_skipped][.dropout][.dense_moe][.mtp][.ep],
+   resolve.c). */
 static void config_for(const char *name, remat_config_t *cfg) {
     remat_config_defaults(cfg);
     char parts[REMAT_STR_LEN];
@@ -122,6 +123,10 @@ static void config_for(const char *name, remat_config_t *cfg) {
         } else if (strcmp(p, "dense_moe") == 0) {
             cfg->num_experts = 8;
             cfg->sparse_matmul = false;
+        } else if (strcmp(p, "indexer") == 0 || strcmp(p, "indexer_skipped") == 0) {
+            /* the indexer runs past indexer_topk keys (2048) only */
+            cfg->use_indexer = true;
+            cfg->max_target_length = strcmp(p, "indexer") == 0 ? 4096 : 2048;
         } else if (strcmp(p, "ep") == 0) { /* the expert axis sharded */
             cfg->num_devices = 4;
             cfg->ici[REMAT_AXIS_EXPERT] = 4;

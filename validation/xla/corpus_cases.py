@@ -37,6 +37,8 @@ TP4 = ["ici_tensor_parallelism=4"]
 CUSTOM_A = ["query_proj=device", "key_proj=device", "value_proj=device", "mlpwo=device"]
 CUSTOM_B = ["query_proj=offload", "key_proj=offload", "value_proj=offload", "out_proj=device"]
 CUSTOM_C = ["mlpwi_0=device", "mlpwi_1=offload", "out_proj=device"]
+# DeepSeek-V3.2's sparse training stage on Tokamax's splash kernel
+DS32 = ["attention=flash", "use_tokamax_splash=true", "indexer_sparse_training=true"]
 # MaxText's v4 52B benchmark model (base.yml's decoder at these dims)
 D52 = ["base_num_decoder_layers=32", "base_emb_dim=12288", "base_mlp_dim=49152", "base_num_query_heads=32",
        "base_num_kv_heads=32", "head_dim=128", "vocab_size=32000"]
@@ -304,6 +306,13 @@ CASES = [
     case("deepseek2-16b", "v6e-16", "full", ["ici_expert_parallelism=4"], layers="auto"),
     case("gpt-oss-20b", "v6e-16", "full", ["ici_expert_parallelism=4"], layers="auto", step=2),
     case("mixtral-8x7b", "v5e-16", "full", ["ici_expert_parallelism=2"], layers="auto"),
+    # DeepSeek-V3.2's sparse-attention indexer (the deepseek graph's
+    # .indexer variant), past indexer_topk keys where MaxText runs it, in
+    # the stage and on the kernel its model file names (MaxText's yml
+    # leaves them to the command line).
+    case("deepseek3.2-671b", "v5p-16", "full", DS32 + ["max_target_length=8192"], layers="auto"),
+    case("deepseek3.2-671b", "v5p-16", "save_qkv_proj", DS32 + ["max_target_length=8192"], layers="auto"),
+    case("deepseek3.2-671b", "v5p-16", "full", DS32 + ["max_target_length=16384"], layers="auto"),
 ]
 
 

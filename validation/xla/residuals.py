@@ -65,7 +65,7 @@ SEQ = 1024
 COMMON = ["topology=v5e-1", "per_device_batch_size=1", f"max_target_length={SEQ}", "scan_layers=false"]
 
 # Each built-in graph (`remat list`): the model whose real per-layer dims are
-# traced, the settings beyond COMMON, and the layers recorded: one of each
+# traced, the settings beyond COMMON (`seq`: a sequence in place of SEQ), and the layers recorded: one of each
 # layer kind the graph has (dense and MoE, local and global attention),
 # as (layer index, the kind's name in remat's graph).
 CASES = [
@@ -101,6 +101,11 @@ CASES = [
      "layers": [(0, "local"), (4, "global"), (13, "local_donor"), (14, "global_donor"), (15, "local_shared"),
                 (19, "global_shared")]},
     {"graph": "envy.flash", "settings": ["model_name=envy-switch-base"], "layers": [(0, "dense"), (1, "moe")]},
+    # MaxText runs the indexer past indexer_topk (2048) keys only: a longer
+    # sequence than SEQ
+    {"graph": "deepseek.flash.indexer", "seq": 4096,
+     "settings": ["model_name=deepseek3.2-671b", "attention=flash", "use_tokamax_splash=true", "indexer_sparse_training=true"],
+     "layers": [(0, "dense"), (3, "moe")]},
 ]
 
 # MaxText's preset policies (its `get_remat_policy`), then `custom` mixes
@@ -176,7 +181,9 @@ def main(argv):
       # count (`depth`) where it decides the layers (each layer's
       # residuals are its own; the decoder is built whole, abstractly).
       depth = case.get("depth", max(layer for layer, _ in case["layers"]) + 1)
-      settings = case["settings"] + [f"base_num_decoder_layers={depth}"] + COMMON + policy_keys
+      common = [f"max_target_length={case['seq']}" if k.startswith("max_target_length=") and "seq" in case else k
+                for k in COMMON]
+      settings = case["settings"] + [f"base_num_decoder_layers={depth}"] + common + policy_keys
       for layer, kind in case["layers"]:
         record = {"graph": case["graph"], "policy": policy, "layer": layer, "kind": kind, "settings": settings}
         record.update(tracer.trace(settings, layer))

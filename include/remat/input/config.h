@@ -108,6 +108,14 @@ typedef struct remat_config {
        remat_config_size) */
     uint64_t hidden_size_per_layer_input, vocab_size_per_layer_input, num_kv_shared_layers;
     bool use_double_wide_mlp;
+    /* DeepSeek-V3.2's sparse-attention indexer (MLA, use_indexer): its
+       heads, head dim and the keys each query keeps; the training stage
+       (sparse training, or the dense warm-up) and its KL loss's weight;
+       the splash kernel that takes its mask (use_tokamax_splash). The
+       deepseek graph's .indexer variant binds them (docs/config.md). */
+    bool use_indexer, indexer_sparse_training, use_tokamax_splash;
+    uint64_t indexer_n_heads, indexer_head_dim, indexer_topk;
+    double indexer_loss_scaling_factor;
     int64_t nope_layer_interval;      /* Llama 4's global (NoPE) layers; <= 0: none */
     bool sparse_matmul;               /* MaxText's default: Megablox grouped matmul */
     double capacity_factor;           /* the dense path's token dropping; <= 0: none */
