@@ -101,6 +101,7 @@ CASES = [
      "layers": [(0, "local"), (4, "global"), (13, "local_donor"), (14, "global_donor"), (15, "local_shared"),
                 (19, "global_shared")]},
     {"graph": "envy.flash", "settings": ["model_name=envy-switch-base"], "layers": [(0, "dense"), (1, "moe")]},
+    {"graph": "qwen3_next.flash", "settings": ["model_name=qwen3-next-80b-a3b"], "layers": [(0, "linear"), (3, "full")]},
 ]
 
 # MaxText's preset policies (its `get_remat_policy`), then `custom` mixes
