@@ -33,14 +33,19 @@ BSE = ["batch", "seq", "embed"]
 # heads over activation_kv_heads (models/qwen3.py, qkv_pspec)
 KVB, KVH = "activation_kv_batch", "activation_kv_heads"
 
+# The DeltaNet's activations are sharded by heads, as MaxText constrains
+# mixed_qkvz (KV_HEAD), so that the reshapes between the flat widths and
+# [heads, head_dim] hold under tensor parallelism; its projection weights'
+# gdn_head axis has mlp's rules at e591f30 (base.yml: fsdp_transpose,
+# tensor, tensor_sequence, autoregressive), which they take here.
 GDN_DIMS = {
-    "gdn_qkvz": {"from": "gdn_qkvz_dim", "weight_axis": "mlp"},
-    "gdn_ba": {"from": "gdn_ba_dim", "weight_axis": "mlp"},
-    "gdn_key": {"from": "gdn_key_dim"},
-    "gdn_value": {"from": "gdn_value_dim", "weight_axis": "mlp"},
-    "gdn_conv": {"from": "gdn_conv_dim"},
+    "gdn_qkvz": {"from": "gdn_qkvz_dim", "axis": KVH, "weight_axis": "mlp"},
+    "gdn_ba": {"from": "gdn_ba_dim", "axis": KVH, "weight_axis": "mlp"},
+    "gdn_key": {"from": "gdn_key_dim", "axis": KVH},
+    "gdn_value": {"from": "gdn_value_dim", "axis": KVH, "weight_axis": "mlp"},
+    "gdn_conv": {"from": "gdn_conv_dim", "axis": KVH},
     "gdn_kernel": {"from": "gdn_conv_kernel_dim"},
-    "gdn_k_heads": {"from": "gdn_num_key_heads"},
+    "gdn_k_heads": {"from": "gdn_num_key_heads", "axis": KVH},
     "gdn_rep": {"from": "gdn_num_value_heads", "div": "gdn_num_key_heads"},
     "gdn_heads": {"from": "gdn_num_value_heads", "axis": KVH},
     "gdn_k_dim": {"from": "gdn_key_head_dim"},
