@@ -131,11 +131,44 @@ static void test_full_keeps_the_input(void **state) {
     fx_free(f);
 }
 
+/* Under tensor parallelism the DeltaNet's activations split by heads, as
+   MaxText's mixed_qkvz and delta rule do: the projections' flat widths and
+   the [heads, head_dim] views divide alike, so the reshapes between them
+   hold: the delta rule's state with the batch of 2 whole and its 32 heads
+   over tensor 2 is as large as with the batch over fsdp 2 and every head. */
+static void test_tensor_parallel(void **state) {
+    (void)state;
+    const char *one[] = {"model_name=qwen3-next-80b-a3b", "per_device_batch_size=1",
+                         "max_target_length=1024", "base_num_decoder_layers=4",
+                         "num_devices=2", "ici_fsdp_parallelism=2", NULL};
+    const char *two[] = {"model_name=qwen3-next-80b-a3b", "per_device_batch_size=1",
+                         "max_target_length=1024", "base_num_decoder_layers=4",
+                         "num_devices=2", "ici_fsdp_parallelism=1", "ici_tensor_parallelism=2",
+                         NULL};
+    fx_run_t *f1 = fx_analyze_ok(NULL, one);
+    fx_run_t *f2 = fx_analyze_ok(NULL, two);
+    const remat_block_t *b = &f1->graph->kinds[f1->r.profiles[f1->r.layers[0].profile].kind].block;
+    bool seen = false;
+    for (size_t i = 0; i < b->ntensors; i++) {
+        if (strcmp(b->tensors[i].name, "state") == 0) {
+            const size_t p1 = f1->r.layers[0].profile, p2 = f2->r.layers[0].profile;
+            /* batch 2 over fsdp 2 against batch 2 whole over heads split in two */
+            assert_int_equal(f1->r.profiles[p1].tensors[i].bytes,
+                             f2->r.profiles[p2].tensors[i].bytes);
+            seen = true;
+        }
+    }
+    assert_true(seen);
+    fx_free(f1);
+    fx_free(f2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_param_counts),
         cmocka_unit_test(test_layer_pattern),
         cmocka_unit_test(test_full_keeps_the_input),
+        cmocka_unit_test(test_tensor_parallel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
