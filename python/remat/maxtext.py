@@ -70,7 +70,8 @@ _PLAIN_KEYS = (
     "sliding_window_size", "chunk_attn_window_size", "mtp_num_layers",
     "global_head_dim", "global_num_kv_heads", "share_kv_projections",
     "v_norm_with_scale", "hidden_size_per_layer_input", "vocab_size_per_layer_input",
-    "num_kv_shared_layers", "use_double_wide_mlp",
+    "num_kv_shared_layers", "use_double_wide_mlp", "gdn_conv_kernel_dim", "gdn_num_key_heads",
+    "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_chunk_size",
     # DeepSeek-V3.2's sparse-attention indexer, its stage and its kernel
     "use_indexer", "indexer_n_heads", "indexer_head_dim", "indexer_topk",
     "indexer_sparse_training", "indexer_loss_scaling_factor", "use_tokamax_splash",

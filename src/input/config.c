@@ -179,6 +179,18 @@ static const key_t_ keys[] = {
      "DeepSeek-V3.2: the indexer's KL loss weight (above 0 is refused)"},
     {"use_tokamax_splash", K_BOOL, F(use_tokamax_splash),
      "Tokamax's splash kernel: with use_indexer, the one that takes the indexer's mask"},
+    {"gdn_conv_kernel_dim", K_U64, F(gdn_conv_kernel_dim),
+     "Qwen3-Next/Qwen3.5: the gated DeltaNet's depthwise causal conv width (the qwen3_next graph)"},
+    {"gdn_num_key_heads", K_U64, F(gdn_num_key_heads),
+     "Qwen3-Next/Qwen3.5: the gated DeltaNet's query/key heads"},
+    {"gdn_num_value_heads", K_U64, F(gdn_num_value_heads),
+     "Qwen3-Next/Qwen3.5: the gated DeltaNet's value heads (a multiple of its key heads)"},
+    {"gdn_key_head_dim", K_U64, F(gdn_key_head_dim),
+     "Qwen3-Next/Qwen3.5: the gated DeltaNet's query/key head dimension"},
+    {"gdn_value_head_dim", K_U64, F(gdn_value_head_dim),
+     "Qwen3-Next/Qwen3.5: the gated DeltaNet's value head dimension"},
+    {"gdn_chunk_size", K_U64, F(gdn_chunk_size),
+     "Qwen3-Next/Qwen3.5: tokens per chunk of the gated DeltaNet's chunked delta rule"},
     {"nope_layer_interval", K_I64, F(nope_layer_interval),
      "layer i is a global (NoPE) attention layer when (i + 1) is a multiple of it (Llama 4); "
      "<= 0: none"},
@@ -252,6 +264,13 @@ static const struct {
     {"indexer_n_heads", SIZE_FIELD(indexer_n_heads)},
     {"indexer_head_dim", SIZE_FIELD(indexer_head_dim)},
     {"indexer_topk", SIZE_FIELD(indexer_topk)},
+    {"inhomogeneous_layer_cycle_interval", SIZE_FIELD(inhomogeneous_layer_cycle_interval)},
+    {"gdn_conv_kernel_dim", SIZE_FIELD(gdn_conv_kernel_dim)},
+    {"gdn_num_key_heads", SIZE_FIELD(gdn_num_key_heads)},
+    {"gdn_num_value_heads", SIZE_FIELD(gdn_num_value_heads)},
+    {"gdn_key_head_dim", SIZE_FIELD(gdn_key_head_dim)},
+    {"gdn_value_head_dim", SIZE_FIELD(gdn_value_head_dim)},
+    {"gdn_chunk_size", SIZE_FIELD(gdn_chunk_size)},
     /* derived (remat_config_size): not settable */
     {"num_experts", 0},
     {"nope_layer_interval", 0},
@@ -270,6 +289,12 @@ static const struct {
     {"kv_donor_local", 0},
     {"kv_donor_global", 0},
     {"indexer_nope_dim", 0},
+    {"gdn_key_dim", 0},
+    {"gdn_value_dim", 0},
+    {"gdn_conv_dim", 0},
+    {"gdn_qkvz_dim", 0},
+    {"gdn_ba_dim", 0},
+    {"gdn_num_chunks", 0},
     {"per_device_batch_size", 0},
 };
 
@@ -337,6 +362,12 @@ void remat_config_defaults(remat_config_t *c) {
     c->nope_layer_interval = -1;
     c->interleave_moe_layer_step = 1;
     c->inhomogeneous_layer_cycle_interval = 1;
+    c->gdn_conv_kernel_dim = 4; /* MaxText base.yml's gated DeltaNet */
+    c->gdn_num_key_heads = 16;
+    c->gdn_num_value_heads = 32;
+    c->gdn_key_head_dim = 128;
+    c->gdn_value_head_dim = 128;
+    c->gdn_chunk_size = 64;
     c->kv_lora_rank = 512;
     c->qk_nope_head_dim = 128;
     c->qk_rope_head_dim = 64;
@@ -925,7 +956,8 @@ static remat_status_t resolve_devices(remat_config_t *c, remat_error_t *err) {
    graphs run. */
 static bool scans_cycles(const remat_config_t *c) {
     return strcmp(c->decoder_block, "llama4") == 0 || strcmp(c->decoder_block, "gpt_oss") == 0 ||
-           strcmp(c->decoder_block, "olmo3") == 0 || strcmp(c->decoder_block, "envy") == 0;
+           strcmp(c->decoder_block, "olmo3") == 0 || strcmp(c->decoder_block, "envy") == 0 ||
+           strcmp(c->decoder_block, "qwen3_next") == 0 || strcmp(c->decoder_block, "qwen3_5") == 0;
 }
 
 uint64_t remat_config_remat_unit(const remat_config_t *c) {
@@ -1130,6 +1162,39 @@ static bool gemma4_small_size(const remat_config_t *c, const char *key, uint64_t
     return true;
 }
 
+/* A product of two keys, saturating past 64 bits (binding then fails on
+   the bytes it would take). */
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    uint64_t p;
+    return remat_i_mul(a, b, &p) ? p : UINT64_MAX;
+}
+
+/* The sizes the qwen3_next graph derives from the gated DeltaNet's keys
+   (docs/config.md; models/qwen3.py Qwen3NextGatedDeltaNet at e591f30):
+   key_dim and value_dim, the conv's channels (q, k, v), the qkvz and ba
+   projections' widths, and the delta rule's chunks (the config check
+   refuses a chunk size that does not divide the sequence). */
+static bool qwen3_next_size(const remat_config_t *c, const char *key, uint64_t *out) {
+    const uint64_t kd = sat_mul(c->gdn_num_key_heads, c->gdn_key_head_dim);
+    const uint64_t vd = sat_mul(c->gdn_num_value_heads, c->gdn_value_head_dim);
+    if (strcmp(key, "gdn_key_dim") == 0) {
+        *out = kd;
+    } else if (strcmp(key, "gdn_value_dim") == 0) {
+        *out = vd;
+    } else if (strcmp(key, "gdn_conv_dim") == 0) {
+        *out = remat_i_add(sat_mul(kd, 2), vd, out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "gdn_qkvz_dim") == 0) {
+        *out = remat_i_add(sat_mul(kd, 2), sat_mul(vd, 2), out) ? *out : UINT64_MAX;
+    } else if (strcmp(key, "gdn_ba_dim") == 0) {
+        *out = sat_mul(c->gdn_num_value_heads, 2);
+    } else if (strcmp(key, "gdn_num_chunks") == 0) {
+        *out = c->gdn_chunk_size ? c->max_target_length / c->gdn_chunk_size : 0;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 /* The sizes derived from other keys (docs/config.md): the shared experts'
    MLP width, MLA's query/key head and its two key/value projections, and
    num_experts (a signed MaxText key, at least 1 once checked). The
@@ -1165,7 +1230,7 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
                    ? c->indexer_head_dim - c->qk_rope_head_dim
                    : 0;
     } else {
-        return gemma4_small_size(c, key, out);
+        return gemma4_small_size(c, key, out) || qwen3_next_size(c, key, out);
     }
     return true;
 }
@@ -1189,6 +1254,12 @@ const char *remat_i_config_size_formula(const char *key) {
                     "base_num_decoder_layers - num_kv_shared_layers, or the layer count"},
                    {"kv_donor_local", "one past the last local layer before kv_shared_first"},
                    {"kv_donor_global", "one past the last global layer before kv_shared_first"},
+                   {"gdn_key_dim", "gdn_num_key_heads x gdn_key_head_dim"},
+                   {"gdn_value_dim", "gdn_num_value_heads x gdn_value_head_dim"},
+                   {"gdn_conv_dim", "2 gdn_key_dim + gdn_value_dim"},
+                   {"gdn_qkvz_dim", "2 gdn_key_dim + 2 gdn_value_dim"},
+                   {"gdn_ba_dim", "2 gdn_num_value_heads"},
+                   {"gdn_num_chunks", "max_target_length / gdn_chunk_size"},
                    {"expert_capacity", "from capacity_factor, max_target_length, "
                                        "num_experts_per_tok and num_experts"}};
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++) {

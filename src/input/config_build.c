@@ -322,7 +322,8 @@ static bool model_key(const char *key) {
         "global_num_kv_heads", "share_kv_projections", "v_norm_with_scale",
         "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers",
         "use_double_wide_mlp", "use_indexer", "indexer_n_heads", "indexer_head_dim",
-        "indexer_topk"};
+        "indexer_topk", "gdn_conv_kernel_dim", "gdn_num_key_heads", "gdn_num_value_heads",
+        "gdn_key_head_dim", "gdn_value_head_dim", "gdn_chunk_size"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (strcmp(key, keys[i]) == 0) {
             return true;

@@ -255,6 +255,7 @@ static const graph_features_t graph_features[] = {
     {"gemma4_small", 2, false, false, true, true, true, false, true, true},
     {"olmo3", 2, false, false, true, true, false, false, false, false},
     {"envy", 2, true, false, true, true, true, false, false, false},
+    {"qwen3_next", 2, true, false, true, false, false, false, false, false},
 };
 
 /* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
@@ -283,8 +284,10 @@ static const struct {
        llama graph (docs/config.md, Models) */
     {"qwen2", "llama|llama_tied", NULL},
     {"qwen3", "qwen3|qwen3_tied", NULL},
-    {"qwen3_next", NULL, "gated delta-net (linear attention) layers and an MoE block"},
-    {"qwen3_5", NULL, "gated delta-net (linear attention) layers and an MoE block"},
+    {"qwen3_next", "qwen3_next", NULL},
+    /* Qwen3.5's text decoder is Qwen3-Next's layers (models/qwen3_5.py
+       subclasses them); its vision encoder is not modelled */
+    {"qwen3_5", "qwen3_next", NULL},
     {"envy", "envy", NULL},
     {"olmo3", "olmo3", NULL},
 };
@@ -513,6 +516,31 @@ static remat_status_t check_indexer(const remat_config_t *c, const graph_feature
                : REMAT_OK;
 }
 
+/* The gated DeltaNet as the qwen3_next graph runs it: its q and k heads
+   repeated to the value heads (models/qwen3.py at e591f30 repeats them
+   when the value heads are a multiple; other counts do not run), and the
+   delta rule's chunks whole over the sequence (MaxText pads the last
+   chunk, which the graph does not model). */
+static remat_status_t check_gdn(const remat_config_t *c, remat_error_t *err) {
+    if (c->gdn_num_value_heads % c->gdn_num_key_heads) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "gdn_num_value_heads=%llu is not a multiple of "
+                               "gdn_num_key_heads=%llu: MaxText's gated DeltaNet repeats each "
+                               "key head over a whole number of value heads",
+                               (unsigned long long)c->gdn_num_value_heads,
+                               (unsigned long long)c->gdn_num_key_heads);
+    }
+    if (c->max_target_length % c->gdn_chunk_size) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "gdn_chunk_size=%llu does not divide max_target_length=%llu: "
+                               "MaxText pads the gated DeltaNet's last chunk, which the "
+                               "qwen3_next graph does not model",
+                               (unsigned long long)c->gdn_chunk_size,
+                               (unsigned long long)c->max_target_length);
+    }
+    return REMAT_OK;
+}
+
 static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
     if (strcmp(c->attention_type, "global") != 0 && strcmp(c->attention_type, "mla") != 0) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
@@ -524,6 +552,9 @@ static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *e
     remat_status_t st = f ? keys_fit(c, f, err) : REMAT_OK; /* a graph file: its own structure */
     if (st == REMAT_OK && c->use_indexer) {
         st = check_indexer(c, f, err);
+    }
+    if (st == REMAT_OK && f && strcmp(f->graph, "qwen3_next") == 0) {
+        st = check_gdn(c, err);
     }
     return st == REMAT_OK && f && f->ple ? check_unscanned(c, err) : st;
 }

@@ -587,8 +587,13 @@ static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p
     *chosen = false;
     if (i == b->inputs[0]) {
         /* The scan carry is saved under every policy; only custom's
-           decoder_layer_input=offload moves it to host. */
-        return lookup(p, "decoder_layer_input", layer, &named) && named == REMAT_PLACE_OFFLOAD
+           decoder_layer_input=offload moves it to host, and only where the
+           layer tags its input so (MaxText's policy matches the checkpoint
+           name: qwen3_next's layer does not tag it, and JAX keeps it on the
+           device). */
+        return remat_tensor_has_tag(t, "decoder_layer_input") &&
+                       lookup(p, "decoder_layer_input", layer, &named) &&
+                       named == REMAT_PLACE_OFFLOAD
                    ? REMAT_PLACE_OFFLOAD
                    : REMAT_PLACE_DEVICE;
     }

@@ -429,11 +429,16 @@ static uint64_t range_key(const remat_policy_t *policy, size_t l) {
    run: the distinct pairs are looked up once a run, not once a layer. */
 /* Layers [@p l, @p end) of profile @p p appended to the runs, merged with
    the run before when it has the profile. */
-/* Where @p policy puts decoder_layer_input at layer @p l: by name, or by a
-   default that saves everything (on the device), else re-run. */
-static remat_place_t input_place(const remat_policy_t *policy, size_t l) {
+/* Where @p policy puts decoder_layer_input at layer @p l: by name where
+   the layer's kind tags its input so (MaxText's policy matches the
+   checkpoint name; qwen3_next's layers do not tag it), or by a default
+   that saves everything (on the device), else re-run. */
+static remat_place_t input_place(const remat_analyzer_t *an, const remat_policy_t *policy,
+                                 size_t l) {
+    const remat_block_t *b = &an->g->kinds[an->kind_of[l]].block;
     remat_place_t place;
-    if (remat_policy_lookup(policy, "decoder_layer_input", l, &place)) {
+    if (remat_tensor_has_tag(&b->tensors[b->inputs[0]], "decoder_layer_input") &&
+        remat_policy_lookup(policy, "decoder_layer_input", l, &place)) {
         return place;
     }
     return policy->fallback == REMAT_PLACE_DEVICE ? REMAT_PLACE_DEVICE : REMAT_PLACE_REMAT;
@@ -444,7 +449,7 @@ static remat_place_t input_place(const remat_policy_t *policy, size_t l) {
    are saved too (input_dropped). */
 static void add_run(remat_analyzer_t *an, size_t l, size_t end, size_t p,
                     const remat_policy_t *policy) {
-    const remat_place_t place = input_place(policy, l);
+    const remat_place_t place = input_place(an, policy, l);
     const bool names = place != REMAT_PLACE_REMAT, device = place == REMAT_PLACE_DEVICE;
     layer_run_t *last = an->nruns ? &an->runs[an->nruns - 1] : NULL;
     if (last && last->profile == p && last->last + 1 == l && last->names_input == names &&

@@ -512,12 +512,12 @@ def test_maxtext_live_devices(pyconfig, tmp_path):
 @requires_maxtext
 @requires_cli
 def test_maxtext_model_remat_lacks_is_remats_error(pyconfig, tmp_path):
-    config = maxtext_config(pyconfig, "model_name=qwen3-next-80b-a3b per_device_batch_size=1 "
+    config = maxtext_config(pyconfig, "model_name=deepseek4-284b per_device_batch_size=1 "
                             "compile_topology=v5p-64".split())
     path = tmp_path / "run.json"
     path.write_text(json.dumps(convert(config)))
     rc, _, err = remat_cli("analyze", "--config", str(path))
-    assert rc == 2 and "qwen3-next-80b-a3b" in err and "needs" in err
+    assert rc == 2 and "deepseek4-284b" in err and "needs" in err
 
 
 @requires_maxtext

@@ -156,7 +156,9 @@ static void test_exact_on_builtin_graphs(void **state) {
 }
 
 /* Seeded random layers: a chain of silu / mul / add / weight einsums over
-   [b,e] tensors, names on some of them. */
+   [b,e] tensors, names on some of them, the input tagged
+   decoder_layer_input as MaxText's layers tag theirs (what lets a policy
+   offload it). */
 static char *random_graph(unsigned seed) {
     srand(seed);
     size_t cap = 16384, len = 0;
@@ -166,7 +168,8 @@ static char *random_graph(unsigned seed) {
     PUT("{\"format\":\"remat-graph/1\",\"name\":\"rand\",\"dims\":{"
         "\"b\":{\"from\":\"per_device_batch_size\"},\"e\":{\"from\":\"base_emb_dim\"}},"
         "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
-        "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+        "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\","
+        "\"checkpoint\":\"decoder_layer_input\"},"
         "\"w\":{\"shape\":[\"e\",\"e\"],\"dtype\":\"weight\",\"param\":true}");
     const int n = 6 + rand() % 5;
     for (int i = 0; i < n; i++) {

@@ -257,6 +257,11 @@ CASES = [
     # Envy (a routed MoE block every second layer, blocks of two re-run whole)
     case("envy-switch-base", "v5p-16", "full", targets=NEAR),
     case("envy-switch-large", "tpu7x-16", "save_qkv_proj", layers="auto", targets=FIT, step=2),
+    # Qwen3-Next and Qwen3.5's text decoder (qwen3_next: gated DeltaNet
+    # layers with their chunked delta rule, a gated attention layer every
+    # fourth, MoE with a shared expert; blocks of four re-run whole)
+    case("qwen3-next-80b-a3b", "v5p-16", "full", layers="auto", step=4, targets=NEAR),
+    case("qwen3.5-35b-a3b", "v6e-16", "save_qkv_proj", layers="auto", step=4, targets=FIT),
     # The one-slice partner rule (docs/memory-model.md, "On one slice, the
     # partners of an offloaded residual") where it was not read: the
     # attention's output projection kept beside an offloaded layer input

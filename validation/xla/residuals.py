@@ -106,6 +106,7 @@ CASES = [
     {"graph": "deepseek.flash.indexer", "seq": 4096,
      "settings": ["model_name=deepseek3.2-671b", "attention=flash", "use_tokamax_splash=true", "indexer_sparse_training=true"],
      "layers": [(0, "dense"), (3, "moe")]},
+    {"graph": "qwen3_next.flash", "settings": ["model_name=qwen3-next-80b-a3b"], "layers": [(0, "linear"), (3, "full")]},
 ]
 
 # MaxText's preset policies (its `get_remat_policy`), then `custom` mixes

@@ -116,6 +116,13 @@ typedef struct remat_config {
     bool use_indexer, indexer_sparse_training, use_tokamax_splash;
     uint64_t indexer_n_heads, indexer_head_dim, indexer_topk;
     double indexer_loss_scaling_factor;
+    /* Qwen3-Next and Qwen3.5 (decoder_block qwen3_next, qwen3_5): the gated
+       DeltaNet's conv kernel, key and value heads and head dims, and the
+       delta rule's chunk; the qwen3_next graph binds them (and sizes
+       derived from them, remat_config_size). MaxText's defaults (base.yml):
+       4, 16, 32, 128, 128, 64 */
+    uint64_t gdn_conv_kernel_dim, gdn_num_key_heads, gdn_num_value_heads;
+    uint64_t gdn_key_head_dim, gdn_value_head_dim, gdn_chunk_size;
     int64_t nope_layer_interval;      /* Llama 4's global (NoPE) layers; <= 0: none */
     bool sparse_matmul;               /* MaxText's default: Megablox grouped matmul */
     double capacity_factor;           /* the dense path's token dropping; <= 0: none */
