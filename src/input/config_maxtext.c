@@ -564,6 +564,12 @@ remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *er
     if (st == REMAT_OK) {
         st = check_layer_keys(c, err);
     }
+    if (st == REMAT_OK && c->use_tokamax_splash && !c->use_indexer) {
+        /* remat reads the key for the indexer's kernel only: said, not
+           dropped silently */
+        remat_i_config_note(c, "use_tokamax_splash=true without use_indexer: remat models "
+                               "MaxText's default splash kernel for the flash path");
+    }
     if (st == REMAT_OK && c->gpu_assumed && strcmp(c->hardware, "h100") == 0) {
         remat_i_config_note(c, "hardware=gpu names no GPU: assumed h100 (MaxText's a3 recipes); "
                                "hardware=h200 or b200 for another");
