@@ -261,7 +261,7 @@ CASES = [
     # layers with their chunked delta rule, a gated attention layer every
     # fourth, MoE with a shared expert; blocks of four re-run whole)
     case("qwen3-next-80b-a3b", "v5p-16", "full", layers="auto", step=4, targets=NEAR),
-    case("qwen3.5-35b-a3b", "v6e-16", "save_qkv_proj", layers="auto", step=4, targets=FIT),
+    case("qwen3.5-35b-a3b", "v6e-16", "save_qkv_proj", layers="auto", step=4, targets=NEAR),
     # The one-slice partner rule (docs/memory-model.md, "On one slice, the
     # partners of an offloaded residual") where it was not read: the
     # attention's output projection kept beside an offloaded layer input
