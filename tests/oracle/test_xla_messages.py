@@ -3,6 +3,7 @@ on the sentences libtpu prints: an HBM OOM in both wordings, a host-memory
 refusal inside a proto's repr (its line breaks escaped), and a failure that
 is neither. Needs only the standard library: CI runs it without libtpu.
 usage: python3 test_xla_messages.py SOURCE_DIR"""
+import json
 import os
 import sys
 
@@ -117,6 +118,14 @@ def main():
   assert entry["status"] == "error" and entry["fits"] is None and entry["error"] == "ValueError: bad mesh"
   entry = xla_messages.outcome(None, None, "")
   assert entry["status"] == "error" and entry["error"] == "timed out"
+  # scrubbed at every save: a second scrub changes nothing, and the runs of
+  # MAXTEXT_SRC earlier saves stacked up are taken back to one
+  entry = {"output_tail": ["in /home/u/maxtext/src/maxtext/configs/x.py", "maxtextMAXTEXT_SRCMAXTEXT_SRC/src/maxtext/a"],
+           "error": "File /opt/venv/lib/python3.11/site-packages/jax/x.py"}
+  once = xla_messages.scrub(json.loads(json.dumps(entry)))
+  assert once["output_tail"] == ["in MAXTEXT_SRC/src/maxtext/configs/x.py", "maxtextMAXTEXT_SRC/src/maxtext/a"], once
+  assert once["error"] == "File site-packages/jax/x.py", once
+  assert xla_messages.scrub(json.loads(json.dumps(once))) == once
   check_remat()
   check_scheduler()
   check_rematerialized()

@@ -171,7 +171,10 @@ def _message_lines(err, limit=40):
 
 _FRAME = re.compile(r'^\s+File "')
 _SITE = re.compile(r'(?:/[^\s"\']+)?/site-packages/')
-_SRC = re.compile(r'(?:/[^\s"\']+)?/src/maxtext/')
+# a path to MaxText's sources, but not one already written as MAXTEXT_SRC
+# (an entry is scrubbed at every save: the same text must come out), and
+# any run of MAXTEXT_SRC that saves before this rule stacked up
+_SRC = re.compile(r'(?:MAXTEXT_SRC)+/src/maxtext/|(?<!MAXTEXT_SRC)(?:/[^\s"\']+)?/src/maxtext/')
 
 
 def scrub(entry):
