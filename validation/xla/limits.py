@@ -26,8 +26,21 @@ import oracle  # pylint: disable=wrong-import-position
 import xla_messages  # pylint: disable=wrong-import-position
 
 
-def devices_of(topology):
-  """The topology's devices as MaxText's train_compile builds them."""
+def prepare(maxtext):
+  """This process set up to ask libtpu for a topology's devices, as the
+  oracle's compile child is (its environment, MaxText's sources on the
+  path when a checkout is given, the Python 3.11 shims)."""
+  os.environ.update(oracle.COMPILE_ENV)
+  os.environ.pop("JAX_PLATFORMS", None)
+  if maxtext:
+    sys.path.insert(0, os.path.join(os.path.abspath(maxtext), "src"))
+  import py311  # pylint: disable=import-outside-toplevel
+
+  py311.install()
+
+
+def devices_of(topology, slices=1):
+  """The topology's devices (of `slices` slices) as MaxText's train_compile builds them."""
   from jax.experimental.topologies import get_topology_desc  # pylint: disable=import-outside-toplevel
   from maxtext.utils import accelerator_to_spec_map  # pylint: disable=import-outside-toplevel
 
@@ -37,7 +50,7 @@ def devices_of(topology):
       topology_name=hw.topology_name,
       chip_config_name=hw.chip_config_name,
       chips_per_host_bounds=hw.chips_per_host_bounds,
-      num_slices=1,
+      num_slices=slices,
       wrap=hw.wrap,
   ).devices
 
@@ -86,13 +99,7 @@ def main(argv):
   p.add_argument("--maxtext", help="a MaxText checkout (default: the installed maxtext package)")
   p.add_argument("topologies", nargs="+")
   args = p.parse_args(argv)
-  os.environ.update(oracle.COMPILE_ENV)
-  os.environ.pop("JAX_PLATFORMS", None)
-  if args.maxtext:
-    sys.path.insert(0, os.path.join(os.path.abspath(args.maxtext), "src"))
-  import py311  # pylint: disable=import-outside-toplevel
-
-  py311.install()
+  prepare(args.maxtext)
   out = {}
   for topology in args.topologies:
     profile, _ = maxtext_args.slice_of(topology)

@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import compile_step  # pylint: disable=wrong-import-position
-import oracle  # pylint: disable=wrong-import-position
+import limits  # pylint: disable=wrong-import-position
 
 # MaxText's mesh_axes (base.yml at e591f30) and remat's spelling of each
 # axis's ici key; None: an axis remat refuses off 1 (diloco,
@@ -92,21 +92,8 @@ def layout(devices, shape, slices):
     return int(m.group(1)), int(m.group(2)), [int(v) for v in m.group(3).split(",")]
 
 
-def devices_of(hw, slices):
-  from jax.experimental.topologies import get_topology_desc  # pylint: disable=import-outside-toplevel
-
-  return get_topology_desc(
-      platform=hw.platform,
-      topology_name=hw.topology_name,
-      chip_config_name=hw.chip_config_name,
-      chips_per_host_bounds=hw.chips_per_host_bounds,
-      num_slices=slices,
-      wrap=hw.wrap,
-  ).devices
-
-
-def cases_for(name, hw, slices):
-  devices = devices_of(hw, slices)
+def cases_for(name, slices):
+  devices = limits.devices_of(name, slices)
   per_slice = len(devices) // slices
   for mesh in meshes(per_slice):
     shape = [mesh.get(axis, 1) for axis, _ in MESH_AXES]
@@ -127,13 +114,7 @@ def main(argv):
   p.add_argument("--maxtext", help="a MaxText checkout (default: the installed maxtext package)")
   p.add_argument("--max-devices", type=int, default=1024)
   args = p.parse_args(argv)
-  os.environ.update(oracle.COMPILE_ENV)
-  os.environ.pop("JAX_PLATFORMS", None)
-  if args.maxtext:
-    sys.path.insert(0, os.path.join(os.path.abspath(args.maxtext), "src"))
-  import py311  # pylint: disable=import-outside-toplevel
-
-  py311.install()
+  limits.prepare(args.maxtext)
   from maxtext.utils import accelerator_to_spec_map  # pylint: disable=import-outside-toplevel
 
   table = accelerator_to_spec_map.UserFacingNameToSystemCharacteristics
@@ -144,9 +125,9 @@ def main(argv):
     grids[name] = [int(v) for v in hw.topology_name.split(":")[1].split("x")]
     if hw.devices_per_slice > args.max_devices:
       continue
-    cases.extend(cases_for(name, hw, 1))
+    cases.extend(cases_for(name, 1))
   for name in ("v5e-16", "v6e-32", "v5p-64", "tpu7x-64"):
-    cases.extend(cases_for(name, table[name], 2))
+    cases.extend(cases_for(name, 2))
   out = {
       "format": "remat-mesh-layouts/1",
       "versions": compile_step.versions(args.maxtext),
