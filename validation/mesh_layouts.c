@@ -17,7 +17,9 @@
  *
  * Invariants: every case and every grid is compared (none skipped); --check
  * exits 1 on any disagreement or on a file with no case. Exit 2 on a bad
- * file or argument.
+ * file or argument: a grid that is no list of 2 or 3 positive integers, a
+ * refused case that names no axis remat has or no list of axes left, each
+ * named by its place in the file.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -31,6 +33,7 @@
 #include "remat/input/config.h"
 #include "remat/input/topology.h"
 #include "remat/model/mesh.h"
+#include "remat/model/mesh_layout.h"
 
 #define MAX_SETTINGS 16
 
@@ -43,14 +46,23 @@ static int bad_file(const char *path, const char *what) {
     return 2;
 }
 
-/* A grid of MaxText's table against remat's for that name. */
-static void check_grid(const char *name, json_t *want, tally_t *t) {
+/* A grid of MaxText's table against remat's for that name; false when
+   the file's grid is no list of 2 or 3 positive integers. */
+static bool check_grid(const char *name, json_t *want, tally_t *t) {
     remat_topology_t topo;
     remat_error_t err;
     remat_error_init(&err);
     uint64_t w[3] = {1, 1, 1};
-    for (size_t d = 0; d < json_array_size(want) && d < 3; d++) {
-        w[d] = (uint64_t)json_integer_value(json_array_get(want, d));
+    const size_t nd = json_array_size(want);
+    if (!json_is_array(want) || nd < 2 || nd > 3) {
+        return false;
+    }
+    for (size_t d = 0; d < nd; d++) {
+        json_t *v = json_array_get(want, d);
+        if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+            return false;
+        }
+        w[d] = (uint64_t)json_integer_value(v);
     }
     t->grids++;
     if (remat_topology_parse(name, NULL, "topology", &topo, &err) || !topo.has_grid ||
@@ -59,26 +71,41 @@ static void check_grid(const char *name, json_t *want, tally_t *t) {
                w[1], w[2], topo.has_grid ? "another" : "none");
         t->wrong++;
     }
+    return true;
 }
 
-/* What remat should say for a case JAX refused: the key and the axes left. */
-static void expected_refusal(json_t *c, char *key, size_t nkey, char *left, size_t nleft) {
+/* What remat should say for a case JAX refused: the ICI key of the axis
+   (MaxText's mesh_axes name, as the library maps it) and the axes left.
+   False when the file names no axis remat has, or no list of sizes. */
+static bool expected_refusal(json_t *c, char *key, size_t nkey, char *left, size_t nleft) {
     const char *axis = json_string_value(json_object_get(c, "failed_axis"));
-    snprintf(key, nkey, "ici_%s_parallelism",
-             axis && strcmp(axis, "stage") == 0 ? "pipeline" : axis ? axis : "?");
+    unsigned i = 0;
+    while (axis && i < REMAT_LAYOUT_AXES && strcmp(remat_layout_axis_name(i), axis) != 0) {
+        i++;
+    }
     json_t *rem = json_object_get(c, "remaining");
+    if (!axis || remat_layout_axis_of(i) >= REMAT_AXIS_COUNT || !json_is_array(rem)) {
+        return false;
+    }
+    snprintf(key, nkey, "ici_%s_parallelism", remat_axis_key(remat_layout_axis_of(i)));
     int n = snprintf(left, nleft, "[");
     for (size_t d = 0; d < json_array_size(rem) && n > 0 && (size_t)n < nleft; d++) {
+        json_t *v = json_array_get(rem, d);
+        if (!json_is_integer(v)) {
+            return false;
+        }
         n += snprintf(left + n, nleft - (size_t)n, "%s%" JSON_INTEGER_FORMAT, d ? ", " : "",
-                      json_integer_value(json_array_get(rem, d)));
+                      json_integer_value(v));
     }
     if (n > 0 && (size_t)n < nleft) {
         snprintf(left + n, nleft - (size_t)n, "]");
     }
+    return true;
 }
 
-/* One case: remat's mesh build against JAX's layout. */
-static void check_case(json_t *c, size_t i, tally_t *t) {
+/* One case: remat's mesh build against JAX's layout; false when a case JAX
+   refused does not say where (a malformed file). */
+static bool check_case(json_t *c, size_t i, tally_t *t) {
     json_t *settings = json_object_get(c, "settings");
     char *args[MAX_SETTINGS];
     size_t n = 0;
@@ -96,7 +123,9 @@ static void check_case(json_t *c, size_t i, tally_t *t) {
     remat_error_format(&err, line, sizeof line);
     bool right = built == lays_out;
     if (!lays_out) {
-        expected_refusal(c, key, sizeof key, left, sizeof left);
+        if (!expected_refusal(c, key, sizeof key, left, sizeof left)) {
+            return false;
+        }
         right = right && strcmp(err.json_path, key) == 0 && strstr(err.text, left) != NULL;
     }
     t->cases++;
@@ -107,6 +136,7 @@ static void check_case(json_t *c, size_t i, tally_t *t) {
                n > 1 ? args[1] : "", lays_out ? "lays it out" : "fails on", key,
                built ? "builds it" : line);
     }
+    return true;
 }
 
 int main(int argc, char **argv) {
@@ -137,7 +167,12 @@ int main(int argc, char **argv) {
     const char *name;
     json_t *grid;
     json_object_foreach(grids, name, grid) {
-        check_grid(name, grid, &t);
+        if (!check_grid(name, grid, &t)) {
+            fprintf(stderr, "remat_meshlayouts: %s: grids.%s must be a list of 2 or 3 positive "
+                            "integers (a chip grid)\n", path, name);
+            json_decref(root);
+            return 2;
+        }
     }
     for (size_t i = 0; i < json_array_size(cases); i++) {
         json_t *c = json_array_get(cases, i), *s = json_object_get(c, "settings");
@@ -152,7 +187,13 @@ int main(int argc, char **argv) {
             json_decref(root);
             return 2;
         }
-        check_case(c, i, &t);
+        if (!check_case(c, i, &t)) {
+            fprintf(stderr, "remat_meshlayouts: %s: cases[%zu] is refused by JAX but needs "
+                            "'failed_axis' (a mesh axis remat has) and 'remaining' (a list of "
+                            "integers)\n", path, i);
+            json_decref(root);
+            return 2;
+        }
     }
     json_decref(root);
     printf("mesh layouts: %zu grids, %zu meshes (JAX refuses %zu); remat disagrees on %zu\n",
