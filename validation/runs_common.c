@@ -42,6 +42,7 @@ void vr_run_analyze_with(vr_run_t *run, const char *const *first, size_t nfirst,
         remat_resolve(&run->cfg, &run->graph, &run->policy, &run->hw, &err) ||
         remat_analyze(run->graph, &run->cfg, run->policy, &run->hw, &run->result, &err)) {
         remat_error_format(&err, run->error, sizeof run->error);
+        run->hint = err.hint;
         vr_run_release(run);
         return;
     }

@@ -31,6 +31,7 @@ typedef struct vr_run {
     remat_result_t result;
     bool ok;
     char error[256];
+    remat_error_hint_t hint; /* what the error says can be done (a mesh that does not lay out) */
 } vr_run_t;
 
 /**

@@ -432,8 +432,8 @@ typedef struct tallies {
 } tallies_t;
 
 /* A run MaxText stopped before compiling because JAX could not lay its
-   ICI mesh out on the slice: remat must refuse it for that (its error
-   line says the mesh "does not lay out"). */
+   ICI mesh out on the slice: remat must refuse it for that (its error's
+   hint, REMAT_HINT_MESH_LAYOUT). */
 static void layout_row(json_t *run, tallies_t *t) {
     const char *error = vr_str(run, "error");
     if (!error || !strstr(error, "Failed to find assignment for logical_axis_index")) {
@@ -442,7 +442,7 @@ static void layout_row(json_t *run, tallies_t *t) {
     vr_run_t v;
     vr_run_analyze(&v, NULL, json_object_get(run, "settings"));
     t->layout_stopped++;
-    t->layout_refused += !v.ok && strstr(v.error, "does not lay out") != NULL;
+    t->layout_refused += !v.ok && v.hint == REMAT_HINT_MESH_LAYOUT;
     vr_run_release(&v);
 }
 
