@@ -709,6 +709,7 @@ static void play_recompute(const play_t *pl, meter_t *w) {
             size_t buf = pl->bd->ix.storage[op->out[i]];
             if (!s->live[buf] && plan->needed[op->out[i]] && !s->virt[buf]) {
                 alloc_buf(w, s, buf, pl->bd->bytes[buf], REMAT_CAT_RECOMPUTE);
+                w->made += (int64_t)pl->bd->bytes[buf];
             }
         }
         measure_op(w, pl->bd, j, REMAT_STEP_RECOMPUTE, pl->k->xf[j]);
@@ -767,6 +768,8 @@ static void play_backward(const play_t *pl, tpl_t *t, rel_events_t *rec) {
     fetch(pl, &w);
     play_recompute(pl, &w);
     t->rec_held = w.cats[REMAT_CAT_RECOMPUTE];
+    t->rec_made = w.made;
+    assert(t->rec_made >= t->rec_held);
     t->rec_group = rerun_group(pl);
     for (size_t p = b->nops; p-- > 0;) {
         size_t j = b->order[p];

@@ -122,6 +122,10 @@ typedef struct tpl {
        plan's re-run ops ran): what the layer holds while the layers above
        it in its remat unit run their backward */
     int64_t rec_held;
+    /* every byte the re-run makes (its ops' outputs the plan needs, none
+       freed): what a re-run hoisted ahead of the loss holds for its layer
+       (step.c, unrolled_bound) */
+    int64_t rec_made;
     /* the gather groups' copies its re-run makes (bound_t's group_mem, 0
        when the plan re-runs no grouped op): XLA keeps them from the re-run
        to the layer's own backward, which reads them again, so a layer
@@ -219,6 +223,9 @@ typedef struct meter {
        unit_enter): gathered ahead too, so the regathered measure leaves
        them out. */
     int64_t held_gathered;
+    /* the bytes the re-run's ops made, whatever they freed since (tpl_t's
+       rec_made) */
+    int64_t made;
 } meter_t;
 
 /* What a layer's FSDP collectives move (the time model): its weights
@@ -297,6 +304,10 @@ struct remat_analyzer {
        (step.c, unrolled_bound), every layer of a stage. */
     size_t span;
     bool hold; /* the span's re-runs held together (false: XLA's rematerialization) */
+    /* The unrolled bound's re-runs are made before the head's loss
+       backward, the stage's first backward op, not at its top layer's
+       (step.c, unrolled_bound); false for every other figure. */
+    bool hoist;
     /* The kind of every layer (remat_kind_t's rule): kb[kind_of[l]],
        below, is layer l's block. */
     static_part_t kpart[REMAT_MAX_KINDS]; /* one layer's params, per kind */

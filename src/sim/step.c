@@ -650,8 +650,15 @@ static size_t span_start(const remat_analyzer_t *an, size_t l, size_t first) {
     return group_start(l, first, an->span);
 }
 
+/* What layer @p l's re-run holds for its backward: hoisted ahead of the
+   loss (the unrolled bound), all it made, as XLA keeps the re-run's
+   intermediates or the backward's factors made from them in their place
+   (the E2B recipe's dump: four [batch, seq, mlp] buffers a layer where the
+   re-run's outputs the backward reads are three); else what its backward
+   reads. */
 static int64_t held_of(const remat_analyzer_t *an, size_t l) {
-    return an->tpls[run_of(an, l)->profile].rec_held;
+    const tpl_t *t = &an->tpls[run_of(an, l)->profile];
+    return an->hoist ? t->rec_made : t->rec_held;
 }
 
 static int64_t group_of(const remat_analyzer_t *an, size_t l) {
@@ -680,6 +687,21 @@ static void unit_forward_after(const remat_analyzer_t *an, size_t l, size_t firs
     }
 }
 
+/* Adds (@p sign 1) or takes back (-1) the re-runs layers [@p from, @p to)
+   of the stage from @p first hold for their own backward: each layer's
+   re-run, the input its unit did not save, the gather groups it re-ran. */
+static void hold_reruns(const remat_analyzer_t *an, size_t from, size_t to, size_t first,
+                        int64_t sign, meter_t *m) {
+    int64_t h = 0, g = 0;
+    for (size_t i = from; i < to; i++) {
+        h += held_of(an, i) + (input_dropped(an, i, first) ? input_bytes(an, i) : 0);
+        g += group_of(an, i);
+    }
+    add_const(m, REMAT_CAT_RECOMPUTE, sign * h);
+    add_const(m, REMAT_CAT_GATHERED, sign * g);
+    m->held_gathered += sign * g;
+}
+
 /* Before layer @p l's backward. JAX re-runs a checkpointed block's forward
    whole before its first backward op (the rematted computation), so at
    the top layer of a unit the re-run residuals of the unit's lower layers
@@ -696,15 +718,8 @@ static void unit_enter(const remat_analyzer_t *an, size_t l, size_t first, size_
         return;
     }
     const bool top = l == last || (l + 1) % an->span == 0;
-    if (an->hold && top) {
-        int64_t h = 0, g = 0;
-        for (size_t i = span_start(an, l, first); i < l; i++) {
-            h += held_of(an, i) + (input_dropped(an, i, first) ? input_bytes(an, i) : 0);
-            g += group_of(an, i);
-        }
-        add_const(m, REMAT_CAT_RECOMPUTE, h);
-        add_const(m, REMAT_CAT_GATHERED, g);
-        m->held_gathered += g;
+    if (an->hold && top && !an->hoist) {
+        hold_reruns(an, span_start(an, l, first), l, first, 1, m);
     }
     if ((top || !an->hold) && input_dropped(an, l, first)) {
         add_const(m, REMAT_CAT_SAVED, input_bytes(an, l));
@@ -1053,7 +1068,14 @@ static void simulate_stage(remat_analyzer_t *an, size_t k, bool pre, bool post,
     add_const(&stp->m, REMAT_CAT_SCAN_WEIGHTS, (int64_t)ss->scan_weights);
     stage_layers(an, first, last, false, stp);
     const int64_t copy = stp->relaid = relaid_bytes(an, first, last);
+    const bool hoist = an->hoist && an->hold && an->span > 1;
+    if (hoist) {
+        hold_reruns(an, first, last + 1, first, 1, &stp->m); /* unrolled_bound */
+    }
     stage_turn(an, s, pre, post, copy ? 0 : grads_at_turn(ss), stp);
+    if (hoist) {
+        hold_reruns(an, last, last + 1, first, -1, &stp->m); /* its profile plays its own */
+    }
     if (copy) {
         relaid_backward(an, copy, grads_at_turn(ss), stp);
     } else {
@@ -1349,7 +1371,10 @@ static bool unrolled_on_tpu(const remat_analyzer_t *an) {
    runs them early: a 4-layer llama2-7b compile on v4-16 at batch 24
    (--dump) holds all four layers' re-run MLP products at its peak, and
    the 8-layer one is refused at 1.09 of the limit where the layers re-run
-   one at a time need 0.57 (docs/validation.md, "Unrolled layers"). */
+   one at a time need 0.57 (docs/validation.md, "Unrolled layers"). They
+   run before the head's loss backward too (an->hoist): the published Gemma
+   4 E2B recipe's compile peaks at the loss's gradient all-reduce with all
+   35 layers' re-runs live (docs/validation.md, "Gemma 4 E2B and E4B"). */
 static remat_status_t unrolled_bound(remat_analyzer_t *an, remat_result_t *r,
                                      remat_error_t *err) {
     r->unrolled_held_peak_bytes = 0;
@@ -1357,9 +1382,11 @@ static remat_status_t unrolled_bound(remat_analyzer_t *an, remat_result_t *r,
         return REMAT_OK;
     }
     an->hold = true;
+    an->hoist = true;
     an->span = an->nlayers / an->nstages;
     remat_status_t st = all_stages(an, r, err);
     an->span = an->unit;
+    an->hoist = false;
     if (!st) {
         r->unrolled_held_peak_bytes = r->stages[r->worst_stage].peak_bytes;
     }

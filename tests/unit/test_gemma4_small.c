@@ -204,6 +204,34 @@ static void test_outer_mul_flops(void **state) {
     fx_free(f);
 }
 
+/* The published Ironwood recipes (validation/runs.json: tpu7x-128, batch
+   2 at 8,192 tokens, 35 and 42 unrolled layers), held to the compiler's
+   own figures (validation/xla_runs.json at e591f30): E2B needs 78,233,006,848
+   B with every layer's re-run live at its peak, so the unrolled bound must
+   be within check's 5% margin of it (0.958 of it: a bound under 0.95 of
+   XLA's figure would let check pass a run XLA refuses); E4B compiles at
+   87,303,513,888 B, under the bound, which is over the limit, so check
+   cannot vouch for it (RISK) though the step layer by layer fits. */
+static void test_recipes_unrolled_bound(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=gemma4-e2b", "topology=tpu7x-128", "remat_policy=full",
+                          "scan_layers=false", "dtype=bfloat16", "per_device_batch_size=2",
+                          "max_target_length=8192", "num_vocab_tiling=8",
+                          "ici_data_parallelism=4", "ici_fsdp_parallelism=-1", "attention=flash",
+                          "opt_type=adamw", "allow_split_physical_axes=true", NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    assert_true(f->r.unrolled_held_peak_bytes >= 78233006848ull / 100 * 95);
+    assert_int_equal(remat_result_verdict(&f->r), REMAT_VERDICT_OK);
+    fx_free(f);
+    args[0] = "model_name=gemma4-e4b";
+    f = fx_analyze_ok(NULL, args);
+    assert_true(f->r.unrolled_held_peak_bytes >= 87303513888ull);
+    assert_true(f->r.unrolled_held_peak_bytes > f->r.usable_bytes);
+    assert_true(f->r.fits_margin || f->r.peak_bytes < f->r.usable_bytes);
+    assert_int_equal(remat_result_verdict(&f->r), REMAT_VERDICT_RISK);
+    fx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_param_counts),
@@ -211,6 +239,7 @@ int main(void) {
         cmocka_unit_test(test_donor_keeps_its_keys_and_values),
         cmocka_unit_test(test_shared_layer_flops),
         cmocka_unit_test(test_outer_mul_flops),
+        cmocka_unit_test(test_recipes_unrolled_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

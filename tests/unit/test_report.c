@@ -693,6 +693,70 @@ static void test_unrolled_bound(void **state) {
     fx_free(f);
 }
 
+/* A layer under a head whose loss dominates the step: x -> fc1 -> h ->
+   transpose -> h2 -> silu -> a -> fc2 -> o, y = x + o; head as
+   fixtures.c's fx_head_graph. */
+static const char *const hoist_graph =
+    "{\"format\":\"remat-graph/1\",\"name\":\"hoist\",\"dims\":{"
+    "\"b\":{\"from\":\"per_device_batch_size\"},\"e\":{\"from\":\"base_emb_dim\"},"
+    "\"v\":{\"from\":\"vocab_size\"}},"
+    "\"layer\":{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"tensors\":{"
+    "\"x\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+    "\"w1\":{\"shape\":[\"e\",\"e\"],\"dtype\":\"weight\",\"param\":true},"
+    "\"w2\":{\"shape\":[\"e\",\"e\"],\"dtype\":\"weight\",\"param\":true},"
+    "\"h\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+    "\"h2\":{\"shape\":[\"e\",\"b\"],\"dtype\":\"act\"},"
+    "\"a\":{\"shape\":[\"e\",\"b\"],\"dtype\":\"act\"},"
+    "\"o\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+    "\"y\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}},\"ops\":["
+    "{\"name\":\"fc1\",\"op\":\"einsum\",\"spec\":\"be,ef->bf\",\"in\":[\"x\",\"w1\"],\"out\":[\"h\"]},"
+    "{\"name\":\"tr\",\"op\":\"transpose\",\"in\":[\"h\"],\"out\":[\"h2\"]},"
+    "{\"name\":\"act\",\"op\":\"silu\",\"in\":[\"h2\"],\"out\":[\"a\"]},"
+    "{\"name\":\"fc2\",\"op\":\"einsum\",\"spec\":\"eb,ef->bf\",\"in\":[\"a\",\"w2\"],\"out\":[\"o\"]},"
+    "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]},"
+    "\"head\":{\"inputs\":[\"tokens\",\"targets\"],\"outputs\":[\"loss\"],"
+    "\"feeds_layer\":\"h0\",\"takes_layer\":\"hL\",\"tensors\":{"
+    "\"tokens\":{\"shape\":[\"b\"],\"dtype\":\"int32\"},"
+    "\"targets\":{\"shape\":[\"b\"],\"dtype\":\"int32\"},"
+    "\"table\":{\"shape\":[\"v\",\"e\"],\"dtype\":\"weight\",\"param\":true},"
+    "\"h0\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+    "\"hL\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
+    "\"wl\":{\"shape\":[\"e\",\"v\"],\"dtype\":\"weight\",\"param\":true},"
+    "\"logits\":{\"shape\":[\"b\",\"v\"],\"dtype\":\"act\"},"
+    "\"loss\":{\"shape\":[],\"dtype\":\"fp32\"},"
+    "\"lse\":{\"shape\":[\"b\"],\"dtype\":\"fp32\"}},\"ops\":["
+    "{\"name\":\"emb\",\"op\":\"embedding\",\"in\":[\"table\",\"tokens\"],\"out\":[\"h0\"]},"
+    "{\"name\":\"lg\",\"op\":\"einsum\",\"spec\":\"be,ev->bv\",\"in\":[\"hL\",\"wl\"],"
+    "\"out\":[\"logits\"]},"
+    "{\"name\":\"ce\",\"op\":\"cross_entropy\",\"in\":[\"logits\",\"targets\"],"
+    "\"out\":[\"loss\",\"lse\"]}]}}";
+
+/* The unrolled bound holds each layer's re-run from before the loss's
+   backward (the E2B recipe's compile peaks there with all its layers'
+   re-runs live). Under `full` each layer re-runs fc1 and act: h (bf16
+   [64, 4], 512 B), which act's backward reads through the fused
+   transpose, and a (512 B), which fc2's weight gradient reads: 1,024 B a
+   layer. With a 4,096-row vocabulary and 64 rows the layer-by-layer step
+   peaks in the loss's backward, so the bound is that peak plus all three
+   layers' re-runs, 3 x 1,024 B (held only from the layers' first backward
+   op it would be the peak itself). Scanned, no bound. */
+static void test_unrolled_bound_hoisted(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=default", "per_device_batch_size=64", "base_emb_dim=4",
+                          "vocab_size=4096", "base_num_decoder_layers=3", "reserve_fraction=0",
+                          "scan_layers=false", "remat_policy=full", "hbm_budget=10000000", NULL};
+    fx_run_t *f = fx_analyze_ok(hoist_graph, args);
+    const remat_result_t *r = &f->r;
+    assert_int_equal(r->peak_at.where, REMAT_AT_HEAD_POST);
+    assert_int_equal(r->peak_at.step, REMAT_STEP_BACKWARD);
+    assert_int_equal(r->unrolled_held_peak_bytes, r->peak_bytes + 3 * 1024);
+    fx_free(f);
+    args[6] = "scan_layers=true";
+    f = fx_analyze_ok(hoist_graph, args);
+    assert_int_equal(f->r.unrolled_held_peak_bytes, 0);
+    fx_free(f);
+}
+
 /* XLA's figure after its rematerialization pass, by hand, with XLA's
    usable HBM 4000 B: the pass's limit is 4000 / 100 x 95 = 3800 B. A step
    of 3800 is reported as it is; 3801 and 4000 are brought to 3800; 4001
@@ -963,6 +1027,7 @@ int main(void) {
         cmocka_unit_test(test_text_report),
         cmocka_unit_test(test_check_report),
         cmocka_unit_test(test_unrolled_bound),
+        cmocka_unit_test(test_unrolled_bound_hoisted),
         cmocka_unit_test(test_xla_expected),
         cmocka_unit_test(test_pass_note),
         cmocka_unit_test(test_regathered),

@@ -136,19 +136,21 @@ def choose_layers(remat, c, base, limit):
   return best
 
 
-def choose_batch(remat, settings, devices, target):
-  """The candidate batch whose predicted peak is nearest target (log scale)."""
+def choose_batch(remat, settings, devices, target, figure="peak_hbm_bytes"):
+  """The candidate batch whose predicted figure (remat's JSON key, the
+  step's peak unless the case names another) is nearest target (log
+  scale)."""
   best = None
   for b in BATCHES:
     if abs(b * devices - round(b * devices)) > 1e-9 or b * devices < 1:
       continue
     r = remat.analyze(settings + [f"per_device_batch_size={b:g}"])
-    if r is None:
+    if r is None or not r.get(figure):
       continue
-    miss = abs(math.log(r["peak_hbm_bytes"] / target))
+    miss = abs(math.log(r[figure] / target))
     if best is None or miss < best[0]:
       best = (miss, b, r["peak_hbm_bytes"])
-    if r["peak_hbm_bytes"] > 2 * target:
+    if r[figure] > 2 * target:
       break
   return best
 
@@ -176,7 +178,7 @@ def plan_case(remat, c, limits):
   full = at_some_batch(remat, base)
   runs = {}
   for t in c["targets"]:
-    got = choose_batch(remat, settings, devices, t * limit)
+    got = choose_batch(remat, settings, devices, t * limit, c.get("figure", "peak_hbm_bytes"))
     if got is None:
       print(f"plan: no batch for {' '.join(settings)}", file=sys.stderr)
       continue

@@ -20,8 +20,11 @@ FIT = (0.95,)
 WIDE = (0.6, 0.95, 1.1)
 
 
-def case(model, topology, policy="full", settings=(), targets=NEAR, layers="model", step=1):
-  return {
+def case(model, topology, policy="full", settings=(), targets=NEAR, layers="model", step=1,
+         figure=None):
+  """A case; figure: the remat JSON key the targets are fractions of the
+  limit of (default the step's peak, peak_hbm_bytes)."""
+  c = {
       "model": model,
       "topology": topology,
       "policy": policy,
@@ -30,8 +33,16 @@ def case(model, topology, policy="full", settings=(), targets=NEAR, layers="mode
       "layers": layers,
       "step": step,
   }
+  if figure:
+    c["figure"] = figure
+  return c
 
 
+# The published Gemma 4 E2B Ironwood recipe's settings but its sequence
+# and batch (validation/runs.json).
+E2B_RECIPE = ["scan_layers=false", "dtype=bfloat16", "num_vocab_tiling=8", "ici_data_parallelism=4",
+              "ici_fsdp_parallelism=-1", "attention=flash", "opt_type=adamw",
+              "allow_split_physical_axes=true"]
 TP2 = ["ici_tensor_parallelism=2"]
 TP4 = ["ici_tensor_parallelism=4"]
 CUSTOM_A = ["query_proj=device", "key_proj=device", "value_proj=device", "mlpwo=device"]
@@ -304,6 +315,14 @@ CASES = [
     # remat's figure, where the peeled block's five local layers, unrolled,
     # would hold their re-runs at once.
     case("gemma4-31b", "v5p-16", "qkv_proj_offloaded", layers="auto", step=6, targets=(0.85, 0.9)),
+    # The unrolled bound where the gate stands on it: the published Gemma 4
+    # E2B Ironwood recipe (XLA holds all 35 layers' re-runs there) at longer
+    # sequences, planned by the bound (unrolled_held_peak_bytes) at and
+    # just under check's margin.
+    case("gemma4-e2b", "tpu7x-128", "full", E2B_RECIPE + ["max_target_length=10240"], targets=(0.95,),
+         figure="unrolled_held_peak_bytes"),
+    case("gemma4-e2b", "tpu7x-128", "full", E2B_RECIPE + ["max_target_length=12288"], targets=(0.95,),
+         figure="unrolled_held_peak_bytes"),
     # The expert-parallel path (the graphs' .ep variants: the receive
     # buffer sorted again, the experts' output sorted back), planned by the
     # model that has it, on families and degrees the corpus had not run
