@@ -330,6 +330,7 @@ class ScanFix(FixLine):
     found: bool
     peak_hbm_bytes: int | None = None  # when found
     step_seconds: float | None = None  # when found
+    refused: str | None = None  # MaxText refuses scan_layers for the model: why
 
 
 @dataclass(frozen=True, slots=True)

@@ -252,9 +252,13 @@ static void scan_line(const remat_cli_opts_t *o, const char *cmd, const remat_cl
              "one at a time: peak %.2f GiB, step %.3f s (now %.3f s)",
              (double)f->scan_peak_bytes / (1u << 30), f->scan_step_seconds,
              j->result.step_seconds);
+    char otherwise[384];
+    snprintf(otherwise, sizeof otherwise, "%s%.255s",
+             f->scan_note[0] ? "the layers cannot be scanned: "
+                             : "scanning the layers (scan_layers=true) does not make it fit either",
+             f->scan_note);
     l->kind = "scan";
-    fix_line(o, cmd, &j->cfg, &ch, comment,
-             "scanning the layers (scan_layers=true) does not make it fit either", l);
+    fix_line(o, cmd, &j->cfg, &ch, comment, otherwise, l);
 }
 
 remat_status_t remat_cli_fixes(const remat_cli_opts_t *o, const char *cmd,

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "remat/data/builtin.h"
+#include "remat/input/config.h"
 #include "remat/sim/sim.h"
 #include "remat/solve/solve.h"
 #include "base/util.h"
@@ -235,6 +236,14 @@ static remat_status_t find_scan(const remat_graph_t *g, const remat_config_t *cf
     }
     remat_config_t c = *cfg;
     c.scan_layers = true;
+    remat_error_t e;
+    remat_error_init(&e);
+    if (remat_config_check_scan(&c, &e)) {
+        /* MaxText refuses the scan for this model (gemma4_small): no fix,
+           and the user is told why rather than that it does not fit */
+        snprintf(f->scan_note, sizeof f->scan_note, "%.255s", e.text);
+        return REMAT_OK;
+    }
     remat_result_t r;
     remat_result_init(&r);
     remat_status_t st = try_change(g, &c, policy, hw, &r, &f->scan_found, err);

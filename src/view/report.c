@@ -499,7 +499,8 @@ static void held_notes(const remat_result_t *r, note_fn fn, void *ctx) {
                  "layer's backward: so held, the step peaks at %s, which these figures (one "
                  "layer's re-run at a time) leave out; check passes the step only if that fits "
                  "too (its compiles of such runs were refused at up to 1.9 times remat's "
-                 "layer-by-layer peak; docs/memory-model.md): or scan the layers",
+                 "layer-by-layer peak; docs/memory-model.md): or scan the layers where MaxText "
+                 "can (check's fix lines say)",
                  held);
         fn(ctx, buf);
     }

@@ -122,6 +122,9 @@ static json_t *scan_json(const remat_fix_report_t *fx) {
     }
     json_t *o = line_json(l);
     json_object_set_new(o, "found", json_boolean(f->scan_found));
+    if (f->scan_note[0]) {
+        json_object_set_new(o, "refused", json_string(f->scan_note)); /* MaxText's own */
+    }
     if (f->scan_found) {
         json_object_set_new(o, "peak_hbm_bytes", jint(f->scan_peak_bytes));
         json_object_set_new(o, "step_seconds", json_real(f->scan_step_seconds));

@@ -179,6 +179,15 @@ bool remat_config_is_size_key(const char *key);
 bool remat_config_several_slices(const remat_config_t *c);
 
 /**
+ * REMAT_OK where MaxText builds the run's layers with scan_layers as @p c
+ * sets it; else REMAT_E_CONFIG, @p err saying why (decoder_block
+ * gemma4_small runs layer by layer and refuses scan_layers=true). Checked
+ * when a config is built; for callers that change scan_layers on a built
+ * one (the fixes).
+ */
+remat_status_t remat_config_check_scan(const remat_config_t *c, remat_error_t *err);
+
+/**
  * The integer a graph dim with `from: key` binds to. per_device_batch_size
  * binds to the global micro-batch: per_device_batch_size x num_devices /
  * gradient_accumulation_steps, which must be a whole number.

@@ -144,6 +144,8 @@ typedef struct remat_fixes {
     double slice_step_seconds;
     bool scan_tried;             /* the run's layers are unrolled (scan_layers false) */
     bool scan_found;             /* the run with scan_layers=true passes */
+    char scan_note[256];         /* why the layers cannot be scanned, the analysis's own
+                                    refusal ("": they can; gemma4_small runs unscanned) */
     uint64_t scan_peak_bytes;
     double scan_step_seconds;
 } remat_fixes_t;
