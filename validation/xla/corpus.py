@@ -215,16 +215,25 @@ def cmd_plan(args):
   for rid, settings, run in corpus_cases.published_runs(runs_json):
     planned.append({"id": rid, "settings": settings or manual[rid], "target": None, "published": True,
                     "published_run": run})
+  changed = []
   for r in planned:
     if r["id"] not in have:
       plan["runs"].append(r)
       have.add(r["id"])
       added += 1
     elif r.get("published_run"):
-      # a run planned before it named its published run
-      next(p for p in plan["runs"] if p["id"] == r["id"])["published_run"] = r["published_run"]
+      # a run planned before it named its published run, or whose settings
+      # validation/runs.json has changed since (a key remat models now):
+      # the plan follows the published run's settings
+      old = next(p for p in plan["runs"] if p["id"] == r["id"])
+      old["published_run"] = r["published_run"]
+      if old["settings"] != r["settings"]:
+        old["settings"] = r["settings"]
+        changed.append(r["id"])
   save(PLAN, plan)
   print(f"plan: {added} runs added, {len(plan['runs'])} planned")
+  for rid in changed:
+    print(f"plan: {rid}: settings follow validation/runs.json now; `corpus.py forget {rid}` compiles it again")
   return 0
 
 
