@@ -640,11 +640,16 @@ static remat_status_t set_f64(remat_config_t *c, const key_t_ *k, const setting_
     const bool fraction = strstr(s->key, "_efficiency") != NULL;
     const bool any = strcmp(s->key, "capacity_factor") == 0 ||
                      strcmp(s->key, "ragged_buffer_factor") == 0;
-    ok = ok && (margin ? v >= 0 && v < 1 : any || (v > 0 && (!fraction || v <= 1)));
+    /* image_token_share: -1 (train_compile's one image) or a share */
+    const bool share = strcmp(s->key, "image_token_share") == 0;
+    ok = ok && (margin  ? v >= 0 && v < 1
+                : share ? v == -1 || (v > 0 && v <= 1)
+                        : any || (v > 0 && (!fraction || v <= 1)));
     if (!ok) {
         return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
                                margin     ? "'%s' must be a fraction in [0, 1), not '%s'"
                                : fraction ? "'%s' must be a fraction in (0, 1], not '%s'"
+                               : share    ? "'%s' must be -1 or a share in (0, 1], not '%s'"
                                : any      ? "'%s' must be a number, not '%s'"
                                           : "'%s' must be a positive number, not '%s'",
                                s->key, s->value);

@@ -651,15 +651,16 @@ static remat_status_t check_vision(const remat_config_t *c, size_t v, remat_erro
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "%s: %s (the %s graph)", key, why,
                                vision_graphs[v].graph);
     }
-    if (c->image_token_share >= 0 &&
-        (c->image_token_share == 0 || c->image_token_share > 1 ||
-         remat_i_config_vit_images(c) == 0)) {
+    /* the parser took -1 or a share in (0, 1]; the share must hold an image */
+    if (c->image_token_share >= 0 && remat_i_config_vit_images(c) == 0) {
         const uint64_t tokens = remat_i_config_vit_tokens(c);
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
-                               "image_token_share=%g: a share above 0 and at most 1 of "
-                               "max_target_length=%llu that holds at least one image's %llu "
-                               "tokens (or -1: one image an example)",
-                               c->image_token_share, (unsigned long long)c->max_target_length,
+                               "image_token_share=%g: %.0f of max_target_length=%llu tokens hold "
+                               "no whole image of %llu tokens (a larger share, or -1: one image "
+                               "an example)",
+                               c->image_token_share,
+                               floor(c->image_token_share * (double)c->max_target_length),
+                               (unsigned long long)c->max_target_length,
                                (unsigned long long)tokens);
     }
     return REMAT_OK;
