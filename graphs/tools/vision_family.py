@@ -21,7 +21,8 @@ MaxText's train_compile; image_token_share sets more):
   plus the learned position table interpolated to the patches (a gather);
   num_hidden_layers_for_vit blocks: LayerNorm, q/k/v projections, 2D RoPE
   on q and k, dot-product attention (attention_for_vit's default: the
-  [heads, patches, patches] scores and their softmax, fp32 as dtype_mm),
+  [heads, patches, patches] fp32 scores, whose softmax XLA fuses into the
+  weighted sum's dot),
   output projection, residual; LayerNorm, GeLU MLP, residual; every
   activation fp32 (dtype_mm and DenseGeneral's default);
   a deepstack merger (LayerNorm over merge^2 patches, GeLU MLP to
@@ -118,13 +119,19 @@ def vit_block(t, ops, x, pre):
     for w in ("q", "k"):
         t[pre + w + "_rope"] = T(heads, F32)
         ops.append(O(pre + "rope_" + w, "rope", [pre + w], [pre + w + "_rope"]))
+    # MaxText's dot-product attention (attention_op.py apply_attention_dot,
+    # compute_local_attention): the fp32 scores, their row max, exp(scores
+    # - max) and its row sum, the exponentials times v, divided by the sum.
+    # XLA materializes the scores (the QK dot fused with the max) and fuses
+    # the exponentials into the sum and into the weighted sum's dot: no
+    # probabilities buffer (qwen3-vl-2b on v6e-8, batch 32: one f32
+    # [32, 16, 2304, 2304] at the peak, docs/validation.md). So the weighted
+    # sum reads the scores; the softmax's 5n FLOPs are not counted.
     t[pre + "scores"] = T(["batch", "vit_n", "vit_h", "vit_p", "vit_p"], F32)
-    t[pre + "probs"] = T(["batch", "vit_n", "vit_h", "vit_p", "vit_p"], F32)
     t[pre + "ctx"] = T(heads, F32)
     ops.append(O(pre + "qk", "einsum", [pre + "q_rope", pre + "k_rope"], [pre + "scores"],
                  spec="bnphd,bnkhd->bnhpk"))
-    ops.append(O(pre + "softmax", "softmax", [pre + "scores"], [pre + "probs"], causal=False))
-    ops.append(O(pre + "pv", "einsum", [pre + "probs", pre + "v"], [pre + "ctx"],
+    ops.append(O(pre + "pv", "einsum", [pre + "scores", pre + "v"], [pre + "ctx"],
                  spec="bnhpk,bnkhd->bnphd"))
     t[pre + "wo"] = P(["vit_h", "vit_d", "vit_e"], ["heads", None, "embed"])
     t[pre + "attn"] = T(IMG + ["vit_e"], F32)
@@ -231,8 +238,8 @@ DESCRIPTION = (
     "{text}. Head: Qwen3-VL's vision encoder before the layers (use_multimodal; models/qwen3.py "
     "at e591f30): the images (vit_images an example, one in MaxText's train_compile; "
     "image_token_share) cut into vit_patches patches, projected, plus the interpolated position "
-    "table; {layers} blocks of LayerNorm, attention (q/k/v, 2D RoPE, dot-product scores and "
-    "softmax), LayerNorm, GeLU MLP, all fp32 (dtype_mm), forward only with frozen params "
+    "table; {layers} blocks of LayerNorm, attention (q/k/v, 2D RoPE, dot-product fp32 scores, "
+    "their softmax fused into the weighted sum), LayerNorm, GeLU MLP, all fp32 (dtype_mm), forward only with frozen params "
     "(freeze_vision_encoder_params: no gradient, no residual); deepstack mergers on layers "
     "{deepstack}; the trained projector (LayerNorm, merge of spatial_merge_size_for_vit^2 "
     "patches, GeLU MLP to base_emb_dim), its output cast and placed at the image tokens' "
