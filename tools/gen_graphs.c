@@ -234,8 +234,8 @@ static void put_strs(FILE *f, const remat_i_str_t *a, size_t n) {
 static void put_tensor(FILE *f, const remat_tensor_t *t) {
     fprintf(f, "    {.rank = %zu, .dim = ", t->rank);
     put_sizes(f, t->dim, REMAT_MAX_RANK, true);
-    fprintf(f, ", .dtype = %d, .param = %d, .input = %d, .ntags = %zu, .has_axes = %d",
-            (int)t->dtype, t->param, t->input, t->ntags, t->has_axes);
+    fprintf(f, ", .dtype = %d, .param = %d, .frozen = %d, .input = %d, .ntags = %zu, .has_axes = %d",
+            (int)t->dtype, t->param, t->frozen, t->input, t->ntags, t->has_axes);
     put_size_field(f, "producer", t->producer);
     put_size_field(f, "storage", t->storage);
     put_size_field(f, "last_use", t->last_use);

@@ -22,7 +22,8 @@ Invariants:
   the derived value is passed in place of its source.
 * **Values are JSON scalars**: ``str``, ``int``, ``float`` or ``bool``, never
   ``None``, a list or a mapping (remat's JSON config reader refuses those).
-  Enums become their values, dtypes their names, ``mlp_activations`` the flow
+  Enums become their values, dtypes their names, ``mlp_activations`` (and
+  ``deepstack_visual_indexes_for_vit``) the flow
   text MaxText's YAML would hold (``['silu', 'linear']``), and
   ``logical_axis_rules`` remat's override syntax (``name:axis+axis,...``).
 * **Pure.** The config is only read. Nothing from MaxText or JAX is imported;
@@ -72,6 +73,12 @@ _PLAIN_KEYS = (
     "v_norm_with_scale", "hidden_size_per_layer_input", "vocab_size_per_layer_input",
     "num_kv_shared_layers", "use_double_wide_mlp", "gdn_conv_kernel_dim", "gdn_num_key_heads",
     "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_chunk_size",
+    # Qwen3-VL's vision encoder
+    "use_multimodal", "freeze_vision_encoder_params", "dtype_mm", "hidden_size_for_vit",
+    "intermediate_size_for_vit", "num_attention_heads_for_vit", "num_hidden_layers_for_vit",
+    "image_size_for_vit", "patch_size_for_vit", "temporal_patch_size_for_vit",
+    "spatial_merge_size_for_vit", "num_channels_for_vit", "num_position_embeddings_for_vit",
+    "out_hidden_size_for_vit", "deepstack_visual_indexes_for_vit",
     # DeepSeek-V3.2's sparse-attention indexer, its stage and its kernel
     "use_indexer", "indexer_n_heads", "indexer_head_dim", "indexer_topk",
     "indexer_sparse_training", "indexer_loss_scaling_factor", "use_tokamax_splash",
@@ -223,6 +230,9 @@ def _scalar(value: Any) -> Any:
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         # MaxText's YAML flow text, which remat reads for mlp_activations
         return "[" + ", ".join(repr(v) for v in value) + "]"
+    if isinstance(value, (list, tuple)) and all(type(v) is int for v in value):
+        # the flow text remat reads for deepstack_visual_indexes_for_vit
+        return "[" + ", ".join(str(v) for v in value) + "]"
     raise ValueError(f"a {type(value).__name__} has no JSON scalar for remat: {value!r}")
 
 

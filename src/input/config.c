@@ -167,6 +167,37 @@ static const key_t_ keys[] = {
      "Gemma 4 E2B/E4B: the last layers reuse an earlier layer's keys and values (0: none)"},
     {"use_double_wide_mlp", K_BOOL, F(use_double_wide_mlp),
      "Gemma 4 E2B: the key/value-shared layers' MLP is twice base_mlp_dim"},
+    {"use_multimodal", K_BOOL, F(use_multimodal),
+     "Qwen3-VL: run the vision encoder before the decoder (the qwen3_vl graphs)"},
+    {"freeze_vision_encoder_params", K_BOOL, F(freeze_vision_encoder_params),
+     "the encoder runs forward only, its params get no gradient (MaxText's default true; false "
+     "is refused)"},
+    {"dtype_mm", K_DTYPE, F(dtype_mm),
+     "the vision encoder's compute dtype (MaxText's default float32; others are refused)"},
+    {"hidden_size_for_vit", K_U64, F(hidden_size_for_vit), "the vision encoder's width"},
+    {"intermediate_size_for_vit", K_U64, F(intermediate_size_for_vit),
+     "the vision encoder's MLP width"},
+    {"num_attention_heads_for_vit", K_U64, F(num_attention_heads_for_vit),
+     "the vision encoder's attention heads"},
+    {"num_hidden_layers_for_vit", K_U64, F(num_hidden_layers_for_vit),
+     "the vision encoder's layers (checked against the graph's)"},
+    {"image_size_for_vit", K_U64, F(image_size_for_vit), "the image's side in pixels"},
+    {"patch_size_for_vit", K_U64, F(patch_size_for_vit), "a patch's side in pixels"},
+    {"temporal_patch_size_for_vit", K_U64, F(temporal_patch_size_for_vit),
+     "frames per patch (MaxText's dummy image has 2 frames)"},
+    {"spatial_merge_size_for_vit", K_U64, F(spatial_merge_size_for_vit),
+     "patches merged per side into one image token"},
+    {"num_channels_for_vit", K_U64, F(num_channels_for_vit), "the image's channels"},
+    {"num_position_embeddings_for_vit", K_U64, F(num_position_embeddings_for_vit),
+     "rows of the encoder's learned position table"},
+    {"out_hidden_size_for_vit", K_U64, F(out_hidden_size_for_vit),
+     "the image tokens' width (base_emb_dim: they replace token embeddings)"},
+    {"deepstack_visual_indexes_for_vit", K_STR, F(deepstack_visual_indexes_for_vit),
+     "the encoder layers whose outputs feed the first decoder layers (checked against the "
+     "graph's)"},
+    {"image_token_share", K_F64, F(image_token_share),
+     "share of each example's max_target_length that is image tokens, a whole number of "
+     "images (-1: MaxText's train_compile, one image an example)"},
     {"use_indexer", K_BOOL, F(use_indexer),
      "DeepSeek-V3.2: MLA's sparse-attention indexer (the deepseek graph's .indexer variant)"},
     {"indexer_n_heads", K_COUNT, F(indexer_n_heads), "DeepSeek-V3.2: the indexer's query heads"},
@@ -271,6 +302,10 @@ static const struct {
     {"gdn_key_head_dim", SIZE_FIELD(gdn_key_head_dim)},
     {"gdn_value_head_dim", SIZE_FIELD(gdn_value_head_dim)},
     {"gdn_chunk_size", SIZE_FIELD(gdn_chunk_size)},
+    {"hidden_size_for_vit", SIZE_FIELD(hidden_size_for_vit)},
+    {"intermediate_size_for_vit", SIZE_FIELD(intermediate_size_for_vit)},
+    {"num_attention_heads_for_vit", SIZE_FIELD(num_attention_heads_for_vit)},
+    {"num_position_embeddings_for_vit", SIZE_FIELD(num_position_embeddings_for_vit)},
     /* derived (remat_config_size): not settable */
     {"num_experts", 0},
     {"nope_layer_interval", 0},
@@ -295,6 +330,11 @@ static const struct {
     {"gdn_qkvz_dim", 0},
     {"gdn_ba_dim", 0},
     {"gdn_num_chunks", 0},
+    {"vit_patches", 0},
+    {"vit_patch_volume", 0},
+    {"vit_tokens", 0},
+    {"vit_merged_dim", 0},
+    {"vit_images", 0},
     {"per_device_batch_size", 0},
 };
 
@@ -368,6 +408,21 @@ void remat_config_defaults(remat_config_t *c) {
     c->gdn_key_head_dim = 128;
     c->gdn_value_head_dim = 128;
     c->gdn_chunk_size = 64;
+    c->freeze_vision_encoder_params = true; /* MaxText base.yml's vision encoder */
+    c->dtype_mm = REMAT_DTYPE_F32;
+    c->hidden_size_for_vit = 1408;
+    c->intermediate_size_for_vit = 5632;
+    c->num_attention_heads_for_vit = 16;
+    c->num_hidden_layers_for_vit = 34;
+    c->image_size_for_vit = 896;
+    c->patch_size_for_vit = 14;
+    c->temporal_patch_size_for_vit = 2;
+    c->spatial_merge_size_for_vit = 2;
+    c->num_channels_for_vit = 3;
+    c->num_position_embeddings_for_vit = 1024;
+    c->out_hidden_size_for_vit = 512;
+    strcpy(c->deepstack_visual_indexes_for_vit, "[]");
+    c->image_token_share = -1.0;
     c->kv_lora_rank = 512;
     c->qk_nope_head_dim = 128;
     c->qk_rope_head_dim = 64;
@@ -585,11 +640,16 @@ static remat_status_t set_f64(remat_config_t *c, const key_t_ *k, const setting_
     const bool fraction = strstr(s->key, "_efficiency") != NULL;
     const bool any = strcmp(s->key, "capacity_factor") == 0 ||
                      strcmp(s->key, "ragged_buffer_factor") == 0;
-    ok = ok && (margin ? v >= 0 && v < 1 : any || (v > 0 && (!fraction || v <= 1)));
+    /* image_token_share: -1 (train_compile's one image) or a share */
+    const bool share = strcmp(s->key, "image_token_share") == 0;
+    ok = ok && (margin  ? v >= 0 && v < 1
+                : share ? v == -1 || (v > 0 && v <= 1)
+                        : any || (v > 0 && (!fraction || v <= 1)));
     if (!ok) {
         return remat_error_set(err, REMAT_E_CONFIG, s->source, s->path,
                                margin     ? "'%s' must be a fraction in [0, 1), not '%s'"
                                : fraction ? "'%s' must be a fraction in (0, 1], not '%s'"
+                               : share    ? "'%s' must be -1 or a share in (0, 1], not '%s'"
                                : any      ? "'%s' must be a number, not '%s'"
                                           : "'%s' must be a positive number, not '%s'",
                                s->key, s->value);
@@ -1195,6 +1255,35 @@ static bool qwen3_next_size(const remat_config_t *c, const char *key, uint64_t *
     return true;
 }
 
+/* The sizes the qwen3_vl graphs derive for the vision encoder (docs/
+   config.md; models/qwen3.py Qwen3OmniMoeVisionEncoder and
+   multimodal/processor_qwen3_omni.py get_dummy_image_shape_for_init_qwen3_omni
+   at e591f30, whose dummy image has 2 frames): an image's patches, the
+   pixels of one patch, its image tokens (a merge of merge^2 patches), a
+   merged token's width, and the images of one example (the config check
+   refuses sizes that do not divide). */
+static bool vit_size(const remat_config_t *c, const char *key, uint64_t *out) {
+    const uint64_t side = c->patch_size_for_vit ? c->image_size_for_vit / c->patch_size_for_vit : 0;
+    const uint64_t frames = c->temporal_patch_size_for_vit ? 2 / c->temporal_patch_size_for_vit : 0;
+    const uint64_t patches = sat_mul(frames, sat_mul(side, side));
+    const uint64_t area = sat_mul(c->spatial_merge_size_for_vit, c->spatial_merge_size_for_vit);
+    if (strcmp(key, "vit_patches") == 0) {
+        *out = patches;
+    } else if (strcmp(key, "vit_patch_volume") == 0) {
+        *out = sat_mul(sat_mul(c->num_channels_for_vit, c->temporal_patch_size_for_vit),
+                       sat_mul(c->patch_size_for_vit, c->patch_size_for_vit));
+    } else if (strcmp(key, "vit_tokens") == 0) {
+        *out = remat_i_config_vit_tokens(c);
+    } else if (strcmp(key, "vit_merged_dim") == 0) {
+        *out = sat_mul(c->hidden_size_for_vit, area);
+    } else if (strcmp(key, "vit_images") == 0) {
+        *out = remat_i_config_vit_images(c);
+    } else {
+        return false;
+    }
+    return true;
+}
+
 /* The sizes derived from other keys (docs/config.md): the shared experts'
    MLP width, MLA's query/key head and its two key/value projections, and
    num_experts (a signed MaxText key, at least 1 once checked). The
@@ -1230,7 +1319,8 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
                    ? c->indexer_head_dim - c->qk_rope_head_dim
                    : 0;
     } else {
-        return gemma4_small_size(c, key, out) || qwen3_next_size(c, key, out);
+        return gemma4_small_size(c, key, out) || qwen3_next_size(c, key, out) ||
+               vit_size(c, key, out);
     }
     return true;
 }
@@ -1260,6 +1350,15 @@ const char *remat_i_config_size_formula(const char *key) {
                    {"gdn_qkvz_dim", "2 gdn_key_dim + 2 gdn_value_dim"},
                    {"gdn_ba_dim", "2 gdn_num_value_heads"},
                    {"gdn_num_chunks", "max_target_length / gdn_chunk_size"},
+                   {"vit_patches",
+                    "(2 / temporal_patch_size_for_vit) x (image_size_for_vit / "
+                    "patch_size_for_vit)^2"},
+                   {"vit_patch_volume",
+                    "num_channels_for_vit x temporal_patch_size_for_vit x patch_size_for_vit^2"},
+                   {"vit_tokens", "vit_patches / spatial_merge_size_for_vit^2"},
+                   {"vit_merged_dim", "hidden_size_for_vit x spatial_merge_size_for_vit^2"},
+                   {"vit_images", "1, or image_token_share x max_target_length / vit_tokens, "
+                                  "rounded down"},
                    {"expert_capacity", "from capacity_factor, max_target_length, "
                                        "num_experts_per_tok and num_experts"}};
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++) {

@@ -228,14 +228,17 @@ static remat_status_t yaml_entry(const remat_yaml_setting_t *y, entry_t *e, rema
     return REMAT_OK;
 }
 
-/* A list is text remat's keys do not take, mlp_activations aside; a
-   MaxText key remat does not model keeps any value (it is only listed). */
+/* A list is text remat's keys do not take, mlp_activations and
+   deepstack_visual_indexes_for_vit aside (kept as flow text, checked
+   against the graph); a MaxText key remat does not model keeps any value
+   (it is only listed). */
 static remat_status_t yaml_check(const entry_t *e, const char *path, remat_error_t *err) {
     const remat_yaml_setting_t *y = e->yaml;
     if (!remat_key(y->key)) {
         return REMAT_OK;
     }
-    if (!y->scalar && strcmp(y->key, "mlp_activations") != 0) {
+    if (!y->scalar && strcmp(y->key, "mlp_activations") != 0 &&
+        strcmp(y->key, "deepstack_visual_indexes_for_vit") != 0) {
         return remat_error_set(err, REMAT_E_CONFIG, y->source, path,
                                "'%s' takes one value, not a list or a mapping", y->key);
     }
@@ -323,7 +326,10 @@ static bool model_key(const char *key) {
         "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers",
         "use_double_wide_mlp", "use_indexer", "indexer_n_heads", "indexer_head_dim",
         "indexer_topk", "gdn_conv_kernel_dim", "gdn_num_key_heads", "gdn_num_value_heads",
-        "gdn_key_head_dim", "gdn_value_head_dim", "gdn_chunk_size"};
+        "gdn_key_head_dim", "gdn_value_head_dim", "gdn_chunk_size", "use_multimodal",
+        "hidden_size_for_vit", "intermediate_size_for_vit", "num_attention_heads_for_vit",
+        "num_hidden_layers_for_vit", "out_hidden_size_for_vit",
+        "deepstack_visual_indexes_for_vit"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (strcmp(key, keys[i]) == 0) {
             return true;

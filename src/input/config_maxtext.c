@@ -131,9 +131,9 @@ static const struct {
      "its MoE layers run in a hand-written scan that splits the batch, gathers the weights "
      "ahead and keeps its own residuals whatever remat_policy says: a schedule remat's graphs "
      "do not have yet"},
-    {"use_multimodal", "false",
-     "it runs a vision encoder before the decoder and merges its tokens into the sequence: a "
-     "block remat's graphs do not have yet"},
+    {"attention_for_vit", "dot_product",
+     "the Qwen3-VL graphs' encoder runs MaxText's default dot-product attention, whose "
+     "[heads, patches, patches] fp32 scores another kernel would not make"},
     {"mhc_expansion_rate", "1",
      "DeepSeek 4's hyper-connections widen the residual stream by this rate: a block remat's "
      "graphs do not have yet"},
@@ -256,6 +256,21 @@ static const graph_features_t graph_features[] = {
     {"olmo3", 2, false, false, true, true, false, false, false, false},
     {"envy", 2, true, false, true, true, true, false, false, false},
     {"qwen3_next", 2, true, false, true, false, false, false, false, false},
+    {"qwen3_vl", 2, false, false, true, false, true, false, false, false},
+    {"qwen3_vl_moe", 2, true, false, true, false, false, false, false, false},
+};
+
+/* The graphs with Qwen3-VL's vision encoder in their head, written out
+   layer by layer (graphs/tools/vision_family.py): its layer count and the
+   layers its deepstack mergers read, as MaxText's model files set them
+   (configs/models/qwen3-vl-*.yml at e591f30), which a config must match. */
+static const struct {
+    const char *graph;
+    uint64_t layers;
+    const char *deepstack; /* MaxText's list, spaces left out */
+} vision_graphs[] = {
+    {"qwen3_vl", 24, "[5,11,17]"},
+    {"qwen3_vl_moe", 27, "[8,16,24]"},
 };
 
 /* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
@@ -269,7 +284,7 @@ static const struct {
     {"gpt3", "gpt3", NULL},
     {"default", NULL, "MaxText's default decoder layer"},
     {"mixtral", "mixtral", NULL},
-    {"qwen3_moe", "qwen3_moe", NULL},
+    {"qwen3_moe", "qwen3_moe|qwen3_vl_moe", NULL},
     {"qwen3_custom_moe", NULL, "Qwen3's custom MoE block"},
     {"gpt_oss", "gpt_oss", NULL},
     {"llama4", "llama4|llama4_qk_norm", NULL},
@@ -283,7 +298,7 @@ static const struct {
     /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
        llama graph (docs/config.md, Models) */
     {"qwen2", "llama|llama_tied", NULL},
-    {"qwen3", "qwen3|qwen3_tied", NULL},
+    {"qwen3", "qwen3|qwen3_tied|qwen3_vl", NULL},
     {"qwen3_next", "qwen3_next", NULL},
     /* Qwen3.5's text decoder is Qwen3-Next's layers (models/qwen3_5.py
        subclasses them); its vision encoder is not modelled */
@@ -400,6 +415,16 @@ static const graph_features_t *features_of(const char *graph) {
     return NULL;
 }
 
+/* The vision encoder of built-in graph @p graph; NULL when it has none. */
+static size_t vision_of(const char *graph) {
+    for (size_t i = 0; i < sizeof vision_graphs / sizeof vision_graphs[0]; i++) {
+        if (strcmp(vision_graphs[i].graph, graph) == 0) {
+            return i;
+        }
+    }
+    return REMAT_NONE;
+}
+
 /* A feature the config asks for (@p want) against the graph's (@p has):
    an error naming both when they differ. */
 static remat_status_t feature(bool want, bool has, const char *key, const char *what,
@@ -447,7 +472,10 @@ static remat_status_t keys_fit(const remat_config_t *c, const graph_features_t *
          (st = feature(false, true,
                        c->hidden_size_per_layer_input ? "vocab_size_per_layer_input=0"
                                                       : "hidden_size_per_layer_input=0",
-                       "per-layer input embeddings", f->graph, err)))) {
+                       "per-layer input embeddings", f->graph, err))) ||
+        (st = feature(c->use_multimodal, vision_of(f->graph) != REMAT_NONE,
+                      c->use_multimodal ? "use_multimodal=true" : "use_multimodal=false",
+                      "a vision encoder", f->graph, err))) {
         return st;
     }
     if (c->mlp_activations[0] && list_items(c->mlp_activations) != f->acts) {
@@ -541,6 +569,103 @@ static remat_status_t check_gdn(const remat_config_t *c, remat_error_t *err) {
     return REMAT_OK;
 }
 
+/* @p text without its spaces into @p out (@p n bytes). */
+static void unspaced(const char *text, char *out, size_t n) {
+    size_t k = 0;
+    for (; *text && k + 1 < n; text++) {
+        if (*text != ' ') {
+            out[k++] = *text;
+        }
+    }
+    out[k] = '\0';
+}
+
+/* What makes MaxText's Qwen3-VL encoder other than the graph's, or a
+   size the graph's shapes cannot take; NULL when none (vision_check). */
+static const char *vision_mismatch(const remat_config_t *c, size_t v, char *key, size_t n) {
+    char ds[sizeof c->deepstack_visual_indexes_for_vit];
+    unspaced(c->deepstack_visual_indexes_for_vit, ds, sizeof ds);
+    const uint64_t p = c->patch_size_for_vit, m = c->spatial_merge_size_for_vit;
+    const char *why = NULL;
+    if (c->scan_layers) {
+        snprintf(key, n, "scan_layers=true");
+        why = "MaxText adds the deepstack features between the first layers and refuses scanned "
+              "layers with them (configs/types.py)";
+    } else if (!c->freeze_vision_encoder_params) {
+        snprintf(key, n, "freeze_vision_encoder_params=false");
+        why = "the encoder's backward and its params' gradients are not modelled (MaxText's "
+              "default true stops them)";
+    } else if (c->dtype_mm != REMAT_DTYPE_F32) {
+        snprintf(key, n, "dtype_mm=%s", remat_dtype_name(c->dtype_mm));
+        why = "the graph's encoder computes in float32, MaxText's default";
+    } else if (c->num_hidden_layers_for_vit != vision_graphs[v].layers) {
+        snprintf(key, n, "num_hidden_layers_for_vit=%llu",
+                 (unsigned long long)c->num_hidden_layers_for_vit);
+        why = "the graph's encoder has another count of layers";
+    } else if (strcmp(ds, vision_graphs[v].deepstack) != 0) {
+        snprintf(key, n, "deepstack_visual_indexes_for_vit=%.63s",
+                 c->deepstack_visual_indexes_for_vit);
+        why = "the graph's deepstack mergers read other layers";
+    } else if (c->out_hidden_size_for_vit != c->base_emb_dim) {
+        snprintf(key, n, "out_hidden_size_for_vit=%llu",
+                 (unsigned long long)c->out_hidden_size_for_vit);
+        why = "the image tokens replace token embeddings: it must be base_emb_dim";
+    } else if (p == 0 || m == 0 || c->image_size_for_vit % p || (c->image_size_for_vit / p) % m ||
+               c->temporal_patch_size_for_vit == 0 || 2 % c->temporal_patch_size_for_vit ||
+               c->hidden_size_for_vit % c->num_attention_heads_for_vit) {
+        snprintf(key, n, "image_size_for_vit=%llu", (unsigned long long)c->image_size_for_vit);
+        why = "patch_size_for_vit must divide it into a whole number of spatial_merge_size_for_vit "
+              "merges a side, temporal_patch_size_for_vit divide MaxText's 2 frames and "
+              "num_attention_heads_for_vit divide hidden_size_for_vit";
+    }
+    return why;
+}
+
+uint64_t remat_i_config_vit_tokens(const remat_config_t *c) {
+    const uint64_t p = c->patch_size_for_vit, t = c->temporal_patch_size_for_vit;
+    const uint64_t m = c->spatial_merge_size_for_vit;
+    /* a side past 2^30 patches holds no image remat can size: 0 */
+    if (p == 0 || t == 0 || m == 0 || c->image_size_for_vit / p >= ((uint64_t)1 << 30) ||
+        m > c->image_size_for_vit / p) {
+        return 0;
+    }
+    const uint64_t side = c->image_size_for_vit / p;
+    return (2 / t) * side * side / (m * m);
+}
+
+uint64_t remat_i_config_vit_images(const remat_config_t *c) {
+    const uint64_t tokens = remat_i_config_vit_tokens(c);
+    if (c->image_token_share < 0) {
+        return 1;
+    }
+    const double share_tokens = floor(c->image_token_share * (double)c->max_target_length);
+    return tokens ? (uint64_t)(share_tokens / (double)tokens) : 0;
+}
+
+/* A graph with a vision encoder: the config's encoder must be the graph's,
+   and image_token_share (when set) a share that holds one image or more. */
+static remat_status_t check_vision(const remat_config_t *c, size_t v, remat_error_t *err) {
+    char key[128];
+    const char *why = vision_mismatch(c, v, key, sizeof key);
+    if (why) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "%s: %s (the %s graph)", key, why,
+                               vision_graphs[v].graph);
+    }
+    /* the parser took -1 or a share in (0, 1]; the share must hold an image */
+    if (c->image_token_share >= 0 && remat_i_config_vit_images(c) == 0) {
+        const uint64_t tokens = remat_i_config_vit_tokens(c);
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
+                               "image_token_share=%g: %.0f of max_target_length=%llu tokens hold "
+                               "no whole image of %llu tokens (a larger share, or -1: one image "
+                               "an example)",
+                               c->image_token_share,
+                               floor(c->image_token_share * (double)c->max_target_length),
+                               (unsigned long long)c->max_target_length,
+                               (unsigned long long)tokens);
+    }
+    return REMAT_OK;
+}
+
 static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
     if (strcmp(c->attention_type, "global") != 0 && strcmp(c->attention_type, "mla") != 0) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
@@ -555,6 +680,9 @@ static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *e
     }
     if (st == REMAT_OK && f && strcmp(f->graph, "qwen3_next") == 0) {
         st = check_gdn(c, err);
+    }
+    if (st == REMAT_OK && f && vision_of(f->graph) != REMAT_NONE) {
+        st = check_vision(c, vision_of(f->graph), err);
     }
     return st == REMAT_OK && f && f->ple ? check_unscanned(c, err) : st;
 }

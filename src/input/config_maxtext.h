@@ -44,6 +44,16 @@ remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
 /* Once the config is built: MaxText's layer keys against remat's graph. */
 remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err);
 
+/* Qwen3-VL's image tokens per image (derived size vit_tokens): the patches
+   of MaxText's 2-frame dummy image over spatial_merge_size_for_vit^2; 0
+   when a size is 0 (the config check refuses it). */
+uint64_t remat_i_config_vit_tokens(const remat_config_t *c);
+
+/* The images of one example the vision encoder runs (derived size
+   vit_images): 1 when image_token_share < 0 (MaxText's train_compile),
+   else the whole images the share of max_target_length holds (0: none). */
+uint64_t remat_i_config_vit_images(const remat_config_t *c);
+
 /* Appends a note (one line, no '\n') to c->notes; a note that does not fit
    is dropped whole, never cut. */
 void remat_i_config_note(remat_config_t *c, const char *fmt, ...)

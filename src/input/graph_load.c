@@ -282,8 +282,8 @@ static remat_status_t load_tags(loader_t *L, json_t *t, remat_tensor_t *out) {
 }
 
 static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
-    static const char *const allowed[] = {"shape", "dtype", "param",       "checkpoint",
-                                          "axes",  "gather_group",          NULL};
+    static const char *const allowed[] = {"shape", "dtype",        "param",  "checkpoint",
+                                          "axes",  "gather_group", "frozen", NULL};
     remat_status_t st;
     out->producer = REMAT_NONE;
     out->last_use = REMAT_NONE;
@@ -342,6 +342,14 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
             return fail(L, REMAT_E_SCHEMA, "'param' must be true or false");
         }
         out->param = json_is_true(param);
+    }
+    json_t *frozen = json_object_get(t, "frozen");
+    if (frozen) {
+        if (!json_is_boolean(frozen) || (json_is_true(frozen) && !out->param)) {
+            remat_i_jpath_key(&L->path, "frozen");
+            return fail(L, REMAT_E_SCHEMA, "'frozen' is true or false, and true only on a param");
+        }
+        out->frozen = json_is_true(frozen);
     }
     const char *group;
     if ((st = load_axes(L, t, out)) || (st = get_string(L, t, "gather_group", false, &group))) {

@@ -287,6 +287,15 @@ static remat_status_t check_ops(ctx_t *c, remat_block_t *b, const char *section)
    the producers (check_origins). */
 static remat_status_t check_scope(ctx_t *c, const remat_block_t *b, const char *section,
                                   bool head) {
+    /* a frozen param has no gradient buffer (static.c counts the head's);
+       a layer's params all train */
+    for (size_t i = 0; !head && i < b->ntensors; i++) {
+        if (b->tensors[i].frozen) {
+            return fail_at(c, section, "tensors", REMAT_NONE, REMAT_E_GRAPH,
+                           "param '%s': 'frozen' is for head params (a layer's params train)",
+                           b->tensors[i].name);
+        }
+    }
     for (size_t j = 0; j < b->nops; j++) {
         const remat_op_t *op = &b->ops[j];
         if (head && (op->outer || op->outside)) {
@@ -395,7 +404,8 @@ static igraph_error_t reach_gradients(const remat_block_t *b, const igraph_t *ig
         const remat_tensor_t *t = &b->tensors[i];
         if (is_float(t->dtype)) {
             ist = igraph_vector_int_push_back(allowed, (igraph_integer_t)i);
-            if (!ist && (t->input || t->param || i == takes)) {
+            /* a frozen param is no source: its gradient is stopped */
+            if (!ist && (t->input || (t->param && !t->frozen) || i == takes)) {
                 ist = igraph_vector_int_push_back(roots, (igraph_integer_t)i);
             }
         }

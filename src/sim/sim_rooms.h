@@ -245,6 +245,7 @@ typedef struct collectives {
    ops (stage 0) and post ops (last stage). */
 typedef struct static_part {
     uint64_t count, bytes, adafactor;
+    uint64_t frozen; /* of bytes, the frozen params': no gradient buffer */
 } static_part_t;
 
 /* One stage's static memory per device. */

@@ -13,7 +13,10 @@
  *  - a head param is counted once on every stage (MaxText runs the
  *    embedding and the loss on every stage, outside the pipeline): in the
  *    pre part when the embedding uses it, else in the post part (tied
- *    embeddings count once).
+ *    embeddings count once);
+ *  - a frozen param (a vision encoder's under freeze_vision_encoder_params)
+ *    counts in the params and the optimizer state, not in the gradients:
+ *    its part's frozen bytes are at most its bytes.
  */
 #include <string.h>
 
@@ -43,6 +46,7 @@ static void add_param(static_part_t *p, const bound_t *bd, const remat_tensor_t 
     p->count += bd->numel[i];
     p->bytes += bd->bytes[i];
     p->adafactor += adafactor_elems(bd->tdim[i], t->rank, bd->numel[i]);
+    p->frozen += t->frozen ? bd->bytes[i] : 0;
 }
 
 /* A param's elements over the whole model (unsharded). Bounded by its
@@ -151,6 +155,9 @@ static void head_params(remat_analyzer_t *an, uint64_t *global, uint64_t *active
                 }
             }
         }
+        /* a param no op reads (a bias whose add the graph leaves to its
+           matmul) is held all the same: with the embedding's part */
+        in_pre |= !in_post;
         if (in_pre) {
             add_param(&an->pre, &an->hb, t, i);
         }
@@ -260,11 +267,15 @@ remat_status_t remat_i_stage_static(const remat_analyzer_t *an, size_t k, stage_
     }
     /* JAX's gradients have their params' dtypes; MaxText casts the fp32
        ones to grad_dtype only after the backward pass (train.py at
-       e591f30), so the step holds them as the params: the same bytes */
-    out->grads = out->params;
+       e591f30), so the step holds them as the params: the same bytes. A
+       frozen param's gradient is JAX's symbolic zero, which XLA folds into
+       the optimizer's update: no buffer (its optimizer state stays: the
+       optimizer is not masked, optimizers.py get_optimizer at e591f30) */
+    assert(an->pre.frozen <= an->pre.bytes && an->post.frozen <= an->post.bytes);
+    out->grads = out->params - (an->g->has_head ? an->pre.frozen + an->post.frozen : 0);
     if (an->g->has_head) { /* part of grads: stage_params counted both parts on every stage */
-        out->grads_embed = an->pre.bytes;
-        out->grads_logits = remat_i_loss_grads_deferred(an) ? an->post.bytes : 0;
+        out->grads_embed = an->pre.bytes - an->pre.frozen;
+        out->grads_logits = remat_i_loss_grads_deferred(an) ? an->post.bytes - an->post.frozen : 0;
     }
     /* parameter_memory_host_offload keeps the params in host RAM between
        steps only: MaxText moves every Param to the device before the

@@ -348,12 +348,19 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
 }
 
 /* Head buffers: residuals stay to their last backward reader, the rest are
-   freed after their last forward reader. The feed to layer 0 belongs to the
-   layers once made; the last layer's output arrives from them. */
+   freed after their last forward reader. An input that no backward reads
+   (a vision encoder's images, read by its forward only) stays the whole
+   step: it is an argument of the step, which XLA counts live throughout
+   and the step does not free. The feed to layer 0 belongs to the layers
+   once made; the last layer's output arrives from them. */
 static void head_prepare(const remat_graph_t *g, const bound_t *hb, scratch_t *s) {
     const remat_block_t *b = &g->head;
     remat_i_buffer_lifetimes(b, &hb->ix, s);
     for (size_t i = 0; i < b->ntensors; i++) {
+        if (b->tensors[i].input && !b->tensors[i].residual && i != g->head_takes) {
+            s->cls[b->tensors[i].storage] = B_KEEP;
+            s->bwd_use[b->tensors[i].storage] = REMAT_NONE;
+        }
         if (b->tensors[i].residual) {
             s->cls[b->tensors[i].storage] = B_KEEP;
         }

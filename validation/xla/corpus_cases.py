@@ -273,6 +273,15 @@ CASES = [
     # fourth, MoE with a shared expert; blocks of four re-run whole)
     case("qwen3-next-80b-a3b", "v5p-16", "full", layers="auto", step=4, targets=NEAR),
     case("qwen3.5-35b-a3b", "v6e-16", "save_qkv_proj", layers="auto", step=4, targets=NEAR),
+    # Qwen3-VL's vision encoder (qwen3_vl: in the head, frozen, fp32), two
+    # decoder layers (unscanned, as MaxText requires with deepstack) so
+    # that the head sets the peak: the loss's, and with the chunked loss
+    # the encoder's attention scores and their softmax
+    case("qwen3-vl-2b", "v6e-8", "full", ["scan_layers=false", "max_target_length=1024"],
+         layers=2, targets=NEAR),
+    case("qwen3-vl-2b", "v6e-8", "full",
+         ["scan_layers=false", "max_target_length=1024", "num_vocab_tiling=8"], layers=2,
+         targets=NEAR),
     # The one-slice partner rule (docs/memory-model.md, "On one slice, the
     # partners of an offloaded residual") where it was not read: the
     # attention's output projection kept beside an offloaded layer input

@@ -37,7 +37,7 @@ CHIPS = {
 REMAT_ONLY = {
     "graph", "hardware", "hbm_budget", "hbm_reserve", "reserve_fraction", "safety_margin",
     "host_link_bw", "matmul_efficiency", "attention_efficiency", "memory_efficiency",
-    "num_devices",
+    "num_devices", "image_token_share",
 }
 
 # Settings that only ever hold MaxText's behaviour: accepted at that value.

@@ -81,6 +81,11 @@ typedef struct remat_tensor {
     size_t dim[REMAT_MAX_RANK]; /* indices into graph->dims */
     remat_dtype_t dtype;
     bool param;                   /* a weight: static memory, always available */
+    /* a frozen param (`frozen`): no gradient flows from it (MaxText's
+       freeze_vision_encoder_params stops the encoder's output's gradient),
+       so it has no gradient buffer; it keeps its optimizer state (MaxText's
+       optimizer is not masked) */
+    bool frozen;
     bool input;                   /* a block input (layer input, tokens, ...) */
     size_t ntags;
     char *tags[REMAT_MAX_TAGS];   /* MaxText checkpoint names (checkpoint_name) */

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""What JAX keeps for the backward of MaxText's vision encoder and projector.
+
+MaxText runs the vision encoder before the decoder (models/models.py) and,
+under freeze_vision_encoder_params (its default), passes the encoder's
+outputs through jax.lax.stop_gradient before the projector
+(layers/encoders.py VisionEncoder). remat's qwen3_vl graphs model that
+encoder as frozen: forward only, no residual, no gradient
+(docs/memory-model.md, "A frozen vision encoder"). This traces MaxText's own
+VisionEncoder for a model (abstract weights, abstract images of the shape
+train_compile gives, nothing compiled) under jax.vjp with respect to all
+its params and lists every residual JAX saves for the backward, with its
+shape, dtype and bytes: the projector's and nothing of the encoder's.
+
+    python3 validation/xla/vision_residuals.py --maxtext SRC [model_name=qwen3-vl-2b ...]
+
+Runs on JAX's CPU backend in a minute; its output is one JSON record.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+TRACE_ENV = {
+    "JAX_PLATFORMS": "cpu",
+    "TPU_SKIP_MDS_QUERY": "1",
+    "ALLOW_MULTIPLE_LIBTPU_LOAD": "true",
+    "DECOUPLE_GCLOUD": "TRUE",
+}
+
+
+def main(argv):
+  p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+  p.add_argument("--maxtext", help="a MaxText checkout (default: the installed maxtext package)")
+  p.add_argument("settings", nargs="*", help="MaxText key=value settings (default model_name=qwen3-vl-2b)")
+  args = p.parse_args(argv)
+  os.environ.update(TRACE_ENV)
+  if args.maxtext:
+    sys.path.insert(0, os.path.join(args.maxtext, "src"))
+  # pylint: disable=import-outside-toplevel
+  import jax
+  import jax.numpy as jnp
+  from flax import nnx
+  from flax import linen as nn
+  from jax._src.ad_checkpoint import saved_residuals
+  import maxtext
+  from maxtext.configs import pyconfig
+  from maxtext.layers.encoders import VisionEncoder
+  from maxtext.multimodal import processor as mm_processor
+  from maxtext.utils import maxtext_utils
+  from maxtext.utils import maxtext_utils_nnx
+  from maxtext.common.common_types import MODEL_MODE_TRAIN
+
+  base_yml = os.path.join(os.path.dirname(os.path.abspath(maxtext.__file__)), "configs", "base.yml")
+  settings = args.settings or ["model_name=qwen3-vl-2b"]
+  keys = settings + ["run_name=vision-residuals", f"base_output_directory={tempfile.mkdtemp()}",
+                     "per_device_batch_size=1", "scan_layers=false", "dataset_type=synthetic", "enable_checkpointing=false"]
+  cfg = pyconfig.initialize([None, base_yml] + keys)
+  devices = maxtext_utils.create_device_mesh(cfg)
+  mesh = jax.sharding.Mesh(devices, cfg.mesh_axes)
+  image_shape = mm_processor.get_dummy_image_shape_for_init(cfg.model_name, batch_size=1)
+
+  def create():
+    rngs = maxtext_utils_nnx.create_nnx_rngs(cfg, model_mode=MODEL_MODE_TRAIN)
+    return VisionEncoder(config=cfg, mesh=mesh, rngs=rngs)
+
+  with mesh, nn.logical_axis_rules(cfg.logical_axis_rules):
+    enc = nnx.eval_shape(create)
+    graphdef, params, rest = nnx.split(enc, nnx.Param, ...)
+
+    def loss(p, images):
+      module = nnx.merge(graphdef, p, rest)
+      emb, deep = module(images, deterministic=True)
+      total = jnp.sum(emb.astype(jnp.float32))
+      for d in deep or []:
+        total = total + jnp.sum(d.astype(jnp.float32))
+      return total
+
+    images = jax.ShapeDtypeStruct(image_shape, jnp.int32)
+    res = saved_residuals(loss, params, images)
+  out = []
+  for aval, source in res:
+    n = 1
+    for d in aval.shape:
+      n *= d
+    out.append({"shape": list(aval.shape), "dtype": str(aval.dtype),
+                "bytes": n * aval.dtype.itemsize, "source": source})
+  enc_params = sum(x.size for path, x in jax.tree_util.tree_leaves_with_path(params)
+                   if "Projector" not in jax.tree_util.keystr(path))
+  print(json.dumps({"settings": settings, "images": list(image_shape),
+                    "freeze_vision_encoder_params": bool(cfg.freeze_vision_encoder_params),
+                    "encoder_params": int(enc_params), "residuals": out}, indent=1))
+
+
+if __name__ == "__main__":
+  main(sys.argv[1:])
