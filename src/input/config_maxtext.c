@@ -689,7 +689,11 @@ static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *e
 
 remat_status_t remat_config_check_scan(const remat_config_t *c, remat_error_t *err) {
     const graph_features_t *f = remat_i_is_json_name(c->graph) ? NULL : features_of(c->graph);
-    return f && f->ple ? check_unscanned(c, err) : REMAT_OK;
+    if (f && f->ple) {
+        return check_unscanned(c, err);
+    }
+    const size_t v = f ? vision_of(f->graph) : REMAT_NONE;
+    return v != REMAT_NONE ? check_vision(c, v, err) : REMAT_OK;
 }
 
 remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err) {

@@ -195,7 +195,8 @@ bool remat_config_several_slices(const remat_config_t *c);
 /**
  * REMAT_OK where MaxText builds the run's layers with scan_layers as @p c
  * sets it; else REMAT_E_CONFIG, @p err saying why (decoder_block
- * gemma4_small runs layer by layer and refuses scan_layers=true). Checked
+ * gemma4_small runs layer by layer and refuses scan_layers=true, and so
+ * does MaxText wherever Qwen3-VL's deepstack features are added). Checked
  * when a config is built; for callers that change scan_layers on a built
  * one (the fixes).
  */
