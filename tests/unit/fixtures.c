@@ -73,24 +73,7 @@ const char *const fx_head_graph =
     "\"y\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}},\"ops\":["
     "{\"name\":\"fc\",\"op\":\"einsum\",\"spec\":\"be,ef->bf\",\"in\":[\"x\",\"w\"],\"out\":[\"o\"]},"
     "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]},"
-    "\"head\":{\"inputs\":[\"tokens\",\"targets\"],\"outputs\":[\"loss\"],"
-    "\"feeds_layer\":\"h0\",\"takes_layer\":\"hL\",\"tensors\":{"
-    "\"tokens\":{\"shape\":[\"b\"],\"dtype\":\"int32\"},"
-    "\"targets\":{\"shape\":[\"b\"],\"dtype\":\"int32\"},"
-    "\"table\":{\"shape\":[\"v\",\"e\"],\"dtype\":\"weight\",\"param\":true,"
-    "\"axes\":[\"vocab\",\"embed_vocab\"]},"
-    "\"h0\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
-    "\"hL\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
-    "\"wl\":{\"shape\":[\"e\",\"v\"],\"dtype\":\"weight\",\"param\":true,"
-    "\"axes\":[\"embed_vocab\",\"vocab\"]},"
-    "\"logits\":{\"shape\":[\"b\",\"v\"],\"dtype\":\"act\"},"
-    "\"loss\":{\"shape\":[],\"dtype\":\"fp32\"},"
-    "\"lse\":{\"shape\":[\"b\"],\"dtype\":\"fp32\"}},\"ops\":["
-    "{\"name\":\"emb\",\"op\":\"embedding\",\"in\":[\"table\",\"tokens\"],\"out\":[\"h0\"]},"
-    "{\"name\":\"lg\",\"op\":\"einsum\",\"spec\":\"be,ev->bv\",\"in\":[\"hL\",\"wl\"],"
-    "\"out\":[\"logits\"]},"
-    "{\"name\":\"ce\",\"op\":\"cross_entropy\",\"in\":[\"logits\",\"targets\"],"
-    "\"out\":[\"loss\",\"lse\"]}]}}";
+    FX_HEAD_JSON "}";
 
 fx_run_t *fx_analyze(const char *graph_text, const char *const *args) {
     fx_run_t *f = calloc(1, sizeof *f);

@@ -56,6 +56,30 @@ extern const char *const fx_gated_graph;
 
 /* A one-matmul layer under a head (embedding; logits and loss), with
    MaxText's logical axes on the head's params, as JSON. */
+/* The head of fx_head_graph as a graph's "head" member (its JSON text, no
+   comma before it): emb: h0 = table[tokens]; lg: logits = hL @ wl;
+   ce: loss, lse = cross_entropy(logits, targets). For tests that pair it
+   with a layer of their own. */
+#define FX_HEAD_JSON \
+    "\"head\":{\"inputs\":[\"tokens\",\"targets\"],\"outputs\":[\"loss\"]," \
+    "\"feeds_layer\":\"h0\",\"takes_layer\":\"hL\",\"tensors\":{" \
+    "\"tokens\":{\"shape\":[\"b\"],\"dtype\":\"int32\"}," \
+    "\"targets\":{\"shape\":[\"b\"],\"dtype\":\"int32\"}," \
+    "\"table\":{\"shape\":[\"v\",\"e\"],\"dtype\":\"weight\",\"param\":true," \
+    "\"axes\":[\"vocab\",\"embed_vocab\"]}," \
+    "\"h0\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}," \
+    "\"hL\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"}," \
+    "\"wl\":{\"shape\":[\"e\",\"v\"],\"dtype\":\"weight\",\"param\":true," \
+    "\"axes\":[\"embed_vocab\",\"vocab\"]}," \
+    "\"logits\":{\"shape\":[\"b\",\"v\"],\"dtype\":\"act\"}," \
+    "\"loss\":{\"shape\":[],\"dtype\":\"fp32\"}," \
+    "\"lse\":{\"shape\":[\"b\"],\"dtype\":\"fp32\"}},\"ops\":[" \
+    "{\"name\":\"emb\",\"op\":\"embedding\",\"in\":[\"table\",\"tokens\"],\"out\":[\"h0\"]}," \
+    "{\"name\":\"lg\",\"op\":\"einsum\",\"spec\":\"be,ev->bv\",\"in\":[\"hL\",\"wl\"]," \
+    "\"out\":[\"logits\"]}," \
+    "{\"name\":\"ce\",\"op\":\"cross_entropy\",\"in\":[\"logits\",\"targets\"]," \
+    "\"out\":[\"loss\",\"lse\"]}]}"
+
 extern const char *const fx_head_graph;
 
 #endif

@@ -714,22 +714,7 @@ static const char *const hoist_graph =
     "{\"name\":\"act\",\"op\":\"silu\",\"in\":[\"h2\"],\"out\":[\"a\"]},"
     "{\"name\":\"fc2\",\"op\":\"einsum\",\"spec\":\"eb,ef->bf\",\"in\":[\"a\",\"w2\"],\"out\":[\"o\"]},"
     "{\"name\":\"res\",\"op\":\"add\",\"in\":[\"x\",\"o\"],\"out\":[\"y\"]}]},"
-    "\"head\":{\"inputs\":[\"tokens\",\"targets\"],\"outputs\":[\"loss\"],"
-    "\"feeds_layer\":\"h0\",\"takes_layer\":\"hL\",\"tensors\":{"
-    "\"tokens\":{\"shape\":[\"b\"],\"dtype\":\"int32\"},"
-    "\"targets\":{\"shape\":[\"b\"],\"dtype\":\"int32\"},"
-    "\"table\":{\"shape\":[\"v\",\"e\"],\"dtype\":\"weight\",\"param\":true},"
-    "\"h0\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
-    "\"hL\":{\"shape\":[\"b\",\"e\"],\"dtype\":\"act\"},"
-    "\"wl\":{\"shape\":[\"e\",\"v\"],\"dtype\":\"weight\",\"param\":true},"
-    "\"logits\":{\"shape\":[\"b\",\"v\"],\"dtype\":\"act\"},"
-    "\"loss\":{\"shape\":[],\"dtype\":\"fp32\"},"
-    "\"lse\":{\"shape\":[\"b\"],\"dtype\":\"fp32\"}},\"ops\":["
-    "{\"name\":\"emb\",\"op\":\"embedding\",\"in\":[\"table\",\"tokens\"],\"out\":[\"h0\"]},"
-    "{\"name\":\"lg\",\"op\":\"einsum\",\"spec\":\"be,ev->bv\",\"in\":[\"hL\",\"wl\"],"
-    "\"out\":[\"logits\"]},"
-    "{\"name\":\"ce\",\"op\":\"cross_entropy\",\"in\":[\"logits\",\"targets\"],"
-    "\"out\":[\"loss\",\"lse\"]}]}}";
+    FX_HEAD_JSON "}";
 
 /* The unrolled bound holds each layer's re-run from before the loss's
    backward (the E2B recipe's compile peaks there with all its layers'

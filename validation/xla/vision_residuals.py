@@ -26,12 +26,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-TRACE_ENV = {
-    "JAX_PLATFORMS": "cpu",
-    "TPU_SKIP_MDS_QUERY": "1",
-    "ALLOW_MULTIPLE_LIBTPU_LOAD": "true",
-    "DECOUPLE_GCLOUD": "TRUE",
-}
+from residuals import TRACE_ENV  # pylint: disable=wrong-import-position  # the decoder layers' trace's
 
 
 def main(argv):
