@@ -281,24 +281,8 @@ static remat_status_t load_tags(loader_t *L, json_t *t, remat_tensor_t *out) {
     return REMAT_OK;
 }
 
-static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
-    static const char *const allowed[] = {"shape", "dtype",        "param",  "checkpoint",
-                                          "axes",  "gather_group", "frozen", NULL};
-    remat_status_t st;
-    out->producer = REMAT_NONE;
-    out->last_use = REMAT_NONE;
-    if ((st = dup(L, name, &out->name))) {
-        return st;
-    }
-    if (!valid_name(name)) {
-        return fail(L, REMAT_E_SCHEMA, "invalid tensor name '%s' " NAME_RULE, name);
-    }
-    if (!json_is_object(t)) {
-        return fail(L, REMAT_E_SCHEMA, "tensor '%s' must be an object", name);
-    }
-    if ((st = check_keys(L, t, allowed))) {
-        return st;
-    }
+/* A tensor's `shape`: a list of at most REMAT_MAX_RANK known dim names. */
+static remat_status_t load_shape(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
     json_t *shape = json_object_get(t, "shape");
     if (!shape) {
         return fail(L, REMAT_E_SCHEMA, "tensor '%s' has no 'shape'", name);
@@ -325,16 +309,12 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
         remat_i_jpath_pop(&L->path);
     }
     remat_i_jpath_pop(&L->path);
-    const char *dtype;
-    if ((st = get_string(L, t, "dtype", true, &dtype))) {
-        return st;
-    }
-    if (!remat_dtype_parse(dtype, &out->dtype)) {
-        remat_i_jpath_key(&L->path, "dtype");
-        return fail(L, REMAT_E_SCHEMA,
-                    "unknown dtype '%s' (act, weight, fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, "
-                    "int32, int8, bool)", dtype);
-    }
+    return REMAT_OK;
+}
+
+/* A tensor's `param` and `frozen` flags; frozen only on a param (a vision
+   encoder's weights under freeze_vision_encoder_params). */
+static remat_status_t load_flags(loader_t *L, json_t *t, remat_tensor_t *out) {
     json_t *param = json_object_get(t, "param");
     if (param) {
         if (!json_is_boolean(param)) {
@@ -350,6 +330,43 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
             return fail(L, REMAT_E_SCHEMA, "'frozen' is true or false, and true only on a param");
         }
         out->frozen = json_is_true(frozen);
+    }
+    return REMAT_OK;
+}
+
+static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
+    static const char *const allowed[] = {"shape", "dtype",        "param",  "checkpoint",
+                                          "axes",  "gather_group", "frozen", NULL};
+    remat_status_t st;
+    out->producer = REMAT_NONE;
+    out->last_use = REMAT_NONE;
+    if ((st = dup(L, name, &out->name))) {
+        return st;
+    }
+    if (!valid_name(name)) {
+        return fail(L, REMAT_E_SCHEMA, "invalid tensor name '%s' " NAME_RULE, name);
+    }
+    if (!json_is_object(t)) {
+        return fail(L, REMAT_E_SCHEMA, "tensor '%s' must be an object", name);
+    }
+    if ((st = check_keys(L, t, allowed))) {
+        return st;
+    }
+    if ((st = load_shape(L, name, t, out))) {
+        return st;
+    }
+    const char *dtype;
+    if ((st = get_string(L, t, "dtype", true, &dtype))) {
+        return st;
+    }
+    if (!remat_dtype_parse(dtype, &out->dtype)) {
+        remat_i_jpath_key(&L->path, "dtype");
+        return fail(L, REMAT_E_SCHEMA,
+                    "unknown dtype '%s' (act, weight, fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, "
+                    "int32, int8, bool)", dtype);
+    }
+    if ((st = load_flags(L, t, out))) {
+        return st;
     }
     const char *group;
     if ((st = load_axes(L, t, out)) || (st = get_string(L, t, "gather_group", false, &group))) {
