@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "input/config_maxtext.h"
+#include "remat/solve/solve.h"
 
 /* One encoder block (Qwen3OmniMoeVisionBlock): two LayerNorms (scale and
    bias) of h, q/k/v/o h x h with biases, the MLP h x m and m x h with
@@ -252,6 +253,29 @@ static void test_encoder_checks(void **state) {
     fx_free(f);
 }
 
+/* MaxText refuses scanned layers with deepstack features, so check's fix
+   search does not offer the scan: it says why, in the words remat refuses
+   scan_layers=true with (remat_config_check_scan), rather than analyzing a
+   scanned step MaxText cannot build. (A unit test, not a CLI golden: the
+   search's placements over this graph's 24-block encoder take about half a
+   second, too slow for the CLI fuzzer's seed inputs.) */
+static void test_scan_fix_refused(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=qwen3-vl-2b", "topology=v6e-8", "per_device_batch_size=12",
+                          NULL};
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    remat_fixes_t fx;
+    remat_fixes_init(&fx);
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    assert_true(fx.scan_tried);
+    assert_false(fx.scan_found);
+    assert_non_null(strstr(fx.scan_note, "scan_layers=true: MaxText adds the deepstack features"));
+    remat_fixes_release(&fx);
+    fx_free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_param_counts),
@@ -260,6 +284,7 @@ int main(void) {
         cmocka_unit_test(test_fp32_stream),
         cmocka_unit_test(test_image_share),
         cmocka_unit_test(test_encoder_checks),
+        cmocka_unit_test(test_scan_fix_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
