@@ -264,3 +264,9 @@ void fx_graphs_equal(const remat_graph_t *a, const remat_graph_t *b) {
     assert_int_equal(a->index->size, b->index->size);
     assert_memory_equal(a->index, b->index, a->index->size);
 }
+
+void fx_find_fixes(fx_run_t *f, remat_fixes_t *fx) {
+    remat_error_t err;
+    remat_error_init(&err);
+    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, fx, &err), REMAT_OK);
+}

@@ -14,6 +14,7 @@
 #include "remat/model/hw.h"
 #include "remat/model/policy.h"
 #include "remat/sim/sim.h"
+#include "remat/solve/solve.h"
 
 /* A resolved analysis: config from key=value strings, built-ins resolved. */
 typedef struct fx_run {
@@ -38,6 +39,10 @@ fx_run_t *fx_analyze_ok(const char *graph_text, const char *const *args);
 fx_run_t *fx_analyze_with(const char *graph_text, const char *const *base,
                           const char *const *extra);
 void fx_free(fx_run_t *f);
+
+/* What would make the analyzed run @p f pass, found into @p fx
+   (initialized; released first by remat_fixes_find); asserts it is found. */
+void fx_find_fixes(fx_run_t *f, remat_fixes_t *fx);
 
 /* Fails the test unless @p a and @p b are equal graphs, every field (the
    derived ones included), and share no string or array: either may be

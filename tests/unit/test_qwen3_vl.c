@@ -266,9 +266,7 @@ static void test_scan_fix_refused(void **state) {
     fx_run_t *f = fx_analyze_ok(NULL, args);
     remat_fixes_t fx;
     remat_fixes_init(&fx);
-    remat_error_t err;
-    remat_error_init(&err);
-    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    fx_find_fixes(f, &fx);
     assert_true(fx.scan_tried);
     assert_false(fx.scan_found);
     assert_non_null(strstr(fx.scan_note, "scan_layers=true: MaxText adds the deepstack features"));

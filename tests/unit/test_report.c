@@ -672,9 +672,7 @@ static void test_unrolled_bound(void **state) {
        3350, so scanning is tried and does not fix it */
     remat_fixes_t fx;
     remat_fixes_init(&fx);
-    remat_error_t err;
-    remat_error_init(&err);
-    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, &fx, &err), REMAT_OK);
+    fx_find_fixes(f, &fx);
     assert_true(fx.scan_tried);
     assert_false(fx.scan_found);
     remat_fixes_release(&fx);

@@ -651,9 +651,7 @@ static void test_resolve_from_threads(void **state) {
    @p fx (initialized; released first by remat_fixes_find). */
 static fx_run_t *find_fixes(const char *const *args, remat_fixes_t *fx) {
     fx_run_t *f = fx_analyze_ok(NULL, args);
-    remat_error_t err;
-    remat_error_init(&err);
-    assert_int_equal(remat_fixes_find(f->graph, &f->cfg, f->policy, &f->hw, fx, &err), REMAT_OK);
+    fx_find_fixes(f, fx);
     return f;
 }
 
