@@ -34,7 +34,8 @@ const char *remat_cat_name(remat_cat_t c) {
 
 /* The analyzer's arrays, in one allocation: each kind's bound slab, the
    head's, binding's shapes and names, the scratch (for the largest
-   block), the kinds' preparation, kind_of, the runs, then each kind's
+   block), the kinds' preparation, kind_of, the runs, the head's memo
+   (step.c, stage_begin) and prefetches (head_pf), then each kind's
    planning scratch (remat_i_plan_in), each part from
    a 16-byte boundary. Their sizes follow from the graph and the layer
    count alone, so the arena is made before binding. The counts are a
@@ -61,7 +62,10 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     const size_t prep = scratch + ARENA_UP(remat_i_scratch_bytes(nt, no));
     const size_t kinds = prep + ARENA_UP(remat_i_prep_bytes(g));
     const size_t runs = kinds + ARENA_UP(nlayers ? nlayers : 1);
-    const size_t plan = runs + ARENA_UP((nlayers ? nlayers : 1) * sizeof *an->runs);
+    const size_t memo = runs + ARENA_UP((nlayers ? nlayers : 1) * sizeof *an->runs);
+    const size_t hn = g->has_head ? g->head.ntensors : 0;
+    const size_t pf = memo + ARENA_UP(hn * (sizeof(uint64_t) + 2));
+    const size_t plan = pf + ARENA_UP((g->has_head ? g->head.nops : 0) * sizeof(uint64_t));
     char *arena = remat_i_xmalloc(plan + plans);
     an->arena = arena;
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {
@@ -72,6 +76,10 @@ static void analyzer_arena(remat_analyzer_t *an, size_t nlayers) {
     an->s.prep = (void *)(arena + prep); /* remat_i_layer_prepare fills it, once bound */
     an->kind_of = (unsigned char *)(arena + kinds);
     an->runs = (layer_run_t *)(void *)(arena + runs); /* at most a run a layer */
+    an->pre_memo.cur = (uint64_t *)(void *)(arena + memo);
+    an->pre_memo.live = (unsigned char *)(an->pre_memo.cur + hn);
+    an->pre_memo.cat = an->pre_memo.live + hn;
+    an->head_pf = (uint64_t *)(void *)(arena + pf);
     for (size_t k = 0; k < g->nkinds; k++) {
         const remat_block_t *b = &g->kinds[k].block;
         remat_i_plan_in(&an->kplan[k], arena + plan + plan_at[k], b->ntensors, b->nops);
@@ -127,6 +135,7 @@ static remat_status_t analyzer_init(remat_analyzer_t *an, const remat_graph_t *g
         return st;
     }
     remat_i_layer_prepare(an); /* once here, for every run of the analyzer */
+    remat_i_step_prepare(an);
     return REMAT_OK;
 }
 

@@ -336,6 +336,20 @@ struct remat_analyzer {
     tpl_t *tpls;             /* per profile */
     size_t tpls_cap;
     remat_trace_t *trace;    /* the run's trace (remat_run_opts_t), or NULL */
+    /* Per head position: the gathered weights its backward prefetches
+       (step.c, remat_i_step_prepare), in the arena (head.nops). */
+    uint64_t *head_pf;
+    /* The head's forward before the layers (step.c, stage_begin), played
+       once per starting meter and copied after: no plan changes it. */
+    struct pre_memo {
+        bool valid;
+        int64_t key[REMAT_CAT_COUNT]; /* the meter's categories it started from */
+        meter_t m;                    /* the meter after it */
+        remat_moment_t at;            /* the step's highest moment, if in it */
+        /* per head buffer, after it (in the arena, head.ntensors each) */
+        uint64_t *cur;
+        unsigned char *live, *cat;
+    } pre_memo;
     /* Last, and not zeroed with the rest (analyzer_zero): binding writes
        each block it binds whole (bound_alloc) and reads no other, and
        remat_mesh_build writes what it reads; they are most of the
@@ -612,6 +626,9 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
                                      const remat_plan_t *given, remat_result_t *r,
                                      remat_error_t *err);
 remat_status_t remat_i_run_stages(remat_analyzer_t *an, remat_result_t *r, remat_error_t *err);
+/* Fills what every run's head reads that no plan changes (head_pf), once
+   the head is bound. */
+void remat_i_step_prepare(remat_analyzer_t *an);
 
 /* time.c */
 void remat_i_op_times(const remat_block_t *b, const remat_config_t *cfg, const remat_hw_t *hw,

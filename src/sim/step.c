@@ -177,17 +177,27 @@ static void head_forward(const remat_analyzer_t *an, scratch_t *s, step_t *st, s
 }
 
 /* The gathered weights of the op that runs backward after position @p p
-   (the next lower one that gathers its own): with fsdp_prefetch XLA starts
-   its all-gather while this op runs, as it does for a layer's ops. */
-static uint64_t head_prefetch(const remat_analyzer_t *an, size_t from, size_t p) {
+   (the next lower one that gathers its own, within p's part of the head:
+   before the layers or after them): with fsdp_prefetch XLA starts its
+   all-gather while this op runs, as it does for a layer's ops. */
+static uint64_t head_prefetch(const remat_analyzer_t *an, size_t p) {
+    return an->head_pf[p];
+}
+
+void remat_i_step_prepare(remat_analyzer_t *an) {
+    if (!an->g->has_head) {
+        return;
+    }
     const remat_block_t *b = &an->g->head;
-    for (size_t q = p; an->cfg->fsdp_prefetch && q-- > from;) {
-        const size_t j = b->order[q];
-        if (b->ops[j].has_backward && head_gathers_per_op(an, q) && an->hb.op_gather_mem[j]) {
-            return an->hb.op_gather_mem[j];
+    uint64_t below = 0; /* the gather of the highest gathering op below p in its part */
+    for (size_t p = 0; p < b->nops; p++) {
+        below = p == an->g->head_npre ? 0 : below; /* the part after the layers starts */
+        an->head_pf[p] = an->cfg->fsdp_prefetch ? below : 0;
+        const size_t j = b->order[p];
+        if (b->ops[j].has_backward && head_gathers_per_op(an, p) && an->hb.op_gather_mem[j]) {
+            below = an->hb.op_gather_mem[j];
         }
     }
-    return 0;
 }
 
 /* Whether op @p j of the head (at position @p p) computes its weight
@@ -325,7 +335,7 @@ static void head_backward(const remat_analyzer_t *an, scratch_t *s, step_t *st, 
                            remat_i_loss_grads_deferred(an) && loss_grad_fused(an, op);
         remat_i_backward_begin(&st->m, s, b, bd, op, p, fused);
         bool own = head_gathers_per_op(an, p);
-        const int64_t pf = (int64_t)head_prefetch(an, from, p);
+        const int64_t pf = (int64_t)head_prefetch(an, p);
         gcats[REMAT_CAT_GATHERED] = own ? (int64_t)bd->op_gather_mem[j] : 0;
         gcats[REMAT_CAT_GRAD_BUFFER] = own && p < g->head_npre ? (int64_t)bd->op_wgrad[j] : 0;
         step_measure_np(st, gcats[REMAT_CAT_GATHERED] + gcats[REMAT_CAT_GRAD_BUFFER], gcats);
@@ -528,9 +538,41 @@ remat_status_t remat_i_plan_profiles(remat_analyzer_t *an, const remat_policy_t 
 
 /* ---- a stage ------------------------------------------------------------ */
 
+/* Whether the head's forward before the layers, from the meter @p stp
+   starts on, is in the analyzer's memo. That forward reads the analyzer
+   and the meter alone, never the plan (the head has no checkpoint names):
+   the solver's plans would otherwise play it again each time, hundreds of
+   ops for a vision encoder. A traced run plays it for its events. */
+static bool pre_memo_hit(const remat_analyzer_t *an, const step_t *stp) {
+    const struct pre_memo *pm = &an->pre_memo;
+    return !stp->tr && pm->valid && memcmp(pm->key, stp->m.cats, sizeof pm->key) == 0;
+}
+
+/* Copies the meter and the head's buffers after the forward to or from
+   the memo: @p save into it, else out of it. */
+static void pre_memo_copy(remat_analyzer_t *an, scratch_t *s, bool save, step_t *stp) {
+    struct pre_memo *pm = &an->pre_memo;
+    const size_t n = an->g->head.ntensors;
+    if (save) {
+        pm->m = stp->m;
+        pm->at = stp->at;
+        memcpy(pm->cur, s->cur, n * sizeof *s->cur);
+        memcpy(pm->live, s->live, n);
+        memcpy(pm->cat, s->cat, n);
+        pm->valid = true;
+        return;
+    }
+    stp->m = pm->m;
+    stp->at = pm->at;
+    memcpy(s->cur, pm->cur, n * sizeof *s->cur);
+    memcpy(s->live, pm->live, n);
+    memcpy(s->cat, pm->cat, n);
+    assert(meter_consistent(&stp->m) && stp->m.rec == NULL);
+}
+
 /* The stage's start: the head's embedding forward; with no head, the
    input arriving. */
-static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, step_t *stp) {
+static void stage_begin(remat_analyzer_t *an, scratch_t *s, bool pre, step_t *stp) {
     const remat_graph_t *g = an->g;
     const remat_block_t *H = &g->head;
     if (!pre) {
@@ -539,6 +581,12 @@ static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, step
         add_const(&stp->m, REMAT_CAT_SAVED, (int64_t)an->kb[kind].kbytes[x]);
         return;
     }
+    if (pre_memo_hit(an, stp)) {
+        pre_memo_copy(an, s, false, stp);
+        return;
+    }
+    int64_t key[REMAT_CAT_COUNT];
+    memcpy(key, stp->m.cats, sizeof key);
     for (size_t i = 0; i < H->ninputs; i++) {
         size_t in = H->inputs[i];
         if (in != g->head_takes && H->tensors[in].storage == in) {
@@ -547,6 +595,10 @@ static void stage_begin(const remat_analyzer_t *an, scratch_t *s, bool pre, step
     }
     head_forward(an, s, stp, 0, g->head_npre, REMAT_CAT_HEAD);
     s->live[H->tensors[g->head_feeds].storage] = 0; /* the layers own it now */
+    if (!stp->tr) {
+        memcpy(an->pre_memo.key, key, sizeof key);
+        pre_memo_copy(an, s, true, stp);
+    }
 }
 
 /* The gradients of the loss: live from the head's backward on. */

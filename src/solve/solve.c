@@ -74,6 +74,12 @@
 #include "sim/sim_internal.h"
 #include "base/util.h"
 
+/* A quick search never goes further than a full one: a build that lowers
+   the full bound (the fuzz targets do) lowers the quick one with it. */
+#define QUICK_PLANS                                                                            \
+    (REMAT_SOLVE_QUICK_PLANS < REMAT_SOLVE_MAX_PLANS ? REMAT_SOLVE_QUICK_PLANS                 \
+                                                     : REMAT_SOLVE_MAX_PLANS)
+
 /* REMAT_SOLVE_MAX_PLANS and REMAT_SOLVE_MAX_NAMES (remat/base/limits.h) bound
    the work (see (6)); the fuzz build lowers the first so that one input
    stays within libFuzzer's timeout under its instrumentation. A node keeps
@@ -963,8 +969,7 @@ remat_status_t remat_solve(const remat_graph_t *g, const remat_config_t *cfg,
                                       : "--exhaustive enumerates every placement");
     }
     ctx_t c = {.g = g, .cfg = cfg, .hw = hw, .s = s, .n = s->nnames, .err = err,
-               .max_plans = (flags & REMAT_SOLVE_QUICK) ? REMAT_SOLVE_QUICK_PLANS
-                                                        : REMAT_SOLVE_MAX_PLANS};
+               .max_plans = (flags & REMAT_SOLVE_QUICK) ? QUICK_PLANS : REMAT_SOLVE_MAX_PLANS};
     c.policy = remat_i_xcalloc(1, sizeof *c.policy);
     c.policy->name = remat_i_xstrdup("solve");
     c.policy->description = remat_i_xstrdup("");
