@@ -351,6 +351,18 @@ CASES = [
     case("deepseek3.2-671b", "v5p-16", "full", DS32 + ["max_target_length=8192"], layers="auto"),
     case("deepseek3.2-671b", "v5p-16", "save_qkv_proj", DS32 + ["max_target_length=8192"], layers="auto"),
     case("deepseek3.2-671b", "v5p-16", "full", DS32 + ["max_target_length=16384"], layers="auto"),
+    # The spread's gaps at 656 runs: knobs a chip had not run (gradient
+    # accumulation on v4 and v6e's full, context parallelism on v5p,
+    # expert parallelism, several slices and bf16 weights on TPU7x, the
+    # params' host offload on v6e, a pipeline on v5e).
+    case("llama2-7b", "v4-16", "full", ["gradient_accumulation_steps=2"]),
+    case("llama3.1-8b", "v6e-8", "full", ["gradient_accumulation_steps=4"]),
+    case("llama3.1-8b", "v5p-8", "full", ["ici_context_parallelism=2", "max_target_length=8192"]),
+    case("mixtral-8x7b", "tpu7x-16", "full", ["ici_expert_parallelism=4"], layers="auto"),
+    case("llama3.1-8b", "tpu7x-8", "full", ["num_slices=2"]),
+    case("llama3.1-8b", "tpu7x-8", "save_qkv_proj", ["weight_dtype=bfloat16"]),
+    case("llama3.1-8b", "v6e-8", "full", ["parameter_memory_host_offload=true", "param_scan_axis=0"]),
+    case("llama2-7b", "v5e-16", "full", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=4"]),
 ]
 
 
