@@ -497,14 +497,11 @@ static void assert_same_result(const remat_result_t *a, const remat_result_t *b,
     }
 }
 
-/* One analyzer runs every built-in policy, in order and then in reverse,
-   and each run equals a fresh analysis: nothing of one run leaks into the
-   next. A pipeline mesh so that every stage is composed. */
-static void test_analyzer_reuse(void **state) {
-    (void)state;
-    const char *args[] = {"model_name=llama3-8b", "topology=tpu7x-16",
-                          "ici_tensor_parallelism=2", "ici_pipeline_parallelism=2",
-                          "per_device_batch_size=2", NULL};
+/* One analyzer for the run @p args runs every built-in policy, in order
+   and then in reverse, and each run equals a fresh analysis: nothing of
+   one run leaks into the next, the head's forward that the analyzer plays
+   once and copies after (step.c's memo) included. */
+static void analyzer_reuse(const char *const *args) {
     fx_run_t *f = fx_analyze_ok(NULL, args);
     remat_analyzer_t *an = NULL;
     remat_error_t err;
@@ -527,6 +524,31 @@ static void test_analyzer_reuse(void **state) {
     remat_result_release(&fresh);
     remat_analyzer_free(an);
     fx_free(f);
+}
+
+/* A pipeline mesh, so that every stage is composed. */
+static void test_analyzer_reuse(void **state) {
+    (void)state;
+    const char *args[] = {"model_name=llama3-8b", "topology=tpu7x-16",
+                          "ici_tensor_parallelism=2", "ici_pipeline_parallelism=2",
+                          "per_device_batch_size=2", NULL};
+    analyzer_reuse(args);
+}
+
+/* A head of hundreds of ops before the layers (Qwen3-VL's frozen encoder):
+   once over the budget, so that each run composes the stage several times
+   (held and apart, the unrolled bound) from the memo, and once with the
+   step's peak in the encoder (its first QK product), so that the memo's
+   peak is the step's. */
+static void test_analyzer_reuse_vision(void **state) {
+    (void)state;
+    const char *over[] = {"model_name=qwen3-vl-2b", "topology=v6e-8", "per_device_batch_size=8",
+                          "image_token_share=0.5625", NULL};
+    analyzer_reuse(over);
+    const char *encoder[] = {"model_name=qwen3-vl-2b", "topology=v6e-8",
+                             "base_num_decoder_layers=2", "max_target_length=1024",
+                             "num_vocab_tiling=8", "per_device_batch_size=64", NULL};
+    analyzer_reuse(encoder);
 }
 
 /* The solver's shortcuts: a plan given for a uniform policy, and no tables,
@@ -596,7 +618,7 @@ int main(void) {
         cmocka_unit_test(test_inplace_backward_by_hand),
         cmocka_unit_test(test_grads_from_backward), cmocka_unit_test(test_scan_weights_by_hand), cmocka_unit_test(test_reserve_fraction),
         cmocka_unit_test(test_megatron_formula),
-        cmocka_unit_test(test_analyzer_reuse),    cmocka_unit_test(test_analyzer_lite_plan),
+        cmocka_unit_test(test_analyzer_reuse), cmocka_unit_test(test_analyzer_reuse_vision),    cmocka_unit_test(test_analyzer_lite_plan),
         cmocka_unit_test(test_analyzer_failed_run),
     };
     return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
