@@ -1030,9 +1030,19 @@ static bool relays_one_slice(const remat_analyzer_t *an) {
     return !an->hw->xla_gpu && !remat_config_several_slices(an->cfg) && scanned_data_parallel(an);
 }
 
-/* The layers XLA peels off the backward loop: the last remat unit's. */
-static size_t peeled_layers(const remat_analyzer_t *an) {
-    return an->unit;
+/* The first of the layers XLA peels off the backward loop of the stage
+   [first, last]: the last remat unit's. Units start at multiples of
+   an->unit, so where the layers are not a whole number of units (Gemma
+   3's blocks of 6, the remainder one more block; a stage of fewer layers
+   than a unit) the last unit is the remainder. Which block XLA peels
+   there is not read from a compile yet; a whole unit's count back from
+   the last layer, as this was, took layers of two units and, past the
+   stage's first layer, wrapped below zero (Gemma 3 with 2 layers under
+   qkv_proj_offloaded walked 2^64 layers). */
+static size_t peeled_from(const remat_analyzer_t *an, size_t first, size_t last) {
+    const size_t from = unit_start(an, last, first);
+    assert(first <= from && from <= last && last - from < an->unit);
+    return from;
 }
 
 /* The second copy's bytes on stage [first, last]: every residual shaped
@@ -1075,7 +1085,7 @@ static int64_t peeled_grads(const remat_analyzer_t *an, size_t from, size_t last
 static void relaid_backward(const remat_analyzer_t *an, int64_t copy, uint64_t grads,
                             step_t *stp) {
     const size_t first = stp->first, last = stp->last;
-    const size_t from = last - peeled_layers(an) + 1;
+    const size_t from = peeled_from(an, first, last);
     const int64_t own = stp->peeled_grads = peeled_grads(an, from, last);
     assert(from >= first && own >= 0 && (uint64_t)own <= grads);
     add_const(&stp->m, REMAT_CAT_SAVED, copy);
@@ -1183,7 +1193,8 @@ static uint64_t floor_rest(const remat_analyzer_t *an, const remat_result_t *r,
         return saved + all;
     }
     uint64_t peeled = 0;
-    for (size_t l = row->last_layer - peeled_layers(an) + 1; l <= row->last_layer; l++) {
+    for (size_t l = peeled_from(an, row->first_layer, row->last_layer); l <= row->last_layer;
+         l++) {
         peeled += r->layers[l].saved_device_bytes;
     }
     assert(peeled <= saved && stp->peeled_grads >= 0 && (uint64_t)stp->peeled_grads <= all);

@@ -551,6 +551,28 @@ static void test_analyzer_reuse_vision(void **state) {
     analyzer_reuse(encoder);
 }
 
+/* The peeled layers (step.c, peeled_from) stay inside the stage where its
+   layers are not a whole number of remat units: Gemma 3's blocks of 6
+   under qkv_proj_offloaded on one slice (XLA's relaid copy), at 2 layers
+   (one block, the remainder), 8 (a block and a remainder) and the
+   published 34. Each analyzes, and more layers hold more. */
+static void test_peeled_remainder_block(void **state) {
+    (void)state;
+    const char *layers[] = {"base_num_decoder_layers=2", "base_num_decoder_layers=8",
+                            "base_num_decoder_layers=34"};
+    uint64_t prev = 0;
+    for (size_t i = 0; i < 3; i++) {
+        const char *args[] = {"model_name=gemma3-4b", "topology=v6e-8",
+                              "remat_policy=qkv_proj_offloaded", "per_device_batch_size=8",
+                              layers[i], NULL};
+        fx_run_t *f = fx_analyze_ok(NULL, args);
+        assert_int_equal(f->r.remat_unit, 6);
+        assert_true(f->r.peak_bytes > prev);
+        prev = f->r.peak_bytes;
+        fx_free(f);
+    }
+}
+
 /* The solver's shortcuts: a plan given for a uniform policy, and no tables,
    change nothing of the verdict and the times. */
 static void test_analyzer_lite_plan(void **state) {
@@ -618,7 +640,8 @@ int main(void) {
         cmocka_unit_test(test_inplace_backward_by_hand),
         cmocka_unit_test(test_grads_from_backward), cmocka_unit_test(test_scan_weights_by_hand), cmocka_unit_test(test_reserve_fraction),
         cmocka_unit_test(test_megatron_formula),
-        cmocka_unit_test(test_analyzer_reuse), cmocka_unit_test(test_analyzer_reuse_vision),    cmocka_unit_test(test_analyzer_lite_plan),
+        cmocka_unit_test(test_analyzer_reuse), cmocka_unit_test(test_analyzer_reuse_vision),
+        cmocka_unit_test(test_peeled_remainder_block),    cmocka_unit_test(test_analyzer_lite_plan),
         cmocka_unit_test(test_analyzer_failed_run),
     };
     return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
