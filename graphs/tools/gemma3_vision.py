@@ -158,9 +158,10 @@ def projector(t, ops, x):
 
 
 def vision_head(head):
-    """`head` with the encoder, its projector and the merge before its
-    layers: the embedding's output becomes the text embeddings, and the
-    merged sequence (the compute dtype, as MaxText casts it) feeds layer 0."""
+    """`head` with the encoder and its projector before the token
+    embedding, and the merge after it: the embedding's output becomes the
+    text embeddings, and the merged sequence (the compute dtype, as MaxText
+    casts it) feeds layer 0."""
     h = copy.deepcopy(head)
     t, ops = h["tensors"], h["ops"]
     h["inputs"] = h["inputs"] + ["images"]
@@ -171,13 +172,18 @@ def vision_head(head):
     t["image_pos"] = T(["batch", "seq"], "int32")
     t["h_text"] = copy.deepcopy(t["h0"])
     t["h_image"] = copy.deepcopy(t["h0"])
-    enc += [O("vit_tokens_cast", "cast", [vis], ["vit_tokens"]),
-            O("image_positions", "cast", ["tokens"], ["image_pos"]),
-            O("image_scatter", "gather", ["vit_tokens", "image_pos"], ["h_image"]),
-            O("image_merge", "add", ["h_text", "h_image"], ["h0"])]
+    enc.append(O("vit_tokens_cast", "cast", [vis], ["vit_tokens"]))
+    merge = [O("image_positions", "cast", ["tokens"], ["image_pos"]),
+             O("image_scatter", "gather", ["vit_tokens", "image_pos"], ["h_image"]),
+             O("image_merge", "add", ["h_text", "h_image"], ["h0"])]
+    # MaxText runs the encoder before the decoder embeds the tokens
+    # (models.py calls the vision encoder, then the decoder, whose
+    # _apply_embedding merges): the text embeddings are not live across
+    # the encoder's peak
     at = [o["name"] for o in ops].index("embed")
     ops[at]["out"] = ["h_text"]
-    ops[at + 1:at + 1] = enc
+    ops[at + 1:at + 1] = merge
+    ops[at:at] = enc
     return h
 
 
