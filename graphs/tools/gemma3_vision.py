@@ -47,8 +47,11 @@ buffer (they keep their optimizer state: the optimizer is not masked).
 The projector (VisionEmbedder: RMSNorm over the encoder's width, fp32 as
 dtype_mm, then the [width, base_emb_dim] projection) trains: its ops have a
 backward and keep their inputs from the head's forward to its backward.
-Its fp32 output, cast to the compute dtype, replaces the image
-placeholders' token embeddings (a gather of the image tokens to their
+The encoder and projector run before the token embedding, as MaxText
+runs the vision encoder before the decoder embeds the tokens (the text
+embeddings are not live across the encoder's peak). The projector's fp32
+output, cast to the compute dtype, replaces the image placeholders' token
+embeddings (a gather of the image tokens to their
 positions, added to the embedded tokens: MaxText's where(mask, image,
 text) reads and writes the same buffers). Unlike Qwen3-VL there are no
 deepstack features: the residual stream stays in the compute dtype and
