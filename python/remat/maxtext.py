@@ -73,10 +73,10 @@ _PLAIN_KEYS = (
     "v_norm_with_scale", "hidden_size_per_layer_input", "vocab_size_per_layer_input",
     "num_kv_shared_layers", "use_double_wide_mlp", "gdn_conv_kernel_dim", "gdn_num_key_heads",
     "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_chunk_size",
-    # Qwen3-VL's vision encoder
+    # the vision encoders of Qwen3-VL and Gemma 3
     "use_multimodal", "freeze_vision_encoder_params", "dtype_mm", "hidden_size_for_vit",
     "intermediate_size_for_vit", "num_attention_heads_for_vit", "num_hidden_layers_for_vit",
-    "image_size_for_vit", "patch_size_for_vit", "temporal_patch_size_for_vit",
+    "image_size_for_vit", "patch_size_for_vit", "conv_stride_for_vit", "temporal_patch_size_for_vit",
     "spatial_merge_size_for_vit", "num_channels_for_vit", "num_position_embeddings_for_vit",
     "out_hidden_size_for_vit", "deepstack_visual_indexes_for_vit",
     # DeepSeek-V3.2's sparse-attention indexer, its stage and its kernel

@@ -168,7 +168,8 @@ static const key_t_ keys[] = {
     {"use_double_wide_mlp", K_BOOL, F(use_double_wide_mlp),
      "Gemma 4 E2B: the key/value-shared layers' MLP is twice base_mlp_dim"},
     {"use_multimodal", K_BOOL, F(use_multimodal),
-     "Qwen3-VL: run the vision encoder before the decoder (the qwen3_vl graphs)"},
+     "Qwen3-VL, Gemma 3: run the vision encoder before the decoder (the qwen3_vl graphs; "
+     "gemma3's multimodal variant, gemma3_vision)"},
     {"freeze_vision_encoder_params", K_BOOL, F(freeze_vision_encoder_params),
      "the encoder runs forward only, its params get no gradient (MaxText's default true; false "
      "is refused)"},
@@ -183,6 +184,8 @@ static const key_t_ keys[] = {
      "the vision encoder's layers (checked against the graph's)"},
     {"image_size_for_vit", K_U64, F(image_size_for_vit), "the image's side in pixels"},
     {"patch_size_for_vit", K_U64, F(patch_size_for_vit), "a patch's side in pixels"},
+    {"conv_stride_for_vit", K_U64, F(conv_stride_for_vit),
+     "Gemma 3: the patch Conv's stride (patch_size_for_vit: the graph's patches do not overlap)"},
     {"temporal_patch_size_for_vit", K_U64, F(temporal_patch_size_for_vit),
      "frames per patch (MaxText's dummy image has 2 frames)"},
     {"spatial_merge_size_for_vit", K_U64, F(spatial_merge_size_for_vit),
@@ -416,6 +419,7 @@ void remat_config_defaults(remat_config_t *c) {
     c->num_hidden_layers_for_vit = 34;
     c->image_size_for_vit = 896;
     c->patch_size_for_vit = 14;
+    c->conv_stride_for_vit = 14;
     c->temporal_patch_size_for_vit = 2;
     c->spatial_merge_size_for_vit = 2;
     c->num_channels_for_vit = 3;
@@ -1255,22 +1259,29 @@ static bool qwen3_next_size(const remat_config_t *c, const char *key, uint64_t *
     return true;
 }
 
-/* The sizes the qwen3_vl graphs derive for the vision encoder (docs/
-   config.md; models/qwen3.py Qwen3OmniMoeVisionEncoder and
-   multimodal/processor_qwen3_omni.py get_dummy_image_shape_for_init_qwen3_omni
-   at e591f30, whose dummy image has 2 frames): an image's patches, the
-   pixels of one patch, its image tokens (a merge of merge^2 patches), a
-   merged token's width, and the images of one example (the config check
-   refuses sizes that do not divide). */
+/* The sizes the vision graphs derive for their encoder (docs/config.md):
+   an image's patches, the pixels of one patch, its image tokens, a merged
+   token's width, and the images of one example (the config check refuses
+   sizes that do not divide). Qwen3-VL (models/qwen3.py
+   Qwen3OmniMoeVisionEncoder and multimodal/processor_qwen3_omni.py at
+   e591f30, whose dummy image has 2 frames): the frames over
+   temporal_patch_size_for_vit times the grid, patches of those frames, a
+   token a merge of merge^2 patches. Gemma 3 (models/gemma3.py
+   Gemma3VisionEncoderLayer): one frame, the Conv's patches of every
+   channel, 256 tokens an image (remat_i_config_vit_tokens). */
 static bool vit_size(const remat_config_t *c, const char *key, uint64_t *out) {
+    const bool gemma3 = remat_i_config_vit_gemma3(c);
     const uint64_t side = c->patch_size_for_vit ? c->image_size_for_vit / c->patch_size_for_vit : 0;
-    const uint64_t frames = c->temporal_patch_size_for_vit ? 2 / c->temporal_patch_size_for_vit : 0;
+    const uint64_t frames = gemma3                          ? 1
+                            : c->temporal_patch_size_for_vit ? 2 / c->temporal_patch_size_for_vit
+                                                            : 0;
+    const uint64_t depth = gemma3 ? 1 : c->temporal_patch_size_for_vit;
     const uint64_t patches = sat_mul(frames, sat_mul(side, side));
     const uint64_t area = sat_mul(c->spatial_merge_size_for_vit, c->spatial_merge_size_for_vit);
     if (strcmp(key, "vit_patches") == 0) {
         *out = patches;
     } else if (strcmp(key, "vit_patch_volume") == 0) {
-        *out = sat_mul(sat_mul(c->num_channels_for_vit, c->temporal_patch_size_for_vit),
+        *out = sat_mul(sat_mul(c->num_channels_for_vit, depth),
                        sat_mul(c->patch_size_for_vit, c->patch_size_for_vit));
     } else if (strcmp(key, "vit_tokens") == 0) {
         *out = remat_i_config_vit_tokens(c);
@@ -1352,10 +1363,13 @@ const char *remat_i_config_size_formula(const char *key) {
                    {"gdn_num_chunks", "max_target_length / gdn_chunk_size"},
                    {"vit_patches",
                     "(2 / temporal_patch_size_for_vit) x (image_size_for_vit / "
+                    "patch_size_for_vit)^2; Gemma 3's encoder: (image_size_for_vit / "
                     "patch_size_for_vit)^2"},
                    {"vit_patch_volume",
-                    "num_channels_for_vit x temporal_patch_size_for_vit x patch_size_for_vit^2"},
-                   {"vit_tokens", "vit_patches / spatial_merge_size_for_vit^2"},
+                    "num_channels_for_vit x temporal_patch_size_for_vit x patch_size_for_vit^2; "
+                    "Gemma 3's: num_channels_for_vit x patch_size_for_vit^2"},
+                   {"vit_tokens", "vit_patches / spatial_merge_size_for_vit^2; Gemma 3's "
+                                  "encoder: 256 (its pool's output)"},
                    {"vit_merged_dim", "hidden_size_for_vit x spatial_merge_size_for_vit^2"},
                    {"vit_images", "1, or image_token_share x max_target_length / vit_tokens, "
                                   "rounded down"},

@@ -134,6 +134,9 @@ static const struct {
     {"attention_for_vit", "dot_product",
      "the Qwen3-VL graphs' encoder runs MaxText's default dot-product attention, whose "
      "[heads, patches, patches] fp32 scores another kernel would not make"},
+    {"posemb_type_for_vit", "learn",
+     "sincos2d computes the Gemma 3 encoder's position table where the gemma3_vision graph holds "
+     "MaxText's default learned one (a param of patches x hidden_size_for_vit)"},
     {"mhc_expansion_rate", "1",
      "DeepSeek 4's hyper-connections widen the residual stream by this rate: a block remat's "
      "graphs do not have yet"},
@@ -258,19 +261,29 @@ static const graph_features_t graph_features[] = {
     {"qwen3_next", 2, true, false, true, false, false, false, false, false},
     {"qwen3_vl", 2, false, false, true, false, true, false, false, false},
     {"qwen3_vl_moe", 2, true, false, true, false, false, false, false, false},
+    {"gemma3_vision", 2, false, false, true, true, true, false, false, false},
 };
 
-/* The graphs with Qwen3-VL's vision encoder in their head, written out
-   layer by layer (graphs/tools/vision_family.py): its layer count and the
-   layers its deepstack mergers read, as MaxText's model files set them
-   (configs/models/qwen3-vl-*.yml at e591f30), which a config must match. */
-static const struct {
-    const char *graph;
+/* The graphs with a vision encoder in their head, written out layer by
+   layer (graphs/tools/vision_family.py, gemma3_vision.py): the text graph
+   whose multimodal variant it is (use_multimodal=true on that graph runs
+   this one, as MaxText builds the encoder for the same model when the key
+   is set: models/models.py; NULL where a model names the graph itself),
+   MaxText's vision_encoder_block it is, its layer count and the layers
+   its deepstack mergers read, as MaxText's model files set them
+   (configs/models/qwen3-vl-*.yml, gemma3-*.yml at e591f30), which a config
+   must match. Another encoder is one row here and its shape checks
+   (vision_mismatch). */
+typedef struct vision_graph {
+    const char *graph, *text, *encoder;
     uint64_t layers;
-    const char *deepstack; /* MaxText's list, spaces left out */
-} vision_graphs[] = {
-    {"qwen3_vl", 24, "[5,11,17]"},
-    {"qwen3_vl_moe", 27, "[8,16,24]"},
+    const char *deepstack; /* MaxText's list, spaces left out ("[]": none) */
+} vision_graph_t;
+
+static const vision_graph_t vision_graphs[] = {
+    {"qwen3_vl", NULL, "qwen3_vl", 24, "[5,11,17]"},
+    {"qwen3_vl_moe", NULL, "qwen3_vl", 27, "[8,16,24]"},
+    {"gemma3_vision", "gemma3", "gemma3", 27, "[]"},
 };
 
 /* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
@@ -292,7 +305,7 @@ static const struct {
     {"deepseek4", NULL, "DeepSeek-V4's hash-routed layers and compressed attention"},
     {"gemma", "gemma", NULL},
     {"gemma2", "gemma2", NULL},
-    {"gemma3", "gemma3", NULL},
+    {"gemma3", "gemma3|gemma3_vision", NULL},
     {"gemma4", "gemma4|gemma4_moe", NULL},
     {"gemma4_small", "gemma4_small", NULL},
     /* Qwen2's QKV biases are linear and add 0.002% of the parameters: the
@@ -580,18 +593,11 @@ static void unspaced(const char *text, char *out, size_t n) {
     out[k] = '\0';
 }
 
-/* What makes MaxText's Qwen3-VL encoder other than the graph's, or a
-   size the graph's shapes cannot take; NULL when none (vision_check). */
-static const char *vision_mismatch(const remat_config_t *c, size_t v, char *key, size_t n) {
-    char ds[sizeof c->deepstack_visual_indexes_for_vit];
-    unspaced(c->deepstack_visual_indexes_for_vit, ds, sizeof ds);
-    const uint64_t p = c->patch_size_for_vit, m = c->spatial_merge_size_for_vit;
+/* What makes MaxText's encoder other than the graph's in the keys every
+   encoder reads (frozen, fp32, its layer count); NULL when none. */
+static const char *encoder_mismatch(const remat_config_t *c, size_t v, char *key, size_t n) {
     const char *why = NULL;
-    if (c->scan_layers) {
-        snprintf(key, n, "scan_layers=true");
-        why = "MaxText adds the deepstack features between the first layers and refuses scanned "
-              "layers with them (configs/types.py)";
-    } else if (!c->freeze_vision_encoder_params) {
+    if (!c->freeze_vision_encoder_params) {
         snprintf(key, n, "freeze_vision_encoder_params=false");
         why = "the encoder's backward and its params' gradients are not modelled (MaxText's "
               "default true stops them)";
@@ -602,6 +608,23 @@ static const char *vision_mismatch(const remat_config_t *c, size_t v, char *key,
         snprintf(key, n, "num_hidden_layers_for_vit=%llu",
                  (unsigned long long)c->num_hidden_layers_for_vit);
         why = "the graph's encoder has another count of layers";
+    }
+    return why;
+}
+
+/* Qwen3-VL's encoder against the graph's, or a size its shapes cannot
+   take; NULL when none. */
+static const char *qwen3_vl_mismatch(const remat_config_t *c, size_t v, char *key, size_t n) {
+    char ds[sizeof c->deepstack_visual_indexes_for_vit];
+    unspaced(c->deepstack_visual_indexes_for_vit, ds, sizeof ds);
+    const uint64_t p = c->patch_size_for_vit, m = c->spatial_merge_size_for_vit;
+    const char *why = NULL;
+    if (c->scan_layers) {
+        snprintf(key, n, "scan_layers=true");
+        why = "MaxText adds the deepstack features between the first layers and refuses scanned "
+              "layers with them (configs/types.py)";
+    } else if ((why = encoder_mismatch(c, v, key, n))) {
+        return why;
     } else if (strcmp(ds, vision_graphs[v].deepstack) != 0) {
         snprintf(key, n, "deepstack_visual_indexes_for_vit=%.63s",
                  c->deepstack_visual_indexes_for_vit);
@@ -621,7 +644,60 @@ static const char *vision_mismatch(const remat_config_t *c, size_t v, char *key,
     return why;
 }
 
+/* Gemma 3's image side (multimodal/processor_gemma3.py at e591f30:
+   GEMMA_DEFAULT_IMAGE_SIZE, the dummy image train_compile feeds and the
+   size every image is resized to) and the image tokens VisionExit pools
+   its patch grid to (models/gemma3.py: output_length 256, a 16 x 16
+   grid). */
+enum { GEMMA3_IMAGE_SIDE = 896, GEMMA3_IMAGE_TOKENS = 256, GEMMA3_TOKEN_GRID = 16 };
+
+/* Gemma 3's encoder against the graph's, or a size its shapes cannot
+   take; NULL when none. It reads none of Qwen3-VL's merge, frame or
+   deepstack keys, and runs under scanned layers. */
+static const char *gemma3_mismatch(const remat_config_t *c, size_t v, char *key, size_t n) {
+    const uint64_t p = c->patch_size_for_vit;
+    const char *why = encoder_mismatch(c, v, key, n);
+    if (why) {
+        return why;
+    }
+    if (c->image_size_for_vit != GEMMA3_IMAGE_SIDE) {
+        snprintf(key, n, "image_size_for_vit=%llu", (unsigned long long)c->image_size_for_vit);
+        why = "MaxText feeds Gemma 3's encoder 896 x 896 images (multimodal/processor_gemma3.py), "
+              "whose patches the position table of (image_size_for_vit / patch_size_for_vit)^2 "
+              "rows must match: it must be 896";
+    } else if (p == 0 || GEMMA3_IMAGE_SIDE % p || (GEMMA3_IMAGE_SIDE / p) % GEMMA3_TOKEN_GRID) {
+        snprintf(key, n, "patch_size_for_vit=%llu", (unsigned long long)p);
+        why = "it must cut the image's 896 pixels a side into a multiple of 16 patches, which "
+              "the encoder's pool averages to 16 x 16 image tokens";
+    } else if (c->conv_stride_for_vit != p) {
+        snprintf(key, n, "conv_stride_for_vit=%llu", (unsigned long long)c->conv_stride_for_vit);
+        why = "the graph's patch Conv strides by its kernel, patch_size_for_vit (as MaxText's "
+              "Gemma 3 configs set both)";
+    } else if (c->num_attention_heads_for_vit == 0 ||
+               c->hidden_size_for_vit % c->num_attention_heads_for_vit) {
+        snprintf(key, n, "num_attention_heads_for_vit=%llu",
+                 (unsigned long long)c->num_attention_heads_for_vit);
+        why = "it must divide hidden_size_for_vit into whole heads";
+    }
+    return why;
+}
+
+/* The encoder of vision graph @p v against the config; NULL when none
+   differs (check_vision). */
+static const char *vision_mismatch(const remat_config_t *c, size_t v, char *key, size_t n) {
+    return strcmp(vision_graphs[v].encoder, "gemma3") == 0 ? gemma3_mismatch(c, v, key, n)
+                                                            : qwen3_vl_mismatch(c, v, key, n);
+}
+
+bool remat_i_config_vit_gemma3(const remat_config_t *c) {
+    const size_t v = remat_i_is_json_name(c->graph) ? REMAT_NONE : vision_of(c->graph);
+    return v != REMAT_NONE && strcmp(vision_graphs[v].encoder, "gemma3") == 0;
+}
+
 uint64_t remat_i_config_vit_tokens(const remat_config_t *c) {
+    if (remat_i_config_vit_gemma3(c)) {
+        return GEMMA3_IMAGE_TOKENS;
+    }
     const uint64_t p = c->patch_size_for_vit, t = c->temporal_patch_size_for_vit;
     const uint64_t m = c->spatial_merge_size_for_vit;
     /* a side past 2^30 patches holds no image remat can size: 0 */
@@ -696,7 +772,23 @@ remat_status_t remat_config_check_scan(const remat_config_t *c, remat_error_t *e
     return v != REMAT_NONE ? check_vision(c, v, err) : REMAT_OK;
 }
 
+/* use_multimodal=true on a built-in text graph that has a multimodal
+   variant runs the variant (vision_graphs' text column): MaxText's users
+   turn the encoder on with the model's config and that key alone. */
+static void vision_variant(remat_config_t *c) {
+    if (!c->use_multimodal || remat_i_is_json_name(c->graph)) {
+        return;
+    }
+    for (size_t i = 0; i < sizeof vision_graphs / sizeof vision_graphs[0]; i++) {
+        if (vision_graphs[i].text && strcmp(vision_graphs[i].text, c->graph) == 0) {
+            snprintf(c->graph, sizeof c->graph, "%s", vision_graphs[i].graph);
+            return;
+        }
+    }
+}
+
 remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err) {
+    vision_variant(c);
     remat_status_t st = check_block(c, err);
     if (st == REMAT_OK) {
         st = check_layer_keys(c, err);

@@ -44,9 +44,16 @@ remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
 /* Once the config is built: MaxText's layer keys against remat's graph. */
 remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err);
 
-/* Qwen3-VL's image tokens per image (derived size vit_tokens): the patches
-   of MaxText's 2-frame dummy image over spatial_merge_size_for_vit^2; 0
-   when a size is 0 (the config check refuses it). */
+/* Whether c->graph is a built-in graph with Gemma 3's vision encoder
+   (gemma3_vision): its vit_* sizes follow Gemma 3's rules, every other
+   graph's (a graph file's too) Qwen3-VL's. */
+bool remat_i_config_vit_gemma3(const remat_config_t *c);
+
+/* The image tokens per image (derived size vit_tokens): Qwen3-VL's, the
+   patches of MaxText's 2-frame dummy image over
+   spatial_merge_size_for_vit^2; Gemma 3's, the 256 its VisionExit pools
+   the patch grid to (models/gemma3.py); 0 when a size is 0 (the config
+   check refuses it). */
 uint64_t remat_i_config_vit_tokens(const remat_config_t *c);
 
 /* The images of one example the vision encoder runs (derived size

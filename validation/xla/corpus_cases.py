@@ -282,6 +282,17 @@ CASES = [
     case("qwen3-vl-2b", "v6e-8", "full",
          ["scan_layers=false", "max_target_length=1024", "num_vocab_tiling=8"], layers=2,
          targets=NEAR),
+    # Gemma 3's vision encoder (gemma3_vision: use_multimodal=true on the
+    # gemma3 graph; in the head, frozen, fp32, 4,096 patches an image), two
+    # decoder layers, unscanned (each its own remat unit, where a scanned
+    # block of six would re-run whole), so that the head sets the peak: the
+    # loss's over the 262,144-token vocabulary, and with the chunked loss
+    # the encoder's [16, 4096, 4096] fp32 scores an image
+    case("gemma3-4b", "v6e-8", "full", ["use_multimodal=true", "scan_layers=false"], layers=2,
+         targets=FIT),
+    case("gemma3-4b", "v6e-8", "full",
+         ["use_multimodal=true", "scan_layers=false", "num_vocab_tiling=8"], layers=2,
+         targets=FIT),
     # The one-slice partner rule (docs/memory-model.md, "On one slice, the
     # partners of an offloaded residual") where it was not read: the
     # attention's output projection kept beside an offloaded layer input

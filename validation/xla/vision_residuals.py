@@ -4,8 +4,8 @@
 MaxText runs the vision encoder before the decoder (models/models.py) and,
 under freeze_vision_encoder_params (its default), passes the encoder's
 outputs through jax.lax.stop_gradient before the projector
-(layers/encoders.py VisionEncoder). remat's qwen3_vl graphs model that
-encoder as frozen: forward only, no residual, no gradient
+(layers/encoders.py VisionEncoder). remat's qwen3_vl and gemma3_vision
+graphs model that encoder as frozen: forward only, no residual, no gradient
 (docs/memory-model.md, "A frozen vision encoder"). This traces MaxText's own
 VisionEncoder for a model (abstract weights, abstract images of the shape
 train_compile gives, nothing compiled) under jax.vjp with respect to all
@@ -13,6 +13,7 @@ its params and lists every residual JAX saves for the backward, with its
 shape, dtype and bytes: the projector's and nothing of the encoder's.
 
     python3 validation/xla/vision_residuals.py --maxtext SRC [model_name=qwen3-vl-2b ...]
+    python3 validation/xla/vision_residuals.py --maxtext SRC model_name=gemma3-4b use_multimodal=true
 
 Runs on JAX's CPU backend in a minute; its output is one JSON record.
 """
@@ -85,8 +86,10 @@ def main(argv):
       n *= d
     out.append({"shape": list(aval.shape), "dtype": str(aval.dtype),
                 "bytes": n * aval.dtype.itemsize, "source": source})
+  # the encoder's own params: all but its projector's (Qwen3-VL's
+  # ...VisionProjector_0, Gemma 3's VisionEmbedder_0)
   enc_params = sum(x.size for path, x in jax.tree_util.tree_leaves_with_path(params)
-                   if "Projector" not in jax.tree_util.keystr(path))
+                   if enc.projector_name not in jax.tree_util.keystr(path))
   print(json.dumps({"settings": settings, "images": list(image_shape),
                     "freeze_vision_encoder_params": bool(cfg.freeze_vision_encoder_params),
                     "encoder_params": int(enc_params), "residuals": out}, indent=1))

@@ -123,18 +123,20 @@ typedef struct remat_config {
        4, 16, 32, 128, 128, 64 */
     uint64_t gdn_conv_kernel_dim, gdn_num_key_heads, gdn_num_value_heads;
     uint64_t gdn_key_head_dim, gdn_value_head_dim, gdn_chunk_size;
-    /* Qwen3-VL's vision encoder (use_multimodal; the qwen3_vl graphs):
-       MaxText's *_for_vit keys (base.yml defaults at e591f30), whether the
-       encoder is frozen and its compute dtype (dtype_mm), and remat's
-       image_token_share, the share of each example's tokens that are image
-       tokens (< 0: MaxText's train_compile, one image an example); the
-       graphs bind them and sizes derived from them (remat_config_size) */
+    /* The vision encoders of Qwen3-VL and Gemma 3 (use_multimodal; the
+       qwen3_vl and gemma3_vision graphs): MaxText's *_for_vit keys
+       (base.yml defaults at e591f30; conv_stride_for_vit is Gemma 3's
+       patch Conv's stride), whether the encoder is frozen and its compute
+       dtype (dtype_mm), and remat's image_token_share, the share of each
+       example's tokens that are image tokens (< 0: MaxText's
+       train_compile, one image an example); the graphs bind them and sizes
+       derived from them (remat_config_size) */
     bool use_multimodal, freeze_vision_encoder_params;
     remat_dtype_t dtype_mm;
     uint64_t hidden_size_for_vit, intermediate_size_for_vit, num_attention_heads_for_vit;
     uint64_t num_hidden_layers_for_vit, image_size_for_vit, patch_size_for_vit;
     uint64_t temporal_patch_size_for_vit, spatial_merge_size_for_vit, num_channels_for_vit;
-    uint64_t num_position_embeddings_for_vit, out_hidden_size_for_vit;
+    uint64_t num_position_embeddings_for_vit, out_hidden_size_for_vit, conv_stride_for_vit;
     char deepstack_visual_indexes_for_vit[64]; /* MaxText's list, as flow text */
     double image_token_share;
     int64_t nope_layer_interval;      /* Llama 4's global (NoPE) layers; <= 0: none */
