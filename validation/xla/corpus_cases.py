@@ -292,6 +292,12 @@ CASES = [
     case("qwen3-omni-30b-a3b", "v6e-8", "full",
          ["scan_layers=false", "max_target_length=1024", "num_vocab_tiling=8"], layers=2,
          targets=FIT),
+    # and without the audio encoder (use_audio=false: Qwen3-VL 30B-A3B's
+    # graph with Omni's vocabulary), whose step differs from the first by
+    # the audio state alone
+    case("qwen3-omni-30b-a3b", "v6e-8", "full",
+         ["scan_layers=false", "max_target_length=1024", "use_audio=false"], layers=2,
+         targets=FIT),
     # The one-slice partner rule (docs/memory-model.md, "On one slice, the
     # partners of an offloaded residual") where it was not read: the
     # attention's output projection kept beside an offloaded layer input
