@@ -79,6 +79,10 @@ _PLAIN_KEYS = (
     "image_size_for_vit", "patch_size_for_vit", "conv_stride_for_vit", "temporal_patch_size_for_vit",
     "spatial_merge_size_for_vit", "num_channels_for_vit", "num_position_embeddings_for_vit",
     "out_hidden_size_for_vit", "deepstack_visual_indexes_for_vit",
+    # Qwen3-Omni's audio encoder (its params: MaxText's train step runs none of it)
+    "use_audio", "freeze_audio_encoder_params", "d_model_for_audio", "encoder_layers_for_audio",
+    "encoder_attention_heads_for_audio", "encoder_ffn_dim_for_audio", "num_mel_bins_for_audio",
+    "downsample_hidden_size_for_audio", "output_dim_for_audio", "num_conv_layers_for_audio",
     # DeepSeek-V3.2's sparse-attention indexer, its stage and its kernel
     "use_indexer", "indexer_n_heads", "indexer_head_dim", "indexer_topk",
     "indexer_sparse_training", "indexer_loss_scaling_factor", "use_tokamax_splash",

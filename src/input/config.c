@@ -201,6 +201,26 @@ static const key_t_ keys[] = {
     {"image_token_share", K_F64, F(image_token_share),
      "share of each example's max_target_length that is image tokens, a whole number of "
      "images (-1: MaxText's train_compile, one image an example)"},
+    {"use_audio", K_BOOL, F(use_audio),
+     "Qwen3-Omni: build the audio encoder (its params; MaxText's train step runs none of it)"},
+    {"freeze_audio_encoder_params", K_BOOL, F(freeze_audio_encoder_params),
+     "the audio encoder's stop_gradient (MaxText's default true; no gradient reaches the "
+     "encoder either way: the step does not run it)"},
+    {"d_model_for_audio", K_U64, F(d_model_for_audio), "the audio encoder's width"},
+    {"encoder_layers_for_audio", K_U64, F(encoder_layers_for_audio),
+     "the audio encoder's layers"},
+    {"encoder_attention_heads_for_audio", K_U64, F(encoder_attention_heads_for_audio),
+     "the audio encoder's attention heads (they divide d_model_for_audio)"},
+    {"encoder_ffn_dim_for_audio", K_U64, F(encoder_ffn_dim_for_audio),
+     "the audio encoder's MLP width"},
+    {"num_mel_bins_for_audio", K_U64, F(num_mel_bins_for_audio),
+     "mel bins of the audio input (they size the convs' output projection)"},
+    {"downsample_hidden_size_for_audio", K_U64, F(downsample_hidden_size_for_audio),
+     "the audio convs' channels"},
+    {"output_dim_for_audio", K_U64, F(output_dim_for_audio),
+     "the audio projector's output width (base_emb_dim)"},
+    {"num_conv_layers_for_audio", K_U64, F(num_conv_layers_for_audio),
+     "the audio convs (MaxText's encoder builds 3 whatever it says; others are refused)"},
     {"use_indexer", K_BOOL, F(use_indexer),
      "DeepSeek-V3.2: MLA's sparse-attention indexer (the deepseek graph's .indexer variant)"},
     {"indexer_n_heads", K_COUNT, F(indexer_n_heads), "DeepSeek-V3.2: the indexer's query heads"},
@@ -309,6 +329,12 @@ static const struct {
     {"intermediate_size_for_vit", SIZE_FIELD(intermediate_size_for_vit)},
     {"num_attention_heads_for_vit", SIZE_FIELD(num_attention_heads_for_vit)},
     {"num_position_embeddings_for_vit", SIZE_FIELD(num_position_embeddings_for_vit)},
+    {"d_model_for_audio", SIZE_FIELD(d_model_for_audio)},
+    {"encoder_layers_for_audio", SIZE_FIELD(encoder_layers_for_audio)},
+    {"encoder_attention_heads_for_audio", SIZE_FIELD(encoder_attention_heads_for_audio)},
+    {"encoder_ffn_dim_for_audio", SIZE_FIELD(encoder_ffn_dim_for_audio)},
+    {"downsample_hidden_size_for_audio", SIZE_FIELD(downsample_hidden_size_for_audio)},
+    {"output_dim_for_audio", SIZE_FIELD(output_dim_for_audio)},
     /* derived (remat_config_size): not settable */
     {"num_experts", 0},
     {"nope_layer_interval", 0},
@@ -338,6 +364,7 @@ static const struct {
     {"vit_tokens", 0},
     {"vit_merged_dim", 0},
     {"vit_images", 0},
+    {"audio_conv_out_dim", 0},
     {"per_device_batch_size", 0},
 };
 
@@ -427,6 +454,15 @@ void remat_config_defaults(remat_config_t *c) {
     c->out_hidden_size_for_vit = 512;
     strcpy(c->deepstack_visual_indexes_for_vit, "[]");
     c->image_token_share = -1.0;
+    c->freeze_audio_encoder_params = true; /* base.yml's audio encoder */
+    c->d_model_for_audio = 256;
+    c->encoder_layers_for_audio = 2;
+    c->encoder_attention_heads_for_audio = 4;
+    c->encoder_ffn_dim_for_audio = 512;
+    c->num_mel_bins_for_audio = 128;
+    c->downsample_hidden_size_for_audio = 256;
+    c->output_dim_for_audio = 512;
+    c->num_conv_layers_for_audio = 3;
     c->kv_lora_rank = 512;
     c->qk_nope_head_dim = 128;
     c->qk_rope_head_dim = 64;
@@ -1295,6 +1331,19 @@ static bool vit_size(const remat_config_t *c, const char *key, uint64_t *out) {
     return true;
 }
 
+/* The qwen3_omni graph's derived audio size: the width its conv output
+   projection reads, downsample_hidden_size_for_audio channels times the
+   mel bins left after three stride-2 convs padded by 1 (models/qwen3.py
+   Qwen3OmniAudioEncoder's conv_out_dim at e591f30: 128 bins give 16). */
+static bool audio_size(const remat_config_t *c, const char *key, uint64_t *out) {
+    if (strcmp(key, "audio_conv_out_dim") != 0) {
+        return false;
+    }
+    const uint64_t bins = (((c->num_mel_bins_for_audio + 1) / 2 + 1) / 2 + 1) / 2;
+    *out = sat_mul(c->downsample_hidden_size_for_audio, bins);
+    return true;
+}
+
 /* The sizes derived from other keys (docs/config.md): the shared experts'
    MLP width, MLA's query/key head and its two key/value projections, and
    num_experts (a signed MaxText key, at least 1 once checked). The
@@ -1331,7 +1380,7 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
                    : 0;
     } else {
         return gemma4_small_size(c, key, out) || qwen3_next_size(c, key, out) ||
-               vit_size(c, key, out);
+               vit_size(c, key, out) || audio_size(c, key, out);
     }
     return true;
 }
@@ -1373,6 +1422,9 @@ const char *remat_i_config_size_formula(const char *key) {
                    {"vit_merged_dim", "hidden_size_for_vit x spatial_merge_size_for_vit^2"},
                    {"vit_images", "1, or image_token_share x max_target_length / vit_tokens, "
                                   "rounded down"},
+                   {"audio_conv_out_dim",
+                    "downsample_hidden_size_for_audio x (((num_mel_bins_for_audio + 1) / 2 + 1) "
+                    "/ 2 + 1) / 2"},
                    {"expert_capacity", "from capacity_factor, max_target_length, "
                                        "num_experts_per_tok and num_experts"}};
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++) {

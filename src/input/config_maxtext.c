@@ -262,6 +262,7 @@ static const graph_features_t graph_features[] = {
     {"qwen3_vl", 2, false, false, true, false, true, false, false, false},
     {"qwen3_vl_moe", 2, true, false, true, false, false, false, false, false},
     {"gemma3_vision", 2, false, false, true, true, true, false, false, false},
+    {"qwen3_omni", 2, true, false, true, false, false, false, false, false},
 };
 
 /* The graphs with a vision encoder in their head, written out layer by
@@ -283,7 +284,18 @@ typedef struct vision_graph {
 static const vision_graph_t vision_graphs[] = {
     {"qwen3_vl", NULL, "qwen3_vl", 24, "[5,11,17]"},
     {"qwen3_vl_moe", NULL, "qwen3_vl", 27, "[8,16,24]"},
+    {"qwen3_omni", NULL, "qwen3_vl", 27, "[8,16,24]"},
     {"gemma3_vision", "gemma3", "gemma3", 27, "[]"},
+};
+
+/* The graphs with Qwen3-Omni's audio encoder's params in their head
+   (graphs/tools/omni_family.py), and the graph MaxText's step is without
+   them (use_audio=false: no audio encoder is built, the rest is the
+   same). */
+static const struct {
+    const char *graph, *without;
+} audio_graphs[] = {
+    {"qwen3_omni", "qwen3_vl_moe"},
 };
 
 /* MaxText's decoder blocks (MaxText e591f30, DecoderBlockType) and remat's
@@ -297,7 +309,7 @@ static const struct {
     {"gpt3", "gpt3", NULL},
     {"default", NULL, "MaxText's default decoder layer"},
     {"mixtral", "mixtral", NULL},
-    {"qwen3_moe", "qwen3_moe|qwen3_vl_moe", NULL},
+    {"qwen3_moe", "qwen3_moe|qwen3_vl_moe|qwen3_omni", NULL},
     {"qwen3_custom_moe", NULL, "Qwen3's custom MoE block"},
     {"gpt_oss", "gpt_oss", NULL},
     {"llama4", "llama4|llama4_qk_norm", NULL},
@@ -438,6 +450,17 @@ static size_t vision_of(const char *graph) {
     return REMAT_NONE;
 }
 
+/* The audio encoder of built-in graph @p graph; REMAT_NONE when it has
+   none. */
+static size_t audio_of(const char *graph) {
+    for (size_t i = 0; i < sizeof audio_graphs / sizeof audio_graphs[0]; i++) {
+        if (strcmp(audio_graphs[i].graph, graph) == 0) {
+            return i;
+        }
+    }
+    return REMAT_NONE;
+}
+
 /* A feature the config asks for (@p want) against the graph's (@p has):
    an error naming both when they differ. */
 static remat_status_t feature(bool want, bool has, const char *key, const char *what,
@@ -488,7 +511,10 @@ static remat_status_t keys_fit(const remat_config_t *c, const graph_features_t *
                        "per-layer input embeddings", f->graph, err))) ||
         (st = feature(c->use_multimodal, vision_of(f->graph) != REMAT_NONE,
                       c->use_multimodal ? "use_multimodal=true" : "use_multimodal=false",
-                      "a vision encoder", f->graph, err))) {
+                      "a vision encoder", f->graph, err)) ||
+        (st = feature(c->use_audio, audio_of(f->graph) != REMAT_NONE,
+                      c->use_audio ? "use_audio=true" : "use_audio=false", "an audio encoder",
+                      f->graph, err))) {
         return st;
     }
     if (c->mlp_activations[0] && list_items(c->mlp_activations) != f->acts) {
@@ -742,7 +768,57 @@ static remat_status_t check_vision(const remat_config_t *c, size_t v, remat_erro
     return REMAT_OK;
 }
 
-static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *err) {
+/* A graph with the audio encoder's params: MaxText builds the encoder for
+   model_name qwen3-omni-30b-a3b alone (layers/encoders.py AudioEncoder at
+   e591f30 raises for any other), with three convs whatever
+   num_conv_layers_for_audio says, heads that divide its width, and a
+   projector whose output init merges into the token embeddings. */
+static remat_status_t check_audio(remat_config_t *c, remat_error_t *err) {
+    const char *why = NULL;
+    char key[96];
+    if (strcmp(c->model_name, "qwen3-omni-30b-a3b") != 0) {
+        snprintf(key, sizeof key, "model_name=%.60s", c->model_name);
+        why = "MaxText builds an audio encoder for model_name qwen3-omni-30b-a3b alone";
+    } else if (c->num_conv_layers_for_audio != 3) {
+        snprintf(key, sizeof key, "num_conv_layers_for_audio=%llu",
+                 (unsigned long long)c->num_conv_layers_for_audio);
+        why = "MaxText's audio encoder builds 3 convs whatever the key says";
+    } else if (c->d_model_for_audio % c->encoder_attention_heads_for_audio) {
+        snprintf(key, sizeof key, "encoder_attention_heads_for_audio=%llu",
+                 (unsigned long long)c->encoder_attention_heads_for_audio);
+        why = "the heads must divide d_model_for_audio";
+    } else if (c->output_dim_for_audio != c->base_emb_dim) {
+        snprintf(key, sizeof key, "output_dim_for_audio=%llu",
+                 (unsigned long long)c->output_dim_for_audio);
+        why = "the audio tokens replace token embeddings: it must be base_emb_dim";
+    }
+    if (why) {
+        return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "%s: %s (the qwen3_omni graph)",
+                               key, why);
+    }
+    remat_i_config_note(c, "use_audio=true: MaxText's train step passes the model no audio "
+                           "(train.py's loss_fn), so the audio encoder's params and optimizer "
+                           "state are held and none of it runs");
+    if (!c->freeze_audio_encoder_params) {
+        remat_i_config_note(c, "freeze_audio_encoder_params=false: no gradient reaches the audio "
+                               "encoder either way, the step does not run it");
+    }
+    return REMAT_OK;
+}
+
+/* use_audio=false on a graph with the audio encoder's params: MaxText
+   then builds no audio encoder, and the step is the graph's twin without
+   them (Qwen3-Omni's is Qwen3-VL's graph, vision and text). */
+static void audio_twin(remat_config_t *c) {
+    const size_t a = audio_of(c->graph);
+    if (a != REMAT_NONE && !c->use_audio) {
+        remat_i_config_note(c, "use_audio=false: the %s graph without the audio encoder, %s",
+                            audio_graphs[a].graph, audio_graphs[a].without);
+        snprintf(c->graph, sizeof c->graph, "%s", audio_graphs[a].without);
+    }
+}
+
+static remat_status_t check_layer_keys(remat_config_t *c, remat_error_t *err) {
     if (strcmp(c->attention_type, "global") != 0 && strcmp(c->attention_type, "mla") != 0) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                                "attention_type=%s: remat's graphs run global attention, MLA, and "
@@ -759,6 +835,9 @@ static remat_status_t check_layer_keys(const remat_config_t *c, remat_error_t *e
     }
     if (st == REMAT_OK && f && vision_of(f->graph) != REMAT_NONE) {
         st = check_vision(c, vision_of(f->graph), err);
+    }
+    if (st == REMAT_OK && f && audio_of(f->graph) != REMAT_NONE) {
+        st = check_audio(c, err);
     }
     return st == REMAT_OK && f && f->ple ? check_unscanned(c, err) : st;
 }
@@ -789,6 +868,7 @@ static void vision_variant(remat_config_t *c) {
 
 remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *err) {
     vision_variant(c);
+    audio_twin(c);
     remat_status_t st = check_block(c, err);
     if (st == REMAT_OK) {
         st = check_layer_keys(c, err);

@@ -815,7 +815,9 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
     for (size_t d = 0; d < g->ndims; d++) {
         const remat_dim_t *dim = &g->dims[d];
         if (!dim->from) {
-            an->dim_size[d] = dim->value;
+            /* the head's size too: a head tensor on a constant dim (the
+               qwen3_omni graph's 3x3 conv windows) reads head_dim_size */
+            an->dim_size[d] = an->head_dim_size[d] = dim->value;
             continue;
         }
         const size_t *f = &field[REMAT_I_DIM_STRIDE * d];

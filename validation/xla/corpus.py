@@ -4,6 +4,7 @@
     corpus.py plan   [--remat BIN]          cases -> validation/xla/plan.json
     corpus.py refine [--remat BIN]          more runs where XLA's figures left a case far from its limit
     corpus.py grow   [--jobs 2] [--maxtext SRC] [--limit N] [--only REGEX] [--again REGEX] [--log FILE]
+                     [--timeout SECONDS]
     corpus.py limits [--maxtext SRC]        XLA's limit per chip (limits.py) into the corpus
     corpus.py status                        what the corpus covers
 
@@ -273,6 +274,8 @@ def compile_one(args, run):
   cmd = [sys.executable, os.path.join(HERE, "oracle.py")]
   if args.maxtext:
     cmd += ["--maxtext", args.maxtext]
+  if getattr(args, "timeout", None):
+    cmd += ["--timeout", str(args.timeout)]
   cmd += run["settings"]
   p = subprocess.run(cmd, capture_output=True, text=True, check=False)
   try:
@@ -437,6 +440,8 @@ def main(argv):
   s.add_argument("--again", help="also compile again the recorded runs whose id matches this and that have no "
                  "record of XLA's rematerialization pass")
   s.add_argument("--log")
+  s.add_argument("--timeout", type=float, help="seconds before a compile is killed (oracle.py's default "
+                 "1800 when not given): a loaded host compiles a large MoE model slower")
   s = sub.add_parser("limits")
   s.add_argument("--maxtext")
   s = sub.add_parser("forget")

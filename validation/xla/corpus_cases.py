@@ -293,6 +293,22 @@ CASES = [
     case("gemma3-4b", "v6e-8", "full",
          ["use_multimodal=true", "scan_layers=false", "num_vocab_tiling=8"], layers=2,
          targets=FIT),
+    # Qwen3-Omni 30B-A3B (qwen3_omni: Qwen3-VL 30B-A3B's step with the
+    # audio encoder's params and moments held, none of it run: MaxText's
+    # train step passes no audio), two decoder layers, near the limit: at
+    # the loss's peak, and with the chunked loss where the vision
+    # encoder's forward sets it
+    case("qwen3-omni-30b-a3b", "v6e-8", "full", ["scan_layers=false", "max_target_length=1024"],
+         layers=2, targets=FIT),
+    case("qwen3-omni-30b-a3b", "v6e-8", "full",
+         ["scan_layers=false", "max_target_length=1024", "num_vocab_tiling=8"], layers=2,
+         targets=FIT),
+    # and without the audio encoder (use_audio=false: Qwen3-VL 30B-A3B's
+    # graph with Omni's vocabulary), whose step differs from the first by
+    # the audio state alone
+    case("qwen3-omni-30b-a3b", "v6e-8", "full",
+         ["scan_layers=false", "max_target_length=1024", "use_audio=false"], layers=2,
+         targets=FIT),
     # The one-slice partner rule (docs/memory-model.md, "On one slice, the
     # partners of an offloaded residual") where it was not read: the
     # attention's output projection kept beside an offloaded layer input

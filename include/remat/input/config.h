@@ -139,6 +139,14 @@ typedef struct remat_config {
     uint64_t num_position_embeddings_for_vit, out_hidden_size_for_vit, conv_stride_for_vit;
     char deepstack_visual_indexes_for_vit[64]; /* MaxText's list, as flow text */
     double image_token_share;
+    /* Qwen3-Omni's audio encoder (use_audio; the qwen3_omni graph):
+       MaxText's *_for_audio sizes that shape its params (base.yml
+       defaults at e591f30) and whether it is frozen; MaxText's train step
+       runs none of it (docs/config.md), so they size params alone */
+    bool use_audio, freeze_audio_encoder_params;
+    uint64_t d_model_for_audio, encoder_layers_for_audio, encoder_attention_heads_for_audio;
+    uint64_t encoder_ffn_dim_for_audio, num_mel_bins_for_audio, downsample_hidden_size_for_audio;
+    uint64_t output_dim_for_audio, num_conv_layers_for_audio;
     int64_t nope_layer_interval;      /* Llama 4's global (NoPE) layers; <= 0: none */
     bool sparse_matmul;               /* MaxText's default: Megablox grouped matmul */
     double capacity_factor;           /* the dense path's token dropping; <= 0: none */
