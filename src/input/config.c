@@ -389,6 +389,36 @@ bool remat_config_is_size_key(const char *key) {
     return false;
 }
 
+/* MaxText base.yml's vision and audio encoders (the Qwen3-VL, Gemma 3 and
+   Qwen3-Omni presets override them). */
+static void encoder_defaults(remat_config_t *c) {
+    c->freeze_vision_encoder_params = true; /* MaxText base.yml's vision encoder */
+    c->dtype_mm = REMAT_DTYPE_F32;
+    c->hidden_size_for_vit = 1408;
+    c->intermediate_size_for_vit = 5632;
+    c->num_attention_heads_for_vit = 16;
+    c->num_hidden_layers_for_vit = 34;
+    c->image_size_for_vit = 896;
+    c->patch_size_for_vit = 14;
+    c->conv_stride_for_vit = 14;
+    c->temporal_patch_size_for_vit = 2;
+    c->spatial_merge_size_for_vit = 2;
+    c->num_channels_for_vit = 3;
+    c->num_position_embeddings_for_vit = 1024;
+    c->out_hidden_size_for_vit = 512;
+    strcpy(c->deepstack_visual_indexes_for_vit, "[]");
+    c->image_token_share = -1.0;
+    c->freeze_audio_encoder_params = true; /* base.yml's audio encoder */
+    c->d_model_for_audio = 256;
+    c->encoder_layers_for_audio = 2;
+    c->encoder_attention_heads_for_audio = 4;
+    c->encoder_ffn_dim_for_audio = 512;
+    c->num_mel_bins_for_audio = 128;
+    c->downsample_hidden_size_for_audio = 256;
+    c->output_dim_for_audio = 512;
+    c->num_conv_layers_for_audio = 3;
+}
+
 void remat_config_defaults(remat_config_t *c) {
     memset(c, 0, sizeof *c);
     strcpy(c->model_name, "default");
@@ -438,31 +468,7 @@ void remat_config_defaults(remat_config_t *c) {
     c->gdn_key_head_dim = 128;
     c->gdn_value_head_dim = 128;
     c->gdn_chunk_size = 64;
-    c->freeze_vision_encoder_params = true; /* MaxText base.yml's vision encoder */
-    c->dtype_mm = REMAT_DTYPE_F32;
-    c->hidden_size_for_vit = 1408;
-    c->intermediate_size_for_vit = 5632;
-    c->num_attention_heads_for_vit = 16;
-    c->num_hidden_layers_for_vit = 34;
-    c->image_size_for_vit = 896;
-    c->patch_size_for_vit = 14;
-    c->conv_stride_for_vit = 14;
-    c->temporal_patch_size_for_vit = 2;
-    c->spatial_merge_size_for_vit = 2;
-    c->num_channels_for_vit = 3;
-    c->num_position_embeddings_for_vit = 1024;
-    c->out_hidden_size_for_vit = 512;
-    strcpy(c->deepstack_visual_indexes_for_vit, "[]");
-    c->image_token_share = -1.0;
-    c->freeze_audio_encoder_params = true; /* base.yml's audio encoder */
-    c->d_model_for_audio = 256;
-    c->encoder_layers_for_audio = 2;
-    c->encoder_attention_heads_for_audio = 4;
-    c->encoder_ffn_dim_for_audio = 512;
-    c->num_mel_bins_for_audio = 128;
-    c->downsample_hidden_size_for_audio = 256;
-    c->output_dim_for_audio = 512;
-    c->num_conv_layers_for_audio = 3;
+    encoder_defaults(c);
     c->kv_lora_rank = 512;
     c->qk_nope_head_dim = 128;
     c->qk_rope_head_dim = 64;
