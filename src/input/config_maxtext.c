@@ -132,8 +132,8 @@ static const struct {
      "ahead and keeps its own residuals whatever remat_policy says: a schedule remat's graphs "
      "do not have yet"},
     {"attention_for_vit", "dot_product",
-     "the Qwen3-VL graphs' encoder runs MaxText's default dot-product attention, whose "
-     "[heads, patches, patches] fp32 scores another kernel would not make"},
+     "the vision graphs' encoders (Qwen3-VL's, Gemma 3's) run MaxText's default dot-product "
+     "attention, whose [heads, patches, patches] fp32 scores another kernel would not make"},
     {"posemb_type_for_vit", "learn",
      "sincos2d computes the Gemma 3 encoder's position table where the gemma3_vision graph holds "
      "MaxText's default learned one (a param of patches x hidden_size_for_vit)"},
