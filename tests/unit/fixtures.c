@@ -157,6 +157,18 @@ size_t fx_tensor(const remat_graph_t *g, const char *name) {
     return i;
 }
 
+size_t fx_head_tensor(const remat_graph_t *g, const char *name) {
+    size_t i = remat_block_find_tensor(&g->head, name);
+    if (i == REMAT_NONE) {
+        fail_msg("no head tensor '%s'", name);
+    }
+    return i;
+}
+
+const remat_op_t *fx_head_maker(const remat_graph_t *g, const char *name) {
+    return &g->head.ops[g->head.tensors[fx_head_tensor(g, name)].producer];
+}
+
 /* ---- graph equality (fx_graphs_equal) ----------------------------------- */
 
 static void same_str(const char *a, const char *b) {

@@ -53,6 +53,11 @@ void fx_graphs_equal(const remat_graph_t *a, const remat_graph_t *b);
 /* Index of a layer tensor by name; fails the test if absent. */
 size_t fx_tensor(const remat_graph_t *g, const char *name);
 
+/* Index of a head tensor by name, and the head op that makes it; fail the
+   test if absent. */
+size_t fx_head_tensor(const remat_graph_t *g, const char *name);
+const remat_op_t *fx_head_maker(const remat_graph_t *g, const char *name);
+
 /* The tiny two-matmul layer of test_sim.c, as JSON. */
 extern const char *const fx_mini_graph;
 

@@ -109,22 +109,6 @@ static void test_param_counts(void **state) {
     }
 }
 
-/* Index of head tensor @p name; fails the test if absent. */
-static size_t head_tensor(const remat_graph_t *g, const char *name) {
-    for (size_t i = 0; i < g->head.ntensors; i++) {
-        if (strcmp(g->head.tensors[i].name, name) == 0) {
-            return i;
-        }
-    }
-    fail_msg("no head tensor '%s'", name);
-    return 0;
-}
-
-/* The op of the head that makes tensor @p name. */
-static const remat_op_t *maker(const remat_graph_t *g, const char *name) {
-    return &g->head.ops[g->head.tensors[head_tensor(g, name)].producer];
-}
-
 /* On one device every param is whole and fp32 (weight_dtype's default,
    and MaxText's own for the encoder's MLP, norms, Conv and table): the
    encoder's 416,866,032 frozen params hold 1,667,464,128 bytes but no
@@ -141,18 +125,18 @@ static void test_frozen_encoder(void **state) {
     assert_int_equal(f->r.param_bytes - f->r.grad_bytes, encoder_params() * 4);
     assert_int_equal(f->r.optimizer_bytes, 2 * f->r.param_bytes);
     const remat_graph_t *g = f->graph;
-    assert_true(g->head.tensors[head_tensor(g, "vit0_wq")].frozen);
-    assert_false(g->head.tensors[head_tensor(g, "vit0_wq")].needs_grad);
-    assert_true(g->head.tensors[head_tensor(g, "vit_pos_table")].frozen);
-    assert_false(maker(g, "vit0_scores")->has_backward);
-    assert_false(g->head.tensors[head_tensor(g, "vit0_scores")].residual);
-    assert_false(g->head.tensors[head_tensor(g, "vit26_out")].residual);
-    assert_false(maker(g, "vit_pooled")->has_backward);
-    assert_true(maker(g, "vit_proj_out")->has_backward);
-    assert_false(g->head.tensors[head_tensor(g, "vit_proj_w")].frozen);
-    assert_true(g->head.tensors[head_tensor(g, "vit_proj_w")].needs_grad);
-    assert_true(g->head.tensors[head_tensor(g, "vit_pooled")].residual);
-    assert_true(g->head.tensors[head_tensor(g, "vit_proj_normed")].residual);
+    assert_true(g->head.tensors[fx_head_tensor(g, "vit0_wq")].frozen);
+    assert_false(g->head.tensors[fx_head_tensor(g, "vit0_wq")].needs_grad);
+    assert_true(g->head.tensors[fx_head_tensor(g, "vit_pos_table")].frozen);
+    assert_false(fx_head_maker(g, "vit0_scores")->has_backward);
+    assert_false(g->head.tensors[fx_head_tensor(g, "vit0_scores")].residual);
+    assert_false(g->head.tensors[fx_head_tensor(g, "vit26_out")].residual);
+    assert_false(fx_head_maker(g, "vit_pooled")->has_backward);
+    assert_true(fx_head_maker(g, "vit_proj_out")->has_backward);
+    assert_false(g->head.tensors[fx_head_tensor(g, "vit_proj_w")].frozen);
+    assert_true(g->head.tensors[fx_head_tensor(g, "vit_proj_w")].needs_grad);
+    assert_true(g->head.tensors[fx_head_tensor(g, "vit_pooled")].residual);
+    assert_true(g->head.tensors[fx_head_tensor(g, "vit_proj_normed")].residual);
     fx_free(f);
 }
 

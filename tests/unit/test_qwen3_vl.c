@@ -92,22 +92,6 @@ static void test_param_counts(void **state) {
     }
 }
 
-/* Index of head tensor @p name; fails the test if absent. */
-static size_t head_tensor(const remat_graph_t *g, const char *name) {
-    for (size_t i = 0; i < g->head.ntensors; i++) {
-        if (strcmp(g->head.tensors[i].name, name) == 0) {
-            return i;
-        }
-    }
-    fail_msg("no head tensor '%s'", name);
-    return 0;
-}
-
-/* The op of the head that makes tensor @p name. */
-static const remat_op_t *maker(const remat_graph_t *g, const char *name) {
-    return &g->head.ops[g->head.tensors[head_tensor(g, name)].producer];
-}
-
 /* On one device every param is whole: the encoder's frozen params (all
    but the projector's 25,174,016) hold 381,783,040 x 4 bytes of params
    but no gradient; the projector's and the decoder's have theirs. The
@@ -123,16 +107,16 @@ static void test_frozen_encoder(void **state) {
     assert_int_equal(f->r.param_bytes - f->r.grad_bytes, frozen * 4);
     assert_int_equal(f->r.optimizer_bytes, 2 * f->r.param_bytes); /* adamw: mu and nu */
     const remat_graph_t *g = f->graph;
-    assert_true(g->head.tensors[head_tensor(g, "vit0_wq")].frozen);
-    assert_false(g->head.tensors[head_tensor(g, "vit0_wq")].needs_grad);
-    assert_false(maker(g, "vit0_scores")->has_backward);
-    assert_false(g->head.tensors[head_tensor(g, "vit0_scores")].residual);
-    assert_false(g->head.tensors[head_tensor(g, "vit23_out")].needs_grad);
-    assert_false(maker(g, "vit_deepstack0_out")->has_backward);
-    assert_true(maker(g, "vit_proj_out")->has_backward);
-    assert_true(g->head.tensors[head_tensor(g, "vit_proj_w_fc1")].needs_grad);
-    assert_true(g->head.tensors[head_tensor(g, "vit_proj_gelu")].residual);
-    assert_true(g->head.tensors[head_tensor(g, "vit23_out")].residual); /* the projector's norm */
+    assert_true(g->head.tensors[fx_head_tensor(g, "vit0_wq")].frozen);
+    assert_false(g->head.tensors[fx_head_tensor(g, "vit0_wq")].needs_grad);
+    assert_false(fx_head_maker(g, "vit0_scores")->has_backward);
+    assert_false(g->head.tensors[fx_head_tensor(g, "vit0_scores")].residual);
+    assert_false(g->head.tensors[fx_head_tensor(g, "vit23_out")].needs_grad);
+    assert_false(fx_head_maker(g, "vit_deepstack0_out")->has_backward);
+    assert_true(fx_head_maker(g, "vit_proj_out")->has_backward);
+    assert_true(g->head.tensors[fx_head_tensor(g, "vit_proj_w_fc1")].needs_grad);
+    assert_true(g->head.tensors[fx_head_tensor(g, "vit_proj_gelu")].residual);
+    assert_true(g->head.tensors[fx_head_tensor(g, "vit23_out")].residual); /* the projector's norm */
     fx_free(f);
 }
 
