@@ -18,47 +18,30 @@ shape, dtype and bytes: the projector's and nothing of the encoder's.
 Runs on JAX's CPU backend in a minute; its output is one JSON record.
 """
 
-import argparse
-import json
 import os
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from residuals import TRACE_ENV  # pylint: disable=wrong-import-position  # the decoder layers' trace's
+import encoder_trace  # pylint: disable=wrong-import-position
 
 
 def main(argv):
-  p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-  p.add_argument("--maxtext", help="a MaxText checkout (default: the installed maxtext package)")
-  p.add_argument("settings", nargs="*", help="MaxText key=value settings (default model_name=qwen3-vl-2b)")
-  args = p.parse_args(argv)
-  os.environ.update(TRACE_ENV)
-  if args.maxtext:
-    sys.path.insert(0, os.path.join(args.maxtext, "src"))
+  args, settings = encoder_trace.parse(argv, __doc__, "qwen3-vl-2b")
+  cfg, mesh = encoder_trace.config_and_mesh(args, settings, "vision-residuals")
   # pylint: disable=import-outside-toplevel
+  import json
   import jax
   import jax.numpy as jnp
   from flax import nnx
   from flax import linen as nn
   from jax._src.ad_checkpoint import saved_residuals
-  import maxtext
-  from maxtext.configs import pyconfig
   from maxtext.layers.encoders import VisionEncoder
   from maxtext.multimodal import processor as mm_processor
-  from maxtext.utils import maxtext_utils
   from maxtext.utils import maxtext_utils_nnx
   from maxtext.common.common_types import MODEL_MODE_TRAIN
 
-  base_yml = os.path.join(os.path.dirname(os.path.abspath(maxtext.__file__)), "configs", "base.yml")
-  settings = args.settings or ["model_name=qwen3-vl-2b"]
-  keys = settings + ["run_name=vision-residuals", f"base_output_directory={tempfile.mkdtemp()}",
-                     "per_device_batch_size=1", "scan_layers=false", "dataset_type=synthetic", "enable_checkpointing=false"]
-  cfg = pyconfig.initialize([None, base_yml] + keys)
-  devices = maxtext_utils.create_device_mesh(cfg)
-  mesh = jax.sharding.Mesh(devices, cfg.mesh_axes)
   image_shape = mm_processor.get_dummy_image_shape_for_init(cfg.model_name, batch_size=1)
 
   def create():
@@ -79,13 +62,7 @@ def main(argv):
 
     images = jax.ShapeDtypeStruct(image_shape, jnp.int32)
     res = saved_residuals(loss, params, images)
-  out = []
-  for aval, source in res:
-    n = 1
-    for d in aval.shape:
-      n *= d
-    out.append({"shape": list(aval.shape), "dtype": str(aval.dtype),
-                "bytes": n * aval.dtype.itemsize, "source": source})
+  out = encoder_trace.residual_records(res)
   # the encoder's own params: all but its projector's (Qwen3-VL's
   # ...VisionProjector_0, Gemma 3's VisionEmbedder_0)
   enc_params = sum(x.size for path, x in jax.tree_util.tree_leaves_with_path(params)
