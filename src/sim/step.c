@@ -268,21 +268,24 @@ static bool read_by_another(const remat_block_t *b, size_t w, size_t j) {
    windowed einsum when the weight's FSDP shard is a tile of 128 rows or
    more (llama3-8b's [4096, 128256] weight: its gradient beside the logits
    on v6e-32 and TPU7x-8, 128 and 512 rows; fused into the matmuls on
-   v6e-64, 64 rows; docs/validation.md), and never where another mesh
-   axis is sharded, as for the layers' weights (remat_i_windowed_einsums:
-   two v6e-8 slices of llama3.1-8b, 4 layers, --dump, have no windowed
-   einsum at all, and the loss's backward fusion cloned into the logits'
-   two matmuls). A tied head's table is never
+   v6e-64, 64 rows; docs/validation.md). Where another mesh axis is
+   sharded there is no windowed einsum (remat_i_windowed_einsums), but the
+   gradient is made beside the logits all the same wherever the weight
+   gradient waits for the layers' backward, as remat counts it
+   (remat_i_loss_grads_deferred): that matmul runs after the loop, so the
+   gradient is a buffer held through it (llama3.1-8b on two TPU7x-8
+   slices, 32 layers, batch 56, --dump: the loss's `multiply_convert_fusion`
+   bf16[56, 2048, 128256] and the logits both live at XLA's peak, the
+   weight gradient's matmul after the backward loop). The fused clones
+   read on two v6e-8 slices (4 layers, --dump) went with a weight gradient
+   made at the loss, before the loop, which is not the step remat counts.
+   A tied head's table is never
    fused so: its gradient also takes the embedding's, and XLA makes the
    logits' gradient beside them at any shard (gemma2-9b: 112 rows on
    v5e-32, 14 on v6e-256, the loss's `div` beside the logits at XLA's
    peak in both). */
 static bool loss_grad_fused(const remat_analyzer_t *an, const remat_op_t *ce) {
     const remat_block_t *b = &an->g->head;
-    bool other_axis = false; /* a sharded mesh axis besides fsdp: no windowed einsum */
-    for (unsigned a = 0; a < REMAT_AXIS_COUNT; a++) {
-        other_axis |= a != REMAT_AXIS_FSDP && an->mesh.shards[a] > 1;
-    }
     const bound_t *bd = &an->hb;
     for (size_t j = 0; j < b->nops && ce->nin; j++) {
         const remat_op_t *op = &b->ops[j];
@@ -296,9 +299,6 @@ static bool loss_grad_fused(const remat_analyzer_t *an, const remat_op_t *ce) {
             }
             if (read_by_another(b, w, j)) {
                 return false; /* tied: the embedding reads the table too */
-            }
-            if (other_axis) {
-                return true;
             }
             for (size_t d = 0; d < b->tensors[w].rank; d++) {
                 const uint64_t rows = bd->tdim[w][d];

@@ -478,8 +478,11 @@ static int64_t loss_bytes(const char *devices, const char *graph) {
 /* The logits' gradient at the loss: beside the logits where the weight's
    FSDP shard is a 128-row tile or more (llama3-8b's 4096 embed rows over 32
    devices), written over them where it is shorter (over 64: XLA fuses the
-   loss's backward into the matmuls), and where a mesh axis besides fsdp is
-   sharded (no windowed einsum then). The head's activations per device are
+   loss's backward into the matmuls). Another sharded mesh axis (data)
+   takes the windowed einsum away but not the buffer: the weight gradient
+   waits for the layers' backward, so XLA holds the gradient beside the
+   logits (two TPU7x-8 slices, --dump); there too a short shard is fused.
+   The head's activations per device are
    the same on both meshes, so the difference is one logits buffer: 1 x 2048
    x 128256 bf16 = 525,336,576 bytes. A tied head (the llama_tied graph,
    whose embedding reads the same table) keeps the gradient beside the
@@ -494,8 +497,11 @@ static void test_loss_gradient_over_the_logits(void **state) {
     /* one device: no shard, no fusion, the gradient of its own */
     assert_int_equal(loss_bytes("num_devices=1", NULL), beside);
     /* another sharded axis (data: 2 x 16, 256 rows a shard) takes the
-       windowed einsum away, as from the layers' weights: fused */
-    assert_int_equal(loss_bytes("num_devices=32", "ici_data_parallelism=2"), over);
+       windowed einsum away, as from the layers' weights, and leaves the
+       deferred weight gradient's buffer beside the logits; 2 x 64 (64
+       rows a shard) is fused as on one slice */
+    assert_int_equal(loss_bytes("num_devices=32", "ici_data_parallelism=2"), beside);
+    assert_int_equal(loss_bytes("num_devices=128", "ici_data_parallelism=2"), over);
     /* tied: the gradient beside the logits at either shard, the same
        bytes as the untied head's beside them (the head's activations do
        not depend on where the weight comes from) */
