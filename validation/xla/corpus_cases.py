@@ -390,6 +390,11 @@ CASES = [
     case("llama3.1-8b", "tpu7x-8", "save_qkv_proj", ["weight_dtype=bfloat16"]),
     case("llama3.1-8b", "v6e-8", "full", ["parameter_memory_host_offload=true", "param_scan_axis=0"]),
     case("llama2-7b", "v5e-16", "full", ["ici_pipeline_parallelism=2", "num_pipeline_microbatches=4"]),
+    # The loss's gradient beside the logits without a windowed einsum (data
+    # across slices): other policies on two TPU7x-8 slices, and v5p's.
+    case("llama3.1-8b", "tpu7x-8", "save_dot_except_mlp", ["num_slices=2"]),
+    case("llama3.1-8b", "tpu7x-8", "minimal", ["num_slices=2"]),
+    case("llama3.1-8b", "v5p-8", "save_dot_except_mlp", ["num_slices=2"]),
 ]
 
 
