@@ -313,7 +313,7 @@ CASES = [
     # qwen3_next graph; Qwen3-VL's encoder without deepstack, in the head,
     # frozen, fp32). One decoder layer, unscanned (a scanned block is four
     # layers re-run whole): its MoE backward and the loss over the
-    # 248,320-token vocabulary set the peak within 7% of each other at a
+    # 248,320-token vocabulary set the peak within 3% of each other at a
     # sequence of 2,048; with the chunked loss and a sequence of 256 (the
     # encoder's cost does not depend on it: one image an example, whose
     # 576 tokens the merge places where placeholders are) the encoder's
