@@ -187,16 +187,13 @@ def merger(t, ops, x, pre, postshuffle, frozen):
     return pre + "out"
 
 
-def vision_head(head, layers, deepstack):
-    """`head` with the encoder, its projector and the merge before its
-    layers: the embedding's output becomes the text embeddings, and the
-    merged sequence feeds layer 0."""
-    h = copy.deepcopy(head)
-    t, ops = h["tensors"], h["ops"]
+def encoder(t, enc, layers, deepstack):
+    """The images' patch embedding, the encoder's blocks with their
+    deepstack mergers and the trained projector, their ops appended to
+    `enc`; ends in the image tokens cast to the compute dtype
+    (`vit_tokens`)."""
     t["images"] = T(IMG + ["vit_pix"], "int32")
     t["vit_pos_ids"] = T(["vit_p"], "int32")
-    h["inputs"] = h["inputs"] + ["images", "vit_pos_ids"]
-    enc = []
     t["vit_pixels"] = T(IMG + ["vit_pix"], F32)
     t["vit_patch_w"] = P(["vit_pix", "vit_e"])
     t["vit_patch_b"] = P(["vit_e"])
@@ -217,20 +214,42 @@ def vision_head(head, layers, deepstack):
     vis = merger(t, enc, x, "vit_proj_", False, False)
     t["vit_tokens"] = T(["batch", "vit_n", "vit_t", "embed"])
     t["vit_tokens"]["axes"] = ["activation_batch", None, None, None]
+    enc.append(O("vit_tokens_cast", "cast", [vis], ["vit_tokens"]))
+
+
+def vision_head(head, layers, deepstack, before_embed=False):
+    """`head` with the encoder, its projector and the merge before its
+    layers: the embedding's output becomes the text embeddings, and the
+    merged sequence feeds layer 0 (in fp32 when deepstack features are
+    added to the stream: fp32_stream). With `before_embed` the encoder
+    runs before the token embedding, as MaxText runs it before the
+    decoder embeds (models.py): the text embeddings are not live across
+    the encoder's peak."""
+    h = copy.deepcopy(head)
+    t, ops = h["tensors"], h["ops"]
+    h["inputs"] = h["inputs"] + ["images", "vit_pos_ids"]
+    enc = []
+    encoder(t, enc, layers, deepstack)
     t["image_pos"] = T(["batch", "seq"], "int32")
     t["h_text"] = copy.deepcopy(t["h0"])
     t["h_image"] = copy.deepcopy(t["h0"])
-    t["h_merged"] = copy.deepcopy(t["h0"])
-    t["h0"]["dtype"] = F32
-    t["hL"]["dtype"] = F32
-    enc += [O("vit_tokens_cast", "cast", [vis], ["vit_tokens"]),
-            O("image_positions", "cast", ["tokens"], ["image_pos"]),
-            O("image_scatter", "gather", ["vit_tokens", "image_pos"], ["h_image"]),
-            O("image_merge", "add", ["h_text", "h_image"], ["h_merged"]),
-            O("stream_fp32", "cast", ["h_merged"], ["h0"])]
+    merge = [O("image_positions", "cast", ["tokens"], ["image_pos"]),
+             O("image_scatter", "gather", ["vit_tokens", "image_pos"], ["h_image"])]
+    if deepstack:
+        t["h_merged"] = copy.deepcopy(t["h0"])
+        t["h0"]["dtype"] = F32
+        t["hL"]["dtype"] = F32
+        merge += [O("image_merge", "add", ["h_text", "h_image"], ["h_merged"]),
+                  O("stream_fp32", "cast", ["h_merged"], ["h0"])]
+    else:
+        merge.append(O("image_merge", "add", ["h_text", "h_image"], ["h0"]))
     at = [o["name"] for o in ops].index("embed")
     ops[at]["out"] = ["h_text"]
-    ops[at + 1:at + 1] = enc
+    if before_embed:
+        ops[at + 1:at + 1] = merge
+        ops[at:at] = enc
+    else:
+        ops[at + 1:at + 1] = enc + merge
     return h
 
 

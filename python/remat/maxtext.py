@@ -73,7 +73,7 @@ _PLAIN_KEYS = (
     "v_norm_with_scale", "hidden_size_per_layer_input", "vocab_size_per_layer_input",
     "num_kv_shared_layers", "use_double_wide_mlp", "gdn_conv_kernel_dim", "gdn_num_key_heads",
     "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_chunk_size",
-    # the vision encoders of Qwen3-VL and Gemma 3
+    # the vision encoders of Qwen3-VL, Gemma 3 and Qwen3.5
     "use_multimodal", "freeze_vision_encoder_params", "dtype_mm", "hidden_size_for_vit",
     "intermediate_size_for_vit", "num_attention_heads_for_vit", "num_hidden_layers_for_vit",
     "image_size_for_vit", "patch_size_for_vit", "conv_stride_for_vit", "temporal_patch_size_for_vit",

@@ -168,8 +168,8 @@ static const key_t_ keys[] = {
     {"use_double_wide_mlp", K_BOOL, F(use_double_wide_mlp),
      "Gemma 4 E2B: the key/value-shared layers' MLP is twice base_mlp_dim"},
     {"use_multimodal", K_BOOL, F(use_multimodal),
-     "Qwen3-VL, Gemma 3: run the vision encoder before the decoder (the qwen3_vl graphs; "
-     "gemma3's multimodal variant, gemma3_vision)"},
+     "Qwen3-VL, Gemma 3, Qwen3.5: run the vision encoder before the decoder (the qwen3_vl "
+     "graphs; gemma3's multimodal variant, gemma3_vision; Qwen3.5's, qwen3_5_vision)"},
     {"freeze_vision_encoder_params", K_BOOL, F(freeze_vision_encoder_params),
      "the encoder runs forward only, its params get no gradient (MaxText's default true; false "
      "is refused)"},

@@ -263,16 +263,19 @@ static const graph_features_t graph_features[] = {
     {"qwen3_vl_moe", 2, true, false, true, false, false, false, false, false},
     {"gemma3_vision", 2, false, false, true, true, true, false, false, false},
     {"qwen3_omni", 2, true, false, true, false, false, false, false, false},
+    {"qwen3_5_vision", 2, true, false, true, false, false, false, false, false},
 };
 
 /* The graphs with a vision encoder in their head, written out layer by
-   layer (graphs/tools/vision_family.py, gemma3_vision.py): the text graph
+   layer (graphs/tools/vision_family.py, gemma3_vision.py,
+   qwen3_5_vision.py): the text graph
    whose multimodal variant it is (use_multimodal=true on that graph runs
    this one, as MaxText builds the encoder for the same model when the key
    is set: models/models.py; NULL where a model names the graph itself),
    MaxText's vision_encoder_block it is, its layer count and the layers
    its deepstack mergers read, as MaxText's model files set them
-   (configs/models/qwen3-vl-*.yml, gemma3-*.yml at e591f30), which a config
+   (configs/models/qwen3-vl-*.yml, gemma3-*.yml, qwen3.5-*.yml at
+   e591f30), which a config
    must match. Another encoder is one row here and its shape checks
    (vision_mismatch). */
 typedef struct vision_graph {
@@ -286,6 +289,9 @@ static const vision_graph_t vision_graphs[] = {
     {"qwen3_vl_moe", NULL, "qwen3_vl", 27, "[8,16,24]"},
     {"qwen3_omni", NULL, "qwen3_vl", 27, "[8,16,24]"},
     {"gemma3_vision", "gemma3", "gemma3", 27, "[]"},
+    /* the qwen3_next graph is Qwen3.5's text decoder too; Qwen3-Next has
+       no encoder (vision_variant switches for decoder_block qwen3_5) */
+    {"qwen3_5_vision", "qwen3_next", "qwen3_5", 27, "[]"},
 };
 
 /* The graphs with Qwen3-Omni's audio encoder's params in their head
@@ -326,8 +332,9 @@ static const struct {
     {"qwen3", "qwen3|qwen3_tied|qwen3_vl", NULL},
     {"qwen3_next", "qwen3_next", NULL},
     /* Qwen3.5's text decoder is Qwen3-Next's layers (models/qwen3_5.py
-       subclasses them); its vision encoder is not modelled */
-    {"qwen3_5", "qwen3_next", NULL},
+       subclasses them); with use_multimodal its vision encoder before
+       them (qwen3_5_vision) */
+    {"qwen3_5", "qwen3_next|qwen3_5_vision", NULL},
     {"envy", "envy", NULL},
     {"olmo3", "olmo3", NULL},
 };
@@ -645,7 +652,7 @@ static const char *qwen3_vl_mismatch(const remat_config_t *c, size_t v, char *ke
     unspaced(c->deepstack_visual_indexes_for_vit, ds, sizeof ds);
     const uint64_t p = c->patch_size_for_vit, m = c->spatial_merge_size_for_vit;
     const char *why = NULL;
-    if (c->scan_layers) {
+    if (c->scan_layers && strcmp(ds, "[]") != 0) {
         snprintf(key, n, "scan_layers=true");
         why = "MaxText adds the deepstack features between the first layers and refuses scanned "
               "layers with them (configs/types.py)";
@@ -830,7 +837,8 @@ static remat_status_t check_layer_keys(remat_config_t *c, remat_error_t *err) {
     if (st == REMAT_OK && c->use_indexer) {
         st = check_indexer(c, f, err);
     }
-    if (st == REMAT_OK && f && strcmp(f->graph, "qwen3_next") == 0) {
+    if (st == REMAT_OK && f &&
+        (strcmp(f->graph, "qwen3_next") == 0 || strcmp(f->graph, "qwen3_5_vision") == 0)) {
         st = check_gdn(c, err);
     }
     if (st == REMAT_OK && f && vision_of(f->graph) != REMAT_NONE) {
@@ -851,15 +859,33 @@ remat_status_t remat_config_check_scan(const remat_config_t *c, remat_error_t *e
     return v != REMAT_NONE ? check_vision(c, v, err) : REMAT_OK;
 }
 
+/* Whether the config's decoder_block (any when unset) runs built-in graph
+   @p graph: the qwen3_next graph is Qwen3-Next's and Qwen3.5's, and only
+   Qwen3.5 has a vision encoder. */
+static bool block_runs(const remat_config_t *c, const char *graph) {
+    if (!c->decoder_block[0]) {
+        return true;
+    }
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        if (strcmp(c->decoder_block, blocks[i].block) == 0) {
+            return blocks[i].graph && in_list(blocks[i].graph, graph);
+        }
+    }
+    return false;
+}
+
 /* use_multimodal=true on a built-in text graph that has a multimodal
-   variant runs the variant (vision_graphs' text column): MaxText's users
-   turn the encoder on with the model's config and that key alone. */
+   variant runs the variant (vision_graphs' text column) when the decoder
+   block has it: MaxText's users turn the encoder on with the model's
+   config and that key alone. Otherwise the text graph stays, and
+   keys_fit names the key it lacks an encoder for. */
 static void vision_variant(remat_config_t *c) {
     if (!c->use_multimodal || remat_i_is_json_name(c->graph)) {
         return;
     }
     for (size_t i = 0; i < sizeof vision_graphs / sizeof vision_graphs[0]; i++) {
-        if (vision_graphs[i].text && strcmp(vision_graphs[i].text, c->graph) == 0) {
+        if (vision_graphs[i].text && strcmp(vision_graphs[i].text, c->graph) == 0 &&
+            block_runs(c, vision_graphs[i].graph)) {
             snprintf(c->graph, sizeof c->graph, "%s", vision_graphs[i].graph);
             return;
         }

@@ -309,6 +309,21 @@ CASES = [
     case("qwen3-omni-30b-a3b", "v6e-8", "full",
          ["scan_layers=false", "max_target_length=1024", "use_audio=false"], layers=2,
          targets=FIT),
+    # Qwen3.5's vision encoder (qwen3_5_vision: use_multimodal=true on the
+    # qwen3_next graph; Qwen3-VL's encoder without deepstack, in the head,
+    # frozen, fp32). One decoder layer, unscanned (a scanned block is four
+    # layers re-run whole): its MoE backward and the loss over the
+    # 248,320-token vocabulary set the peak within 3% of each other at a
+    # sequence of 2,048; with the chunked loss and a sequence of 256 (the
+    # encoder's cost does not depend on it: one image an example, whose
+    # 576 tokens the merge places where placeholders are) the encoder's
+    # [16, 2304, 2304] fp32 scores an image set it
+    case("qwen3.5-35b-a3b", "v6e-8", "full",
+         ["use_multimodal=true", "scan_layers=false", "max_target_length=2048"], layers=1,
+         targets=FIT),
+    case("qwen3.5-35b-a3b", "v6e-8", "full",
+         ["use_multimodal=true", "scan_layers=false", "max_target_length=256",
+          "num_vocab_tiling=8"], layers=1, targets=FIT),
     # The one-slice partner rule (docs/memory-model.md, "On one slice, the
     # partners of an offloaded residual") where it was not read: the
     # attention's output projection kept beside an offloaded layer input

@@ -4,8 +4,8 @@
 MaxText runs the vision encoder before the decoder (models/models.py) and,
 under freeze_vision_encoder_params (its default), passes the encoder's
 outputs through jax.lax.stop_gradient before the projector
-(layers/encoders.py VisionEncoder). remat's qwen3_vl and gemma3_vision
-graphs model that encoder as frozen: forward only, no residual, no gradient
+(layers/encoders.py VisionEncoder). remat's qwen3_vl, gemma3_vision and
+qwen3_5_vision graphs model that encoder as frozen: forward only, no residual, no gradient
 (docs/memory-model.md, "A frozen vision encoder"). This traces MaxText's own
 VisionEncoder for a model (abstract weights, abstract images of the shape
 train_compile gives, nothing compiled) under jax.vjp with respect to all
@@ -14,6 +14,7 @@ shape, dtype and bytes: the projector's and nothing of the encoder's.
 
     python3 validation/xla/vision_residuals.py --maxtext SRC [model_name=qwen3-vl-2b ...]
     python3 validation/xla/vision_residuals.py --maxtext SRC model_name=gemma3-4b use_multimodal=true
+    python3 validation/xla/vision_residuals.py --maxtext SRC model_name=qwen3.5-35b-a3b use_multimodal=true
 
 Runs on JAX's CPU backend in a minute; its output is one JSON record.
 """

@@ -123,8 +123,9 @@ typedef struct remat_config {
        4, 16, 32, 128, 128, 64 */
     uint64_t gdn_conv_kernel_dim, gdn_num_key_heads, gdn_num_value_heads;
     uint64_t gdn_key_head_dim, gdn_value_head_dim, gdn_chunk_size;
-    /* The vision encoders of Qwen3-VL and Gemma 3 (use_multimodal; the
-       qwen3_vl and gemma3_vision graphs): MaxText's *_for_vit keys
+    /* The vision encoders of Qwen3-VL, Gemma 3 and Qwen3.5 (use_multimodal;
+       the qwen3_vl, gemma3_vision and qwen3_5_vision graphs): MaxText's
+       *_for_vit keys
        (base.yml defaults at e591f30; conv_stride_for_vit is Gemma 3's
        patch Conv's stride), whether the encoder is frozen and its compute
        dtype (dtype_mm), and remat's image_token_share, the share of each
