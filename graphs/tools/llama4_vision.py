@@ -107,6 +107,25 @@ DIMS["vit_one"] = {"value": 1}
 FP32_PARAMS = ("ln1_scale", "ln1_bias", "ln2_scale", "ln2_bias", "w_fc1", "w_fc2", "b_fc1",
                "b_fc2")
 GRID = ["batch", "vit_n", "vit_g"]  # a tile's patches, the class token not yet there
+BF16 = "bf16"
+
+# What XLA:TPU stores of the fp32 encoder (models/llama4.py computes in
+# dtype_mm, float32; MaxText's matmul_precision is "default"): a dot at
+# DEFAULT precision reads bf16, and XLA's bf16 propagation writes its
+# operands converted where every reader of them is such a dot (through
+# elementwise ops: the RoPE) and fuses the convert into their producer.
+# Read from the compiled step of llama4-17b-16e on v5p-8 (use_multimodal,
+# batch 96, num_vocab_tiling=8; docs/validation.md): the patches
+# bf16[1920,576,588], q, k and v from their projections and through the
+# RoPE bf16[1920,577,16,88], the weighted sum's output (read by the output
+# projection alone) bf16, the MLP's GeLU output bf16[1920,577,5632] beside
+# its fp32 input, the pixel-shuffled tokens bf16[1920,144,5632]; the
+# scores (read by the softmax's max and exponentials), the residual stream
+# and the LayerNorms' inputs stay fp32. XLA fuses each block's LayerNorms
+# into the matmuls that read them (the q, k and v projections each
+# normalize the block's input again; no normalized tensor is written):
+# their outputs, which those matmuls alone read, are bf16 here too.
+BLOCK_BF16 = ("ln1_y", "ln2_y", "q", "k", "v", "q_rope", "k_rope", "ctx")
 
 
 def f32_param(shape):
@@ -120,7 +139,7 @@ def embed_tiles(t, ops):
     """The unfold (patches and their Dense), the class token and the
     position table, then layernorm_pre: its output's name."""
     t["images"] = T(GRID + ["vit_pix"], "int32")
-    t["vit_pixels"] = T(GRID + ["vit_pix"], F32)
+    t["vit_pixels"] = T(GRID + ["vit_pix"], BF16)
     t["vit_patch_w"] = f32_param(["vit_pix", "vit_e"])
     t["vit_patches"] = T(GRID + ["vit_e"], F32)
     t["vit_class"] = f32_param(["vit_e"])
@@ -140,13 +159,44 @@ def embed_tiles(t, ops):
     return x
 
 
+def bf16_gelu(t, ops, pre, fc1, gelu):
+    """The GeLU read only by a matmul: its fp32 input converted to bf16
+    before it (the convert XLA fuses into the GeLU's output), so that the
+    GeLU writes bf16 beside its fp32 input."""
+    t[fc1 + "_bf16"] = T(t[fc1]["shape"], BF16)
+    t[gelu]["dtype"] = BF16
+    at = [o["name"] for o in ops].index(pre + "gelu" if pre else gelu)
+    ops[at]["in"] = [fc1 + "_bf16"]
+    ops.insert(at, O(fc1 + "_bf16", "cast", [fc1], [fc1 + "_bf16"]))
+
+
 def llama4_block(t, ops, x, pre):
     """One Llama4VisionEncoderLayer: vision_family.vit_block (LayerNorm,
     q/k/v with biases, 2D RoPE, fp32 scores, o, LayerNorm, GeLU MLP) with
-    MaxText's fp32 norms and MLP. Its output's name."""
+    MaxText's fp32 norms and MLP, and the dot operands XLA writes in bf16
+    (BLOCK_BF16, the GeLU's output). The value projection runs after the
+    scores, where XLA's scheduler puts it (the same compiled step: at the
+    QK product it holds the block's input, q, k and the scores; v is made
+    after them, for the weighted sum, and held with its output), from the
+    block's input normalized again (the LayerNorm fused into v's matmul,
+    its 8n FLOPs counted again). Its output's name."""
     out = vit_block(t, ops, x, pre)
+    names = [o["name"] for o in ops]
+    v_proj = ops.pop(names.index(pre + "v_proj"))
+    at = [o["name"] for o in ops].index(pre + "pv")
+    ln = []
+    xv = layernorm(t, ln, pre + "ln1v", x, IMG + ["vit_e"])
+    for n in ("scale", "bias"):
+        del t[pre + "ln1v_" + n]  # the block's first LayerNorm's params
+    ln[0]["in"][1:] = [pre + "ln1_scale", pre + "ln1_bias"]
+    t[xv]["dtype"] = BF16
+    v_proj["in"][0] = xv
+    ops[at:at] = ln + [v_proj]
     for n in FP32_PARAMS:
         t[pre + n]["dtype"] = F32
+    for n in BLOCK_BF16:
+        t[pre + n]["dtype"] = BF16
+    bf16_gelu(t, ops, pre, pre + "fc1", pre + "gelu")
     return out
 
 
@@ -159,26 +209,27 @@ def adapter(t, ops, x):
     t["vit_grid"] = T(GRID + ["vit_e"], F32)
     t["vit_class_out"] = T(["batch", "vit_n", "vit_one", "vit_e"], F32)
     t["vit_grid_rows"] = T(["batch", "vit_n", "vit_t", "vit_q"], F32)
-    t["vit_shuffled"] = T(["batch", "vit_n", "vit_t", "vit_q"], F32)
+    t["vit_shuffled"] = T(["batch", "vit_n", "vit_t", "vit_q"], BF16)
     t["vit_ad_w1"] = f32_param(["vit_q", "vit_a"])
     t["vit_ad_w2"] = f32_param(["vit_a", "vit_o"])
     t["vit_ad_fc1"] = T(["batch", "vit_n", "vit_t", "vit_a"], F32)
-    t["vit_ad_gelu1"] = T(["batch", "vit_n", "vit_t", "vit_a"], F32)
+    t["vit_ad_gelu1"] = T(["batch", "vit_n", "vit_t", "vit_a"], BF16)
     t["vit_ad_fc2"] = T(["batch", "vit_n", "vit_t", "vit_o"], F32)
     t["vit_ad_out"] = T(["batch", "vit_n", "vit_t", "vit_o"], F32)
     # pixel_shuffle's reshapes are bitcasts; its transposes move elements
-    # across the patch grid, so XLA writes the shuffled tokens anew: a
-    # reshape to the [tokens, width x ratio^-2] rows, then a transpose
-    # whose permutation (within the rows) the dims do not show
+    # across the patch grid, so XLA writes the shuffled tokens anew, in
+    # bf16 (the adapter's matmul reads them alone): a reshape to the
+    # [tokens, width x ratio^-2] rows, then the copy as a cast
     ops += [O("vit_drop_class", "split", [x], ["vit_grid", "vit_class_out"]),
             O("vit_shuffle_rows", "reshape", ["vit_grid"], ["vit_grid_rows"]),
-            O("vit_pixel_shuffle", "transpose", ["vit_grid_rows"], ["vit_shuffled"]),
+            O("vit_pixel_shuffle", "cast", ["vit_grid_rows"], ["vit_shuffled"]),
             O("vit_ad_fc1", "einsum", ["vit_shuffled", "vit_ad_w1"], ["vit_ad_fc1"],
               spec="bntq,qa->bnta"),
             O("vit_ad_gelu1", "gelu", ["vit_ad_fc1"], ["vit_ad_gelu1"]),
             O("vit_ad_fc2", "einsum", ["vit_ad_gelu1", "vit_ad_w2"], ["vit_ad_fc2"],
               spec="bnta,ao->bnto"),
             O("vit_ad_gelu2", "gelu", ["vit_ad_fc2"], ["vit_ad_out"])]
+    bf16_gelu(t, ops, "", "vit_ad_fc1", "vit_ad_gelu1")
     return "vit_ad_out"
 
 
