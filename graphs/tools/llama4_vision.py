@@ -37,7 +37,9 @@ patch_size_for_vit)^2 patches (576 for 336 / 14):
   (attention_for_vit's default: the [heads, 577, 577] fp32 scores, whose
   softmax XLA fuses into the weighted sum's dot, as in the qwen3_vl
   graph's encoder, vision_family.py), output projection, residual;
-  LayerNorm, GeLU MLP (biases), residual; every activation fp32 (dtype_mm);
+  LayerNorm, GeLU MLP (biases), residual; every activation fp32 (dtype_mm)
+  but what XLA:TPU writes in bf16 for its DEFAULT-precision matmuls
+  (BF16 below), and v's projection after the scores, as XLA schedules it;
   LayerNorm (layernorm_post), the class token dropped (a split), the pixel
   shuffle (reshapes and two transposes: [576, width] to [144, width x 4]
   for pixel_shuffle_ratio_for_vit 0.5, one transpose here), and the
@@ -292,8 +294,9 @@ DESCRIPTION = (
     "train_compile; image_token_share) as 20 tiles each (vit_tiles), a tile cut into "
     "vit_tile_patches patches by the unfold and projected, the class token appended and the "
     "learned position table added, LayerNorm; {layers} blocks of LayerNorm, attention (q/k/v "
-    "with biases, 2D RoPE, dot-product fp32 scores, their softmax fused into the weighted sum), "
-    "LayerNorm, GeLU MLP, all fp32 (dtype_mm); LayerNorm, the class token dropped, the pixel "
+    "with biases, 2D RoPE, dot-product fp32 scores, their softmax fused into the weighted sum, "
+    "v projected after the scores), LayerNorm, GeLU MLP, fp32 (dtype_mm) but the matmul operands "
+    "XLA:TPU writes in bf16 at DEFAULT precision; LayerNorm, the class token dropped, the pixel "
     "shuffle to vit_tile_tokens tokens a tile and the adapter MLP (GeLU, GeLU): forward only with "
     "frozen params (freeze_vision_encoder_params: no gradient, no residual); the trained "
     "projector (one Dense to base_emb_dim), its output cast, sorted by the tile masks and placed "

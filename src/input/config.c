@@ -418,6 +418,7 @@ static void encoder_defaults(remat_config_t *c) {
     c->conv_stride_for_vit = 14;
     c->tile_size_for_vit = 336;
     c->pixel_shuffle_ratio_for_vit = 0.5;
+    strcpy(c->matmul_precision, "default");
     c->projector_input_dim_for_vit = 4096;
     c->projector_output_dim_for_vit = 4096;
     c->vision_output_dim_for_vit = 4096;

@@ -213,6 +213,10 @@ remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
         return REMAT_OTHER_REFUSED;
     }
     if (remat_i_is_maxtext_key(key)) {
+        if (strcmp(key, "matmul_precision") == 0) {
+            /* kept for the Llama 4 encoder's check (llama4_mismatch) */
+            snprintf(c->matmul_precision, sizeof c->matmul_precision, "%.15s", value);
+        }
         record_unused(c, key);
         return REMAT_OTHER_UNUSED;
     }
@@ -780,6 +784,11 @@ static const char *llama4_mismatch(const remat_config_t *c, size_t v, char *key,
         snprintf(key, n, "num_attention_heads_for_vit=%llu", (unsigned long long)h);
         why = "it must divide hidden_size_for_vit into heads a multiple of 4 wide (the 2D "
               "RoPE's x and y pairs)";
+    } else if (strcmp(c->matmul_precision, "default") != 0) {
+        snprintf(key, n, "matmul_precision=%s", c->matmul_precision);
+        why = "the graph holds the encoder's fp32 matmul operands in bf16, as XLA:TPU writes "
+              "them at MaxText's default precision (docs/validation.md, Llama 4's vision "
+              "encoder); another precision keeps them fp32";
     }
     return why;
 }

@@ -212,7 +212,8 @@ static void test_image_share(void **state) {
 }
 
 /* The encoder must be the graph's: MaxText's other settings of it are
-   refused, each naming its key; a patch of 28 (12 x 12 patches a tile,
+   refused, each naming its key (matmul_precision too: the graph holds
+   XLA:TPU's bf16 operands of DEFAULT-precision matmuls); a patch of 28 (12 x 12 patches a tile,
    36 tokens after the shuffle) runs, with the unfold and the table its
    size. */
 static void test_encoder_checks(void **state) {
@@ -223,6 +224,7 @@ static void test_encoder_checks(void **state) {
         "pixel_shuffle_ratio_for_vit=0.3", "pixel_shuffle_ratio_for_vit=0.2",
         "intermediate_size_for_vit=4096", "vision_output_dim_for_vit=2048",
         "num_attention_heads_for_vit=7", "num_attention_heads_for_vit=128", "attention_for_vit",
+        "matmul_precision=highest",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char arg[96];

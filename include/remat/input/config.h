@@ -142,6 +142,11 @@ typedef struct remat_config {
     uint64_t tile_size_for_vit, projector_input_dim_for_vit, projector_output_dim_for_vit;
     uint64_t vision_output_dim_for_vit;
     double pixel_shuffle_ratio_for_vit;
+    /* MaxText's matmul_precision as set (default "default"): no figure
+       reads it, but the Llama 4 encoder graphs hold its fp32 matmuls'
+       operands in bf16 as XLA:TPU does at DEFAULT precision, and refuse
+       another */
+    char matmul_precision[16];
     char deepstack_visual_indexes_for_vit[64]; /* MaxText's list, as flow text */
     double image_token_share;
     /* Qwen3-Omni's audio encoder (use_audio; the qwen3_omni graph):
