@@ -27,7 +27,8 @@ The encoder, per tile (vit_n = 20 tiles an image, image_token_share sets
 more images) of vit_tile_patches = (image_size_for_vit /
 patch_size_for_vit)^2 patches (576 for 336 / 14):
   the tile (int32) cut into patches by conv_general_dilated_patches
-  (fp32, preferred_element_type dtype_mm: a cast here) and projected
+  (fp32, preferred_element_type dtype_mm; XLA writes them in bf16 for
+  the matmul: a cast here) and projected
   without bias ([num_channels x patch^2, width], the unfold's Dense);
   the class embedding broadcast to every tile and concatenated after the
   patches (vit_patches = 577 tokens a tile), plus the learned position
@@ -42,7 +43,7 @@ patch_size_for_vit)^2 patches (576 for 336 / 14):
   (BF16 below), and v's projection after the scores, as XLA schedules it;
   LayerNorm (layernorm_post), the class token dropped (a split), the pixel
   shuffle (reshapes and two transposes: [576, width] to [144, width x 4]
-  for pixel_shuffle_ratio_for_vit 0.5, one transpose here), and the
+  for pixel_shuffle_ratio_for_vit 0.5; one copy here, a cast to bf16), and the
   adapter MLP (Llama4VisionMLP2: Dense without bias, GeLU, Dense without
   bias, GeLU; projector_input_dim_for_vit, projector_output_dim_for_vit).
 Every encoder param, the adapter's too, is `frozen`: MaxText's encoder
