@@ -73,10 +73,12 @@ _PLAIN_KEYS = (
     "v_norm_with_scale", "hidden_size_per_layer_input", "vocab_size_per_layer_input",
     "num_kv_shared_layers", "use_double_wide_mlp", "gdn_conv_kernel_dim", "gdn_num_key_heads",
     "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_chunk_size",
-    # the vision encoders of Qwen3-VL, Gemma 3 and Qwen3.5
+    # the vision encoders of Qwen3-VL, Gemma 3, Qwen3.5 and Llama 4
     "use_multimodal", "freeze_vision_encoder_params", "dtype_mm", "hidden_size_for_vit",
     "intermediate_size_for_vit", "num_attention_heads_for_vit", "num_hidden_layers_for_vit",
     "image_size_for_vit", "patch_size_for_vit", "conv_stride_for_vit", "temporal_patch_size_for_vit",
+    "tile_size_for_vit", "pixel_shuffle_ratio_for_vit", "projector_input_dim_for_vit",
+    "projector_output_dim_for_vit", "vision_output_dim_for_vit",
     "spatial_merge_size_for_vit", "num_channels_for_vit", "num_position_embeddings_for_vit",
     "out_hidden_size_for_vit", "deepstack_visual_indexes_for_vit",
     # Qwen3-Omni's audio encoder (its params: MaxText's train step runs none of it)

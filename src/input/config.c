@@ -168,8 +168,9 @@ static const key_t_ keys[] = {
     {"use_double_wide_mlp", K_BOOL, F(use_double_wide_mlp),
      "Gemma 4 E2B: the key/value-shared layers' MLP is twice base_mlp_dim"},
     {"use_multimodal", K_BOOL, F(use_multimodal),
-     "Qwen3-VL, Gemma 3, Qwen3.5: run the vision encoder before the decoder (the qwen3_vl "
-     "graphs; gemma3's multimodal variant, gemma3_vision; Qwen3.5's, qwen3_5_vision)"},
+     "Qwen3-VL, Gemma 3, Qwen3.5, Llama 4: run the vision encoder before the decoder (the "
+     "qwen3_vl graphs; gemma3's, Qwen3.5's and llama4's multimodal variants, gemma3_vision, "
+     "qwen3_5_vision and llama4*_vision)"},
     {"freeze_vision_encoder_params", K_BOOL, F(freeze_vision_encoder_params),
      "the encoder runs forward only, its params get no gradient (MaxText's default true; false "
      "is refused)"},
@@ -186,6 +187,16 @@ static const key_t_ keys[] = {
     {"patch_size_for_vit", K_U64, F(patch_size_for_vit), "a patch's side in pixels"},
     {"conv_stride_for_vit", K_U64, F(conv_stride_for_vit),
      "Gemma 3: the patch Conv's stride (patch_size_for_vit: the graph's patches do not overlap)"},
+    {"tile_size_for_vit", K_U64, F(tile_size_for_vit),
+     "Llama 4: a tile's side in pixels (its position table's patches; image_size_for_vit)"},
+    {"pixel_shuffle_ratio_for_vit", K_F64, F(pixel_shuffle_ratio_for_vit),
+     "Llama 4: the pixel shuffle's ratio (0.5: 2 x 2 patches an image token)"},
+    {"projector_input_dim_for_vit", K_U64, F(projector_input_dim_for_vit),
+     "Llama 4: the adapter MLP's hidden width"},
+    {"projector_output_dim_for_vit", K_U64, F(projector_output_dim_for_vit),
+     "Llama 4: the adapter MLP's output width (vision_output_dim_for_vit)"},
+    {"vision_output_dim_for_vit", K_U64, F(vision_output_dim_for_vit),
+     "Llama 4: the projector's input width (projector_output_dim_for_vit)"},
     {"temporal_patch_size_for_vit", K_U64, F(temporal_patch_size_for_vit),
      "frames per patch (MaxText's dummy image has 2 frames)"},
     {"spatial_merge_size_for_vit", K_U64, F(spatial_merge_size_for_vit),
@@ -329,6 +340,8 @@ static const struct {
     {"intermediate_size_for_vit", SIZE_FIELD(intermediate_size_for_vit)},
     {"num_attention_heads_for_vit", SIZE_FIELD(num_attention_heads_for_vit)},
     {"num_position_embeddings_for_vit", SIZE_FIELD(num_position_embeddings_for_vit)},
+    {"projector_input_dim_for_vit", SIZE_FIELD(projector_input_dim_for_vit)},
+    {"projector_output_dim_for_vit", SIZE_FIELD(projector_output_dim_for_vit)},
     {"d_model_for_audio", SIZE_FIELD(d_model_for_audio)},
     {"encoder_layers_for_audio", SIZE_FIELD(encoder_layers_for_audio)},
     {"encoder_attention_heads_for_audio", SIZE_FIELD(encoder_attention_heads_for_audio)},
@@ -364,6 +377,9 @@ static const struct {
     {"vit_tokens", 0},
     {"vit_merged_dim", 0},
     {"vit_images", 0},
+    {"vit_tiles", 0},
+    {"vit_tile_patches", 0},
+    {"vit_tile_tokens", 0},
     {"audio_conv_out_dim", 0},
     {"per_device_batch_size", 0},
 };
@@ -401,6 +417,12 @@ static void encoder_defaults(remat_config_t *c) {
     c->image_size_for_vit = 896;
     c->patch_size_for_vit = 14;
     c->conv_stride_for_vit = 14;
+    c->tile_size_for_vit = 336;
+    c->pixel_shuffle_ratio_for_vit = 0.5;
+    strcpy(c->matmul_precision, "default");
+    c->projector_input_dim_for_vit = 4096;
+    c->projector_output_dim_for_vit = 4096;
+    c->vision_output_dim_for_vit = 4096;
     c->temporal_patch_size_for_vit = 2;
     c->spatial_merge_size_for_vit = 2;
     c->num_channels_for_vit = 3;
@@ -1301,6 +1323,39 @@ static bool qwen3_next_size(const remat_config_t *c, const char *key, uint64_t *
     return true;
 }
 
+/* Llama 4's (models/llama4.py Llama4VisionModel and
+   multimodal/processor_llama4.py at e591f30): an example's images as 20
+   tiles each, a tile's patches (the grid, and the grid plus the class
+   token the encoder runs), a patch's pixels of every channel, the pixel
+   shuffle's tokens a tile and their width, merge = 1 /
+   pixel_shuffle_ratio_for_vit (vit_tokens: an image's). */
+static bool llama4_vit_size(const remat_config_t *c, const char *key, uint64_t *out) {
+    const uint64_t side = c->patch_size_for_vit ? c->image_size_for_vit / c->patch_size_for_vit : 0;
+    const uint64_t m = remat_i_config_vit_shuffle(c);
+    const uint64_t grid = sat_mul(side, side);
+    if (strcmp(key, "vit_patches") == 0) {
+        *out = grid == UINT64_MAX ? grid : grid + 1;
+    } else if (strcmp(key, "vit_tile_patches") == 0) {
+        *out = grid;
+    } else if (strcmp(key, "vit_patch_volume") == 0) {
+        *out = sat_mul(c->num_channels_for_vit,
+                       sat_mul(c->patch_size_for_vit, c->patch_size_for_vit));
+    } else if (strcmp(key, "vit_tokens") == 0) {
+        *out = remat_i_config_vit_tokens(c);
+    } else if (strcmp(key, "vit_tile_tokens") == 0) {
+        *out = m ? sat_mul(side / m, side / m) : 0;
+    } else if (strcmp(key, "vit_merged_dim") == 0) {
+        *out = sat_mul(c->hidden_size_for_vit, sat_mul(m, m));
+    } else if (strcmp(key, "vit_images") == 0) {
+        *out = remat_i_config_vit_images(c);
+    } else if (strcmp(key, "vit_tiles") == 0) {
+        *out = sat_mul(REMAT_LLAMA4_TILES, remat_i_config_vit_images(c));
+    } else {
+        return false;
+    }
+    return true;
+}
+
 /* The sizes the vision graphs derive for their encoder (docs/config.md):
    an image's patches, the pixels of one patch, its image tokens, a merged
    token's width, and the images of one example (the config check refuses
@@ -1310,8 +1365,12 @@ static bool qwen3_next_size(const remat_config_t *c, const char *key, uint64_t *
    temporal_patch_size_for_vit times the grid, patches of those frames, a
    token a merge of merge^2 patches. Gemma 3 (models/gemma3.py
    Gemma3VisionEncoderLayer): one frame, the Conv's patches of every
-   channel, 256 tokens an image (remat_i_config_vit_tokens). */
+   channel, 256 tokens an image (remat_i_config_vit_tokens). Llama 4
+   (llama4_vit_size). */
 static bool vit_size(const remat_config_t *c, const char *key, uint64_t *out) {
+    if (remat_i_config_vit_llama4(c)) {
+        return llama4_vit_size(c, key, out);
+    }
     const bool gemma3 = remat_i_config_vit_gemma3(c);
     const uint64_t side = c->patch_size_for_vit ? c->image_size_for_vit / c->patch_size_for_vit : 0;
     const uint64_t frames = gemma3                          ? 1
@@ -1329,8 +1388,12 @@ static bool vit_size(const remat_config_t *c, const char *key, uint64_t *out) {
         *out = remat_i_config_vit_tokens(c);
     } else if (strcmp(key, "vit_merged_dim") == 0) {
         *out = sat_mul(c->hidden_size_for_vit, area);
-    } else if (strcmp(key, "vit_images") == 0) {
-        *out = remat_i_config_vit_images(c);
+    } else if (strcmp(key, "vit_images") == 0 || strcmp(key, "vit_tiles") == 0) {
+        *out = remat_i_config_vit_images(c); /* one tile an image */
+    } else if (strcmp(key, "vit_tile_patches") == 0) {
+        *out = patches;
+    } else if (strcmp(key, "vit_tile_tokens") == 0) {
+        *out = remat_i_config_vit_tokens(c);
     } else {
         return false;
     }
@@ -1419,15 +1482,24 @@ const char *remat_i_config_size_formula(const char *key) {
                    {"vit_patches",
                     "(2 / temporal_patch_size_for_vit) x (image_size_for_vit / "
                     "patch_size_for_vit)^2; Gemma 3's encoder: (image_size_for_vit / "
-                    "patch_size_for_vit)^2"},
+                    "patch_size_for_vit)^2; Llama 4's: that plus 1 (the class token)"},
                    {"vit_patch_volume",
                     "num_channels_for_vit x temporal_patch_size_for_vit x patch_size_for_vit^2; "
-                    "Gemma 3's: num_channels_for_vit x patch_size_for_vit^2"},
+                    "Gemma 3's and Llama 4's: num_channels_for_vit x patch_size_for_vit^2"},
                    {"vit_tokens", "vit_patches / spatial_merge_size_for_vit^2; Gemma 3's "
-                                  "encoder: 256 (its pool's output)"},
-                   {"vit_merged_dim", "hidden_size_for_vit x spatial_merge_size_for_vit^2"},
+                                  "encoder: 256 (its pool's output); Llama 4's: 20 x "
+                                  "vit_tile_tokens"},
+                   {"vit_merged_dim", "hidden_size_for_vit x spatial_merge_size_for_vit^2; "
+                                      "Llama 4's: hidden_size_for_vit / "
+                                      "pixel_shuffle_ratio_for_vit^2"},
                    {"vit_images", "1, or image_token_share x max_target_length / vit_tokens, "
                                   "rounded down"},
+                   {"vit_tiles", "Llama 4's encoder: 20 x vit_images (every image padded to 20 "
+                                 "tiles); others: vit_images"},
+                   {"vit_tile_patches", "Llama 4's encoder: (image_size_for_vit / "
+                                        "patch_size_for_vit)^2; others: vit_patches"},
+                   {"vit_tile_tokens", "Llama 4's encoder: vit_tile_patches x "
+                                       "pixel_shuffle_ratio_for_vit^2; others: vit_tokens"},
                    {"audio_conv_out_dim",
                     "downsample_hidden_size_for_audio x (((num_mel_bins_for_audio + 1) / 2 + 1) "
                     "/ 2 + 1) / 2"},

@@ -132,7 +132,8 @@ static const struct {
      "ahead and keeps its own residuals whatever remat_policy says: a schedule remat's graphs "
      "do not have yet"},
     {"attention_for_vit", "dot_product",
-     "the vision graphs' encoders (Qwen3-VL's, Gemma 3's) run MaxText's default dot-product "
+     "the vision graphs' encoders (Qwen3-VL's, Gemma 3's, Llama 4's) run MaxText's default "
+     "dot-product "
      "attention, whose [heads, patches, patches] fp32 scores another kernel would not make"},
     {"posemb_type_for_vit", "learn",
      "sincos2d computes the Gemma 3 encoder's position table where the gemma3_vision graph holds "
@@ -212,6 +213,10 @@ remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
         return REMAT_OTHER_REFUSED;
     }
     if (remat_i_is_maxtext_key(key)) {
+        if (strcmp(key, "matmul_precision") == 0) {
+            /* kept for the Llama 4 encoder's check (llama4_mismatch) */
+            snprintf(c->matmul_precision, sizeof c->matmul_precision, "%.15s", value);
+        }
         record_unused(c, key);
         return REMAT_OTHER_UNUSED;
     }
@@ -262,19 +267,22 @@ static const graph_features_t graph_features[] = {
     {"qwen3_vl", 2, false, false, true, false, true, false, false, false},
     {"qwen3_vl_moe", 2, true, false, true, false, false, false, false, false},
     {"gemma3_vision", 2, false, false, true, true, true, false, false, false},
+    {"llama4_vision", 2, true, false, false, false, false, false, false, false},
+    {"llama4_qk_norm_vision", 2, true, false, true, false, false, false, false, false},
     {"qwen3_omni", 2, true, false, true, false, false, false, false, false},
     {"qwen3_5_vision", 2, true, false, true, false, false, false, false, false},
 };
 
 /* The graphs with a vision encoder in their head, written out layer by
    layer (graphs/tools/vision_family.py, gemma3_vision.py,
-   qwen3_5_vision.py): the text graph
+   qwen3_5_vision.py, llama4_vision.py): the text graph
    whose multimodal variant it is (use_multimodal=true on that graph runs
    this one, as MaxText builds the encoder for the same model when the key
    is set: models/models.py; NULL where a model names the graph itself),
    MaxText's vision_encoder_block it is, its layer count and the layers
    its deepstack mergers read, as MaxText's model files set them
-   (configs/models/qwen3-vl-*.yml, gemma3-*.yml, qwen3.5-*.yml at
+   (configs/models/qwen3-vl-*.yml, gemma3-*.yml, qwen3.5-*.yml,
+   llama4-17b-*.yml at
    e591f30), which a config
    must match. Another encoder is one row here and its shape checks
    (vision_mismatch). */
@@ -292,6 +300,8 @@ static const vision_graph_t vision_graphs[] = {
     /* the qwen3_next graph is Qwen3.5's text decoder too; Qwen3-Next has
        no encoder (vision_variant switches for decoder_block qwen3_5) */
     {"qwen3_5_vision", "qwen3_next", "qwen3_5", 27, "[]"},
+    {"llama4_vision", "llama4", "llama4", 34, "[]"},
+    {"llama4_qk_norm_vision", "llama4_qk_norm", "llama4", 34, "[]"},
 };
 
 /* The graphs with Qwen3-Omni's audio encoder's params in their head
@@ -318,7 +328,7 @@ static const struct {
     {"qwen3_moe", "qwen3_moe|qwen3_vl_moe|qwen3_omni", NULL},
     {"qwen3_custom_moe", NULL, "Qwen3's custom MoE block"},
     {"gpt_oss", "gpt_oss", NULL},
-    {"llama4", "llama4|llama4_qk_norm", NULL},
+    {"llama4", "llama4|llama4_qk_norm|llama4_vision|llama4_qk_norm_vision", NULL},
     {"deepseek", "deepseek|deepseek_lite", NULL},
     {"deepseek4", NULL, "DeepSeek-V4's hash-routed layers and compressed attention"},
     {"gemma", "gemma", NULL},
@@ -715,11 +725,87 @@ static const char *gemma3_mismatch(const remat_config_t *c, size_t v, char *key,
     return why;
 }
 
+/* Llama 4's tile side (multimodal/processor_llama4.py LLAMA4_TILE_SIZE at
+   e591f30: the dummy image's tiles and the size every tile is cut to). */
+enum { LLAMA4_TILE_SIDE = 336 };
+
+uint64_t remat_i_config_vit_shuffle(const remat_config_t *c) {
+    const double r = c->pixel_shuffle_ratio_for_vit;
+    if (!(r > 0) || r > 1) {
+        return 0;
+    }
+    const double m = 1.0 / r;
+    const double whole = floor(m + 0.5);
+    return whole <= 64 && fabs(m - whole) < 1e-9 * whole ? (uint64_t)whole : 0;
+}
+
+/* Llama 4's tile against the graph's: MaxText sizes the unfold from the
+   tile (336), the RoPE and the attention from image_size_for_vit and the
+   position table from tile_size_for_vit, which must all agree; NULL when
+   they do. */
+static const char *llama4_tile_mismatch(const remat_config_t *c, char *key, size_t n) {
+    const uint64_t p = c->patch_size_for_vit, m = remat_i_config_vit_shuffle(c);
+    const char *why = NULL;
+    if (c->image_size_for_vit != LLAMA4_TILE_SIDE) {
+        snprintf(key, n, "image_size_for_vit=%llu", (unsigned long long)c->image_size_for_vit);
+        why = "MaxText feeds Llama 4's encoder 336 x 336 tiles (multimodal/processor_llama4.py), "
+              "whose patches its RoPE and attention size by this key: it must be 336";
+    } else if (c->tile_size_for_vit != LLAMA4_TILE_SIDE) {
+        snprintf(key, n, "tile_size_for_vit=%llu", (unsigned long long)c->tile_size_for_vit);
+        why = "the position table has a row per patch of a tile of this side, and MaxText's "
+              "tiles are 336: it must be 336";
+    } else if (p == 0 || LLAMA4_TILE_SIDE % p) {
+        snprintf(key, n, "patch_size_for_vit=%llu", (unsigned long long)p);
+        why = "it must cut the tile's 336 pixels a side into whole patches";
+    } else if (m == 0 || (LLAMA4_TILE_SIDE / p) % m) {
+        snprintf(key, n, "pixel_shuffle_ratio_for_vit=%g", c->pixel_shuffle_ratio_for_vit);
+        why = "its inverse must be a whole number (at most 64) of patches that divides the "
+              "tile's patches a side";
+    }
+    return why;
+}
+
+/* Llama 4's encoder against the graph's, or a size its shapes cannot
+   take; NULL when none. It reads none of Qwen3-VL's merge, frame or
+   deepstack keys, and runs under scanned layers. */
+static const char *llama4_mismatch(const remat_config_t *c, size_t v, char *key, size_t n) {
+    const char *why = encoder_mismatch(c, v, key, n);
+    if (!why) {
+        why = llama4_tile_mismatch(c, key, n);
+    }
+    if (why) {
+        return why;
+    }
+    const uint64_t m = remat_i_config_vit_shuffle(c), h = c->num_attention_heads_for_vit;
+    if (c->intermediate_size_for_vit != c->hidden_size_for_vit * m * m) {
+        snprintf(key, n, "intermediate_size_for_vit=%llu",
+                 (unsigned long long)c->intermediate_size_for_vit);
+        why = "MaxText's adapter MLP reads the pixel-shuffled tokens as this width: it must be "
+              "hidden_size_for_vit / pixel_shuffle_ratio_for_vit^2";
+    } else if (c->vision_output_dim_for_vit != c->projector_output_dim_for_vit) {
+        snprintf(key, n, "vision_output_dim_for_vit=%llu",
+                 (unsigned long long)c->vision_output_dim_for_vit);
+        why = "the projector reads the adapter's output: it must be projector_output_dim_for_vit";
+    } else if (h == 0 || c->hidden_size_for_vit % h || (c->hidden_size_for_vit / h) % 4) {
+        snprintf(key, n, "num_attention_heads_for_vit=%llu", (unsigned long long)h);
+        why = "it must divide hidden_size_for_vit into heads a multiple of 4 wide (the 2D "
+              "RoPE's x and y pairs)";
+    } else if (strcmp(c->matmul_precision, "default") != 0) {
+        snprintf(key, n, "matmul_precision=%s", c->matmul_precision);
+        why = "the graph holds the encoder's fp32 matmul operands in bf16, as XLA:TPU writes "
+              "them at MaxText's default precision (docs/validation.md, Llama 4's vision "
+              "encoder); another precision keeps them fp32";
+    }
+    return why;
+}
+
 /* The encoder of vision graph @p v against the config; NULL when none
    differs (check_vision). */
 static const char *vision_mismatch(const remat_config_t *c, size_t v, char *key, size_t n) {
-    return strcmp(vision_graphs[v].encoder, "gemma3") == 0 ? gemma3_mismatch(c, v, key, n)
-                                                            : qwen3_vl_mismatch(c, v, key, n);
+    const char *enc = vision_graphs[v].encoder;
+    return strcmp(enc, "gemma3") == 0   ? gemma3_mismatch(c, v, key, n)
+           : strcmp(enc, "llama4") == 0 ? llama4_mismatch(c, v, key, n)
+                                        : qwen3_vl_mismatch(c, v, key, n);
 }
 
 bool remat_i_config_vit_gemma3(const remat_config_t *c) {
@@ -727,9 +813,22 @@ bool remat_i_config_vit_gemma3(const remat_config_t *c) {
     return v != REMAT_NONE && strcmp(vision_graphs[v].encoder, "gemma3") == 0;
 }
 
+bool remat_i_config_vit_llama4(const remat_config_t *c) {
+    const size_t v = remat_i_is_json_name(c->graph) ? REMAT_NONE : vision_of(c->graph);
+    return v != REMAT_NONE && strcmp(vision_graphs[v].encoder, "llama4") == 0;
+}
+
 uint64_t remat_i_config_vit_tokens(const remat_config_t *c) {
     if (remat_i_config_vit_gemma3(c)) {
         return GEMMA3_IMAGE_TOKENS;
+    }
+    if (remat_i_config_vit_llama4(c)) {
+        const uint64_t p = c->patch_size_for_vit, m = remat_i_config_vit_shuffle(c);
+        if (p == 0 || m == 0 || c->image_size_for_vit / p >= ((uint64_t)1 << 30)) {
+            return 0;
+        }
+        const uint64_t side = c->image_size_for_vit / p;
+        return REMAT_LLAMA4_TILES * (side / m) * (side / m);
     }
     const uint64_t p = c->patch_size_for_vit, t = c->temporal_patch_size_for_vit;
     const uint64_t m = c->spatial_merge_size_for_vit;

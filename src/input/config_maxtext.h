@@ -49,10 +49,26 @@ remat_status_t remat_i_config_check_maxtext(remat_config_t *c, remat_error_t *er
    graph's (a graph file's too) Qwen3-VL's. */
 bool remat_i_config_vit_gemma3(const remat_config_t *c);
 
+/* Whether c->graph is a built-in graph with Llama 4's vision encoder
+   (llama4_vision, llama4_qk_norm_vision): its vit_* sizes follow Llama 4's
+   tiles and pixel shuffle. */
+bool remat_i_config_vit_llama4(const remat_config_t *c);
+
+/* Llama 4's pixel shuffle as patches merged a side: 1 /
+   pixel_shuffle_ratio_for_vit when that is a whole number from 1 to 64,
+   else 0 (the config check refuses it). */
+uint64_t remat_i_config_vit_shuffle(const remat_config_t *c);
+
+/* The tiles MaxText's Llama 4 processor pads every image to
+   (multimodal/processor_llama4.py LLAMA4_TILES_PAD_TO at e591f30): the
+   dummy image train_compile feeds has this many. */
+enum { REMAT_LLAMA4_TILES = 20 };
+
 /* The image tokens per image (derived size vit_tokens): Qwen3-VL's, the
    patches of MaxText's 2-frame dummy image over
    spatial_merge_size_for_vit^2; Gemma 3's, the 256 its VisionExit pools
-   the patch grid to (models/gemma3.py); 0 when a size is 0 (the config
+   the patch grid to (models/gemma3.py); Llama 4's, 20 tiles of the tile's
+   patches over the pixel shuffle's merge^2; 0 when a size is 0 (the config
    check refuses it). */
 uint64_t remat_i_config_vit_tokens(const remat_config_t *c);
 

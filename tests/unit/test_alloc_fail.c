@@ -21,8 +21,12 @@
  * 2.14 cannot survive failing are found by the counting run and left alone
  * (see jfree). To keep the runtime down (about 3 s under ASan), one
  * built-in graph (llama.flash) has every allocation failed, the others
- * every 7th, and a built-in graph is reloaded after every 8th failure; the
- * other inputs have every allocation failed and are reloaded after each.
+ * every 7th, at most MAX_POINTS of them spread over the load (a failed load
+ * costs the allocations before its failure, so a graph's time grows with
+ * the square of its allocations: the vision graphs write out 27 to 34
+ * encoder blocks, and the loader's paths are the same in every block), and
+ * a built-in graph is reloaded after every 8th failure; the other inputs
+ * have every allocation failed and are reloaded after each.
  */
 #include "remat/input/graph_file.h"
 #include "fixtures.h"
@@ -123,11 +127,15 @@ static void check_nomem(const char *what, uint64_t i, uint64_t count, remat_stat
     }
 }
 
+/* The most failures a built-in graph other than llama.flash has injected. */
+enum { MAX_POINTS = 1000 };
+
 /* Counts the allocations of a good load of @p arg, then fails every
-   @p stride-th of them in turn (1: each); after every @p recheck-th
+   @p stride-th of them in turn (1: each), or every (count / @p points)-th
+   where that is wider (@p points 0: no cap); after every @p recheck-th
    failure, the load must succeed again with the hook off. */
 static void inject_each(const char *what, load_fn load, const void *arg, uint64_t stride,
-                        uint64_t recheck) {
+                        uint64_t recheck, uint64_t points) {
     remat_error_t err;
     remat_error_init(&err);
     nunsafe = 0;
@@ -143,6 +151,9 @@ static void inject_each(const char *what, load_fn load, const void *arg, uint64_
     }
     const uint64_t injected_before = total_injected, skipped_before = total_skipped;
     total_allocs += count;
+    if (points && count / points > stride) {
+        stride = count / points;
+    }
     for (uint64_t i = 1; i <= count; i += stride) {
         if (is_unsafe(i)) {
             total_skipped++;
@@ -273,18 +284,20 @@ static void test_builtin_graphs(void **state) {
         char what[128];
         snprintf(what, sizeof what, "graph %s", name);
         /* Every allocation of one graph (llama.flash: the default), every
-           7th of the others; a reload after every 8th failure. */
-        uint64_t stride = strcmp(name, "llama.flash") == 0 ? 1 : 7;
-        inject_each(what, graph_text, remat_builtin_find(REMAT_BUILTIN_GRAPH, name), stride, 8);
+           7th of the others, at most MAX_POINTS; a reload after every 8th
+           failure. */
+        const bool all = strcmp(name, "llama.flash") == 0;
+        inject_each(what, graph_text, remat_builtin_find(REMAT_BUILTIN_GRAPH, name), all ? 1 : 7,
+                    8, all ? 0 : MAX_POINTS);
     }
 }
 
 static void test_small_graphs(void **state) {
     (void)state;
-    inject_each("graph fx_mini", graph_text, fx_mini_graph, 1, 1);
-    inject_each("graph fx_head", graph_text, fx_head_graph, 1, 1);
+    inject_each("graph fx_mini", graph_text, fx_mini_graph, 1, 1, 0);
+    inject_each("graph fx_head", graph_text, fx_head_graph, 1, 1, 0);
     inject_each("graph file", graph_file,
-                REMAT_SOURCE_DIR "/tests/cli/analyze_tiny_graph_file/graph.json", 1, 1);
+                REMAT_SOURCE_DIR "/tests/cli/analyze_tiny_graph_file/graph.json", 1, 1, 0);
 }
 
 static const char *const ranged_policy =
@@ -300,12 +313,12 @@ static const char *const ranged_policy =
 
 static void test_policies(void **state) {
     (void)state;
-    inject_each("policy with rules and ranges", policy_text, ranged_policy, 1, 1);
+    inject_each("policy with rules and ranges", policy_text, ranged_policy, 1, 1, 0);
     for (size_t k = 0; k < remat_builtin_count(REMAT_BUILTIN_POLICY); k++) {
         const char *name = remat_builtin_name(REMAT_BUILTIN_POLICY, k);
         char what[128];
         snprintf(what, sizeof what, "policy %s", name);
-        inject_each(what, policy_text, remat_builtin_find(REMAT_BUILTIN_POLICY, name), 1, 1);
+        inject_each(what, policy_text, remat_builtin_find(REMAT_BUILTIN_POLICY, name), 1, 1, 0);
     }
 }
 
@@ -318,16 +331,16 @@ static const char *const hw_format1 =
 
 static void test_hardware(void **state) {
     (void)state;
-    inject_each("hardware format 1", hw_text, hw_format1, 1, 1);
+    inject_each("hardware format 1", hw_text, hw_format1, 1, 1, 0);
     for (size_t k = 0; k < remat_builtin_count(REMAT_BUILTIN_HARDWARE); k++) {
         const char *name = remat_builtin_name(REMAT_BUILTIN_HARDWARE, k);
         char what[128];
         snprintf(what, sizeof what, "hardware %s", name);
-        inject_each(what, hw_text, remat_builtin_find(REMAT_BUILTIN_HARDWARE, name), 1, 1);
+        inject_each(what, hw_text, remat_builtin_find(REMAT_BUILTIN_HARDWARE, name), 1, 1, 0);
     }
     warm_cache();
-    inject_each("hardware by family name", hw_resolve, "Trillium", 1, 1);
-    inject_each("hardware file", hw_resolve, REMAT_SOURCE_DIR "/hardware/tpu7x.json", 1, 1);
+    inject_each("hardware by family name", hw_resolve, "Trillium", 1, 1, 0);
+    inject_each("hardware file", hw_resolve, REMAT_SOURCE_DIR "/hardware/tpu7x.json", 1, 1, 0);
 }
 
 static void test_configs(void **state) {
@@ -352,7 +365,7 @@ static void test_configs(void **state) {
                                         "YAML chain and key=value"};
     warm_cache();
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        inject_each(names[k], config_build, &cases[k], 1, 1);
+        inject_each(names[k], config_build, &cases[k], 1, 1, 0);
     }
 }
 

@@ -293,6 +293,19 @@ CASES = [
     case("gemma3-4b", "v6e-8", "full",
          ["use_multimodal=true", "scan_layers=false", "num_vocab_tiling=8"], layers=2,
          targets=FIT),
+    # Llama 4 Scout's vision encoder (llama4_qk_norm_vision: use_multimodal=true
+    # on the llama4_qk_norm graph; in the head, frozen, fp32, 20 tiles of 577
+    # tokens an image), two MoE decoder layers, unscanned (each its own remat
+    # unit, where a scanned block of four would re-run whole), so that the
+    # head sets the peak: the loss's over the 202,048-token vocabulary, and
+    # with the chunked loss the encoder's [20, 16, 577, 577] fp32 scores an
+    # image
+    case("llama4-17b-16e", "v5p-8", "full",
+         ["use_multimodal=true", "scan_layers=false", "max_target_length=2048"], layers=2,
+         targets=FIT),
+    case("llama4-17b-16e", "v5p-8", "full",
+         ["use_multimodal=true", "scan_layers=false", "max_target_length=1024",
+          "num_vocab_tiling=8"], layers=2, targets=FIT),
     # Qwen3-Omni 30B-A3B (qwen3_omni: Qwen3-VL 30B-A3B's step with the
     # audio encoder's params and moments held, none of it run: MaxText's
     # train step passes no audio), two decoder layers, near the limit: at

@@ -4,9 +4,9 @@
 MaxText runs the vision encoder before the decoder (models/models.py) and,
 under freeze_vision_encoder_params (its default), passes the encoder's
 outputs through jax.lax.stop_gradient before the projector
-(layers/encoders.py VisionEncoder). remat's qwen3_vl, gemma3_vision and
-qwen3_5_vision graphs model that encoder as frozen: forward only, no residual, no gradient
-(docs/memory-model.md, "A frozen vision encoder"). This traces MaxText's own
+(layers/encoders.py VisionEncoder). remat's qwen3_vl, gemma3_vision,
+qwen3_5_vision and llama4*_vision graphs model that encoder as frozen:
+forward only, no residual, no gradient (docs/memory-model.md, "A frozen vision encoder"). This traces MaxText's own
 VisionEncoder for a model (abstract weights, abstract images of the shape
 train_compile gives, nothing compiled) under jax.vjp with respect to all
 its params and lists every residual JAX saves for the backward, with its
@@ -15,6 +15,7 @@ shape, dtype and bytes: the projector's and nothing of the encoder's.
     python3 validation/xla/vision_residuals.py --maxtext SRC [model_name=qwen3-vl-2b ...]
     python3 validation/xla/vision_residuals.py --maxtext SRC model_name=gemma3-4b use_multimodal=true
     python3 validation/xla/vision_residuals.py --maxtext SRC model_name=qwen3.5-35b-a3b use_multimodal=true
+    python3 validation/xla/vision_residuals.py --maxtext SRC model_name=llama4-17b-16e use_multimodal=true
 
 Runs on JAX's CPU backend in a minute; its output is one JSON record.
 """
@@ -65,7 +66,8 @@ def main(argv):
     res = saved_residuals(loss, params, images)
   out = encoder_trace.residual_records(res)
   # the encoder's own params: all but its projector's (Qwen3-VL's
-  # ...VisionProjector_0, Gemma 3's VisionEmbedder_0)
+  # ...VisionProjector_0, Gemma 3's VisionEmbedder_0, Llama 4's
+  # Llama4MultiModalProjector_0: its pixel-shuffle adapter is the encoder's)
   enc_params = sum(x.size for path, x in jax.tree_util.tree_leaves_with_path(params)
                    if enc.projector_name not in jax.tree_util.keystr(path))
   print(json.dumps({"settings": settings, "images": list(image_shape),

@@ -123,11 +123,13 @@ typedef struct remat_config {
        4, 16, 32, 128, 128, 64 */
     uint64_t gdn_conv_kernel_dim, gdn_num_key_heads, gdn_num_value_heads;
     uint64_t gdn_key_head_dim, gdn_value_head_dim, gdn_chunk_size;
-    /* The vision encoders of Qwen3-VL, Gemma 3 and Qwen3.5 (use_multimodal;
-       the qwen3_vl, gemma3_vision and qwen3_5_vision graphs): MaxText's
-       *_for_vit keys
-       (base.yml defaults at e591f30; conv_stride_for_vit is Gemma 3's
-       patch Conv's stride), whether the encoder is frozen and its compute
+    /* The vision encoders of Qwen3-VL, Gemma 3, Qwen3.5 and Llama 4
+       (use_multimodal; the qwen3_vl, gemma3_vision, qwen3_5_vision and
+       llama4*_vision graphs): MaxText's *_for_vit keys (base.yml defaults
+       at e591f30; conv_stride_for_vit is Gemma 3's patch Conv's stride;
+       tile_size_for_vit, the pixel shuffle's ratio, the adapter's widths
+       and vision_output_dim_for_vit are Llama 4's), whether the encoder is
+       frozen and its compute
        dtype (dtype_mm), and remat's image_token_share, the share of each
        example's tokens that are image tokens (< 0: MaxText's
        train_compile, one image an example); the graphs bind them and sizes
@@ -138,6 +140,14 @@ typedef struct remat_config {
     uint64_t num_hidden_layers_for_vit, image_size_for_vit, patch_size_for_vit;
     uint64_t temporal_patch_size_for_vit, spatial_merge_size_for_vit, num_channels_for_vit;
     uint64_t num_position_embeddings_for_vit, out_hidden_size_for_vit, conv_stride_for_vit;
+    uint64_t tile_size_for_vit, projector_input_dim_for_vit, projector_output_dim_for_vit;
+    uint64_t vision_output_dim_for_vit;
+    double pixel_shuffle_ratio_for_vit;
+    /* MaxText's matmul_precision as set (default "default"): no figure
+       reads it, but the Llama 4 encoder graphs hold its fp32 matmuls'
+       operands in bf16 as XLA:TPU does at DEFAULT precision, and refuse
+       another */
+    char matmul_precision[16];
     char deepstack_visual_indexes_for_vit[64]; /* MaxText's list, as flow text */
     double image_token_share;
     /* Qwen3-Omni's audio encoder (use_audio; the qwen3_omni graph):
