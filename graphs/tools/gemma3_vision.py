@@ -84,7 +84,7 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ beside the generators
 import family_b  # noqa: E402
 from moe_graphs import T, O, write  # noqa: E402
-from vision_family import F32, IMG, P, VIT_DIMS, layernorm, vit_block  # noqa: E402
+from vision_family import F32, IMG, P, VIT_DIMS, layernorm, splice, vit_block  # noqa: E402
 
 # configs/models/gemma3-{4b,12b,27b}.yml at e591f30: num_hidden_layers_for_vit
 LAYERS = 27
@@ -181,12 +181,8 @@ def vision_head(head):
              O("image_merge", "add", ["h_text", "h_image"], ["h0"])]
     # MaxText runs the encoder before the decoder embeds the tokens
     # (models.py calls the vision encoder, then the decoder, whose
-    # _apply_embedding merges): the text embeddings are not live across
-    # the encoder's peak
-    at = [o["name"] for o in ops].index("embed")
-    ops[at]["out"] = ["h_text"]
-    ops[at + 1:at + 1] = merge
-    ops[at:at] = enc
+    # _apply_embedding merges)
+    splice(ops, enc, merge)
     return h
 
 

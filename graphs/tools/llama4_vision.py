@@ -89,7 +89,7 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ beside the generators
 import moe_family_a  # noqa: E402
 from moe_graphs import T, O, write  # noqa: E402
-from vision_family import F32, IMG, P, VIT_DIMS, layernorm, vit_block  # noqa: E402
+from vision_family import F32, IMG, P, VIT_DIMS, layernorm, splice, vit_block  # noqa: E402
 
 # configs/models/llama4-17b-{16e,128e}.yml at e591f30: num_hidden_layers_for_vit
 LAYERS = 34
@@ -282,10 +282,7 @@ def vision_head(head):
              O("image_positions", "cast", ["tokens"], ["image_pos"]),
              O("image_scatter", "gather", ["vit_sorted", "image_pos"], ["h_image"]),
              O("image_merge", "add", ["h_text", "h_image"], ["h0"])]
-    at = [o["name"] for o in ops].index("embed")
-    ops[at]["out"] = ["h_text"]
-    ops[at + 1:at + 1] = merge
-    ops[at:at] = enc
+    splice(ops, enc, merge)
     return h
 
 

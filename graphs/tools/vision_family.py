@@ -243,6 +243,16 @@ def vision_head(head, layers, deepstack, before_embed=False):
                   O("stream_fp32", "cast", ["h_merged"], ["h0"])]
     else:
         merge.append(O("image_merge", "add", ["h_text", "h_image"], ["h0"]))
+    splice(ops, enc, merge, before_embed)
+    return h
+
+
+def splice(ops, enc, merge, before_embed=True):
+    """The encoder's ops @p enc and the merge's @p merge into the head's
+    @p ops around the token embedding, whose output becomes h_text: the
+    encoder before it where MaxText runs the encoder before the decoder
+    embeds (its text embeddings then not live across the encoder's peak),
+    else after it; the merge right after it either way."""
     at = [o["name"] for o in ops].index("embed")
     ops[at]["out"] = ["h_text"]
     if before_embed:
@@ -250,7 +260,6 @@ def vision_head(head, layers, deepstack, before_embed=False):
         ops[at:at] = enc
     else:
         ops[at + 1:at + 1] = enc + merge
-    return h
 
 
 DESCRIPTION = (

@@ -6,6 +6,7 @@
 
 #include "model/graph_index.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,44 @@ size_t fx_head_tensor(const remat_graph_t *g, const char *name) {
 
 const remat_op_t *fx_head_maker(const remat_graph_t *g, const char *name) {
     return &g->head.ops[g->head.tensors[fx_head_tensor(g, name)].producer];
+}
+
+void fx_total_params(const char *const *args, const char *graph, uint64_t total,
+                     double published) {
+    fx_run_t *f = fx_analyze_ok(NULL, args);
+    if (graph) {
+        assert_string_equal(f->cfg.graph, graph);
+    }
+    assert_int_equal(f->r.param_count, total);
+    const double off = fabs((double)f->r.param_count - published) / published;
+    if (off > 0.005) {
+        fail_msg("%s: %.4f off the published total", args[0], off);
+    }
+    fx_free(f);
+}
+
+void fx_refused(const char *const *args, const char *needle) {
+    fx_run_t *f = fx_analyze(NULL, args);
+    assert_int_not_equal(f->st, REMAT_OK);
+    if (!strstr(f->err.text, needle)) {
+        fail_msg("wanted \"%s\" in: %s", needle, f->err.text);
+    }
+    fx_free(f);
+}
+
+void fx_frozen_fp32(const fx_run_t *f, uint64_t frozen) {
+    assert_int_equal(f->r.param_bytes, f->r.param_count * 4);
+    assert_int_equal(f->r.param_bytes - f->r.grad_bytes, frozen * 4);
+    assert_int_equal(f->r.optimizer_bytes, 2 * f->r.param_bytes); /* adamw: mu and nu */
+}
+
+int64_t fx_forward_flops_less(const char *const *a, const char *const *b) {
+    fx_run_t *fa = fx_analyze_ok(NULL, a);
+    fx_run_t *fb = fx_analyze_ok(NULL, b);
+    const int64_t d = (int64_t)fa->r.forward_flops - (int64_t)fb->r.forward_flops;
+    fx_free(fa);
+    fx_free(fb);
+    return d;
 }
 
 /* ---- graph equality (fx_graphs_equal) ----------------------------------- */

@@ -58,6 +58,25 @@ size_t fx_tensor(const remat_graph_t *g, const char *name);
 size_t fx_head_tensor(const remat_graph_t *g, const char *name);
 const remat_op_t *fx_head_maker(const remat_graph_t *g, const char *name);
 
+/* Fails the test unless the run of @p args (NULL-terminated "key=value")
+   counts @p total params, within 0.5% of @p published (a model card's
+   total), on graph @p graph (NULL: any). */
+void fx_total_params(const char *const *args, const char *graph, uint64_t total,
+                     double published);
+
+/* Fails the test unless the run of @p args is refused with an error whose
+   text contains @p needle. */
+void fx_refused(const char *const *args, const char *needle);
+
+/* Fails the test unless every param of the analyzed run @p f is whole and
+   fp32 (one device, weight_dtype's default), @p frozen of them hold no
+   gradient, and AdamW's two moments are held for every param. */
+void fx_frozen_fp32(const fx_run_t *f, uint64_t frozen);
+
+/* The forward FLOPs of the run of @p a less those of @p b (each a
+   NULL-terminated "key=value" list): what a variant adds to a model. */
+int64_t fx_forward_flops_less(const char *const *a, const char *const *b);
+
 /* The tiny two-matmul layer of test_sim.c, as JSON. */
 extern const char *const fx_mini_graph;
 

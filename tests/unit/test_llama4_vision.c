@@ -78,19 +78,11 @@ static void test_param_counts(void **state) {
                          models[i].total);
         const char *args[] = {models[i].model, "use_multimodal=true", "per_device_batch_size=1",
                               "max_target_length=1024", "num_devices=8", NULL};
-        fx_run_t *f = fx_analyze_ok(NULL, args);
-        assert_string_equal(f->cfg.graph, models[i].graph);
-        assert_int_equal(f->r.param_count, models[i].total);
-        const double off =
-            fabs((double)f->r.param_count - models[i].published) / models[i].published;
-        if (off > 0.005) {
-            fail_msg("%s: %.4f off the published total", models[i].model, off);
-        }
-        fx_free(f);
+        fx_total_params(args, models[i].graph, models[i].total, models[i].published);
         /* the text path is the llama4 graph's, untouched */
         const char *plain[] = {models[i].model, "per_device_batch_size=1",
                                "max_target_length=1024", "num_devices=8", NULL};
-        f = fx_analyze_ok(NULL, plain);
+        fx_run_t *f = fx_analyze_ok(NULL, plain);
         assert_string_equal(f->cfg.graph, models[i].text_graph);
         assert_int_equal(f->r.param_count, models[i].text);
         fx_free(f);
@@ -110,9 +102,7 @@ static void test_frozen_encoder(void **state) {
                           "base_num_decoder_layers=4", "per_device_batch_size=1",
                           "max_target_length=1024", "num_devices=1", NULL};
     fx_run_t *f = fx_analyze_ok(NULL, args);
-    assert_int_equal(f->r.param_bytes, f->r.param_count * 4);
-    assert_int_equal(f->r.param_bytes - f->r.grad_bytes, encoder_params() * 4);
-    assert_int_equal(f->r.optimizer_bytes, 2 * f->r.param_bytes);
+    fx_frozen_fp32(f, encoder_params());
     const remat_graph_t *g = f->graph;
     static const char *const frozen[] = {"vit0_wq", "vit_pos_table", "vit_class", "vit_ad_w1",
                                          "vit_ad_w2", "vit33_w_fc2"};
@@ -164,11 +154,7 @@ static void test_encoder_flops(void **state) {
     const char *text[] = {"model_name=llama4-17b-16e", "base_num_decoder_layers=4",
                           "per_device_batch_size=1", "max_target_length=1024", "num_devices=1",
                           NULL};
-    fx_run_t *a = fx_analyze_ok(NULL, mm);
-    fx_run_t *b = fx_analyze_ok(NULL, text);
-    assert_int_equal(a->r.forward_flops - b->r.forward_flops, image_flops(5120) + 1024 * 5120);
-    fx_free(a);
-    fx_free(b);
+    assert_int_equal(fx_forward_flops_less(mm, text), image_flops(5120) + 1024 * 5120);
 }
 
 /* image_token_share on Llama 4: the whole images of 20 x 144 = 2,880
@@ -205,10 +191,7 @@ static void test_image_share(void **state) {
     const char *bad[] = {"model_name=llama4-17b-16e", "use_multimodal=true",
                          "max_target_length=8192", "num_devices=1", "image_token_share=0.25",
                          NULL};
-    fx_run_t *f = fx_analyze(NULL, bad);
-    assert_int_not_equal(f->st, REMAT_OK);
-    assert_non_null(strstr(f->err.text, "no whole image of 2880 tokens"));
-    fx_free(f);
+    fx_refused(bad, "no whole image of 2880 tokens");
 }
 
 /* The encoder must be the graph's: MaxText's other settings of it are
@@ -235,12 +218,7 @@ static void test_encoder_checks(void **state) {
         const char *args[] = {"model_name=llama4-17b-16e", "num_devices=1", "use_multimodal=true",
                               strcmp(arg, "dtype_mm=bf16") == 0 ? "dtype_mm=bfloat16" : arg,
                               NULL};
-        fx_run_t *f = fx_analyze(NULL, args);
-        assert_int_not_equal(f->st, REMAT_OK);
-        if (!strstr(f->err.text, cases[i])) {
-            fail_msg("%s: %s", cases[i], f->err.text);
-        }
-        fx_free(f);
+        fx_refused(args, cases[i]);
     }
     const char *ok[] = {"model_name=llama4-17b-16e", "num_devices=1", "use_multimodal=true",
                         "per_device_batch_size=1", "max_target_length=1024",

@@ -77,18 +77,11 @@ static void test_param_counts(void **state) {
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         const char *args[] = {models[i].model, "per_device_batch_size=1",
                               "max_target_length=1024", "num_devices=8", NULL};
-        fx_run_t *f = fx_analyze_ok(NULL, args);
         const uint64_t t = models[i].text ? models[i].text : text[i];
         const uint64_t v = vision_params(models[i].vit_h, models[i].vit_m, models[i].vit_L,
                                          models[i].E);
         assert_int_equal(t + v, models[i].total);
-        assert_int_equal(f->r.param_count, models[i].total);
-        const double off = fabs((double)f->r.param_count - models[i].published) /
-                           models[i].published;
-        if (off > 0.005) {
-            fail_msg("%s: %.4f off the published total", models[i].model, off);
-        }
-        fx_free(f);
+        fx_total_params(args, NULL, models[i].total, models[i].published);
     }
 }
 
@@ -103,9 +96,7 @@ static void test_frozen_encoder(void **state) {
     fx_run_t *f = fx_analyze_ok(NULL, args);
     const uint64_t frozen = vision_params(1024, 4096, 24, 2048) - merger_params(1024, 2048, false);
     assert_int_equal(frozen, 381783040u);
-    assert_int_equal(f->r.param_bytes, f->r.param_count * 4);
-    assert_int_equal(f->r.param_bytes - f->r.grad_bytes, frozen * 4);
-    assert_int_equal(f->r.optimizer_bytes, 2 * f->r.param_bytes); /* adamw: mu and nu */
+    fx_frozen_fp32(f, frozen);
     const remat_graph_t *g = f->graph;
     assert_true(g->head.tensors[fx_head_tensor(g, "vit0_wq")].frozen);
     assert_false(g->head.tensors[fx_head_tensor(g, "vit0_wq")].needs_grad);
@@ -142,11 +133,7 @@ static void test_encoder_flops(void **state) {
                         "max_target_length=1024", "num_devices=1", NULL};
     const char *text[] = {"model_name=qwen3-1.7b", "per_device_batch_size=1",
                           "max_target_length=1024", "num_devices=1", NULL};
-    fx_run_t *a = fx_analyze_ok(NULL, vl);
-    fx_run_t *b = fx_analyze_ok(NULL, text);
-    assert_int_equal(a->r.forward_flops - b->r.forward_flops, image_flops() + 1024 * 2048);
-    fx_free(a);
-    fx_free(b);
+    assert_int_equal(fx_forward_flops_less(vl, text), image_flops() + 1024 * 2048);
 }
 
 /* The residual stream is fp32 (the first deepstack feature's fp32 add
@@ -223,18 +210,10 @@ static void test_encoder_checks(void **state) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *args[] = {"model_name=qwen3-vl-4b", "num_devices=1", cases[i].arg, NULL};
-        fx_run_t *f = fx_analyze(NULL, args);
-        assert_int_not_equal(f->st, REMAT_OK);
-        if (!strstr(f->err.text, cases[i].names)) {
-            fail_msg("%s: %s", cases[i].arg, f->err.text);
-        }
-        fx_free(f);
+        fx_refused(args, cases[i].names);
     }
     const char *text[] = {"model_name=qwen3-4b", "num_devices=1", "use_multimodal=true", NULL};
-    fx_run_t *f = fx_analyze(NULL, text);
-    assert_int_not_equal(f->st, REMAT_OK);
-    assert_non_null(strstr(f->err.text, "without a vision encoder"));
-    fx_free(f);
+    fx_refused(text, "without a vision encoder");
 }
 
 /* MaxText refuses scanned layers with deepstack features, so check's fix
