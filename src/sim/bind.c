@@ -597,9 +597,11 @@ static bool reads_group(const remat_block_t *b, size_t j, const char *group) {
    (forward; backward the span in reverse). Every op of the span holds them
    all instead of its own members', and prefetches nothing within the span:
    the group is already there. Gathered a layer @p ahead (gathers_ahead),
-   every op of the span also holds the neighbouring layer's copies, the
-   next one's forward and the previous one's backward: the kind's layers
-   are alike, so those are as large as this layer's. */
+   the span is the whole layer (the scan gathers before the layer starts
+   and frees after it ends), and every op of it also holds the
+   neighbouring layer's copies, the next one's forward and the previous
+   one's backward: the kind's layers are alike, so those are as large as
+   this layer's. */
 static void gather_group(const remat_block_t *b, size_t first, bool ahead, bound_t *out) {
     const char *group = b->tensors[first].gather_group;
     uint64_t all = 0;
@@ -613,6 +615,10 @@ static void gather_group(const remat_block_t *b, size_t first, bool ahead, bound
             lo = lo == REMAT_NONE ? p : lo;
             hi = p;
         }
+    }
+    if (ahead && lo != REMAT_NONE) {
+        lo = 0;
+        hi = b->nops - 1;
     }
     for (size_t p = lo; lo != REMAT_NONE && p <= hi; p++) {
         const size_t j = b->order[p];
