@@ -234,8 +234,10 @@ static void put_strs(FILE *f, const remat_i_str_t *a, size_t n) {
 static void put_tensor(FILE *f, const remat_tensor_t *t) {
     fprintf(f, "    {.rank = %zu, .dim = ", t->rank);
     put_sizes(f, t->dim, REMAT_MAX_RANK, true);
-    fprintf(f, ", .dtype = %d, .param = %d, .frozen = %d, .input = %d, .ntags = %zu, .has_axes = %d",
-            (int)t->dtype, t->param, t->frozen, t->input, t->ntags, t->has_axes);
+    fprintf(f,
+            ", .dtype = %d, .param = %d, .frozen = %d, .input = %d, .ntags = %zu, .kept = %d, "
+            ".has_axes = %d",
+            (int)t->dtype, t->param, t->frozen, t->input, t->ntags, (int)t->kept, t->has_axes);
     put_size_field(f, "producer", t->producer);
     put_size_field(f, "storage", t->storage);
     put_size_field(f, "last_use", t->last_use);
@@ -382,10 +384,11 @@ static void put_kind(gen_t *G, const remat_kind_t *K) {
     FILE *f = G->a[A_KINDS];
     fprintf(f,
             "    {%" PRIu32 ", %" PRIu32 ", %" PRIu32 ", %" PRIu32 ", %" PRIu32 ", %" PRIu64
-            "u, %" PRIu64 "u, %s, ",
+            "u, %" PRIu64 "u, %s, %s, %s, ",
             intern(&G->pool, K->name), intern(&G->pool, K->block_name),
             intern(&G->pool, K->first), intern(&G->pool, K->every), intern(&G->pool, K->window),
-            K->first_n, K->every_n, K->keeps_offloads ? "true" : "false");
+            K->first_n, K->every_n, K->keeps_offloads ? "true" : "false",
+            K->own_residuals ? "true" : "false", K->gathers_ahead ? "true" : "false");
     put_block_desc(f, &d);
     fputs("},\n", f);
 }

@@ -496,6 +496,159 @@ def with_mtp(g):
     return g
 
 
+# ---- DeepSeek-V3's batch-split schedule -------------------------------------
+# MaxText e591f30, models/deepseek_batchsplit.py (use_batch_split_schedule with
+# batch_split_factor 2, the bf16 path): the MoE layers run in a custom_vjp
+# scan of their own. Each layer's batch is in two halves (the scan carries the
+# halves; `split` before the first MoE layer), run staggered: the first half's
+# MLA, the second's, then each half's shared expert and routing, each half's
+# grouped matmuls, and the unroute. The layer's residuals are the ones that
+# scan returns, whatever remat_policy says: the halves of the layer input, the
+# attention output (both offloaded to pinned host memory), the kernel's
+# logsumexp, the attention block's output (mla_out), the two gating matmuls'
+# outputs (offloaded) and the second half's selected experts; the backward
+# re-runs the rest from them. All of a layer's weights are gathered at once
+# (one optimization barrier), the next layer's during this one.
+def halve(tensors, ops, prefix, shared):
+    """The tensors and ops of one half: names prefixed (params and the names
+    in `shared` kept), the batch dim the half's (ubatch)."""
+    ren = lambda n: n if n in shared or tensors[n].get("param") else prefix + n
+    t = {}
+    for n, v in tensors.items():
+        v = copy.deepcopy(v)
+        v.pop("checkpoint", None)
+        v["shape"] = ["ubatch" if d == "batch" else d for d in v["shape"]]
+        if v.get("param"):
+            v.pop("gather_group", None)
+            v["gather_group"] = "batch_split_layer"
+        t[ren(n)] = v
+    o = []
+    for op in ops:
+        op = copy.deepcopy(op)
+        op["name"] = prefix + op["name"]
+        op["in"] = [ren(n) for n in op["in"]]
+        op["out"] = [ren(n) for n in op["out"]]
+        o.append(op)
+    return t, o
+
+
+def batch_split_moe(t, ops, inp):
+    """The routed experts of the batch-split MoE layer on normed input `inp`
+    [b,s,e] (route_compute_unroute): sigmoid scores of a bf16 gate, top-k;
+    the tokens and the choices all-gathered over the expert axis (g: its
+    size) and sorted by expert, k copies of each token [b,s,g,k,e], of which
+    the grouped matmuls take the rows of this shard's experts; the output
+    sorted back, summed over k and reduce-scattered over the expert axis."""
+    t["w_gate"] = T(["embed", "experts"], "weight", param=True, axes=["embed", None])
+    t["router_logits"] = T(["batch", "seq", "experts"])
+    t["router_scores"] = T(["batch", "seq", "experts"])
+    t["topk_raw"] = T(["batch", "seq", "topk"])
+    t["topk_idx"] = T(["batch", "seq", "topk"], "int32")
+    t["topk_w"] = T(["batch", "seq", "topk"])
+    ops += [O("gate", "einsum", [inp, "w_gate"], ["router_logits"], spec="bse,ex->bsx"),
+            O("router_sigmoid", "sigmoid", ["router_logits"], ["router_scores"]),
+            O("top_k", "top_k", ["router_scores"], ["topk_raw", "topk_idx"]),
+            O("router_scale", "scale", ["topk_raw"], ["topk_w"], value=1.0)]
+    G = lambda *last: ["batch", "seq", "expert_shards"] + list(last)
+    t["tokens_ag"] = T(G("embed"))
+    t["experts_ag"] = T(G("topk"), "int32")
+    t["tokens"] = T(G("topk", "embed"))
+    ops += [O("token_all_gather", "broadcast", [inp], ["tokens_ag"]),
+            O("choice_all_gather", "broadcast", ["topk_idx"], ["experts_ag"]),
+            O("route", "gather", ["tokens_ag", "experts_ag"], ["tokens"])]
+    for w, shape, axes in [("moe_wi_0", ["experts", "embed", "moe_mlp"], ["expert_only", "embed_moe", None]),
+                           ("moe_wi_1", ["experts", "embed", "moe_mlp"], ["expert_only", "embed_moe", None]),
+                           ("moe_wo", ["experts", "moe_mlp", "embed"], ["expert_only", None, "embed_moe"])]:
+        t[w] = T(shape, "weight", param=True, axes=axes)
+    for n in ("moe_gate", "moe_up", "moe_gate_act", "moe_mix"):
+        t[n] = T(G("topk", "moe_mlp"))
+    t["moe_out"] = T(G("topk", "embed"))
+    t["moe_back"] = T(G("topk", "embed"))
+    t["moe_sum"] = T(G("embed"))
+    t["moe_y"] = T(["batch", "seq", "embed"])
+    ops += [O("moe_wi_0", "einsum", ["tokens", "moe_wi_0"], ["moe_gate"], spec="bsgke,xem->bsgkm", ragged="xg"),
+            O("moe_wi_1", "einsum", ["tokens", "moe_wi_1"], ["moe_up"], spec="bsgke,xem->bsgkm", ragged="xg"),
+            O("moe_silu", "silu", ["moe_gate"], ["moe_gate_act"]),
+            O("moe_gated", "mul", ["moe_gate_act", "moe_up"], ["moe_mix"]),
+            O("moe_wo", "einsum", ["moe_mix", "moe_wo"], ["moe_out"], spec="bsgkm,xme->bsgke", ragged="xg"),
+            O("unroute", "gather", ["moe_out", "experts_ag"], ["moe_back"]),
+            O("unroute_sum", "einsum", ["moe_back"], ["moe_sum"], spec="bsgke->bsge"),
+            O("expert_reduce_scatter", "einsum", ["moe_sum"], ["moe_y"], spec="bsge->bse")]
+    return "moe_y"
+
+
+# What the schedule's scan keeps of each half (the residual dicts of
+# batch_split_schedule and unroute_ubatch_fn), by this graph's names:
+# `offload` where it moves them to pinned host memory.
+BATCH_SPLIT_KEPT = {"ctx": "offload", "attn_lse": "device", "h1": "device",
+                    "moe_gate": "offload", "moe_up": "offload"}
+
+
+def batch_split(g):
+    """g (deepseek's) with its MoE layers on the batch-split schedule: the
+    MoE block made twice on half the batch (ubatch), staggered as the
+    schedule runs it, its residuals the schedule's (own_residuals, `kept`),
+    its weights one gather group gathered a layer ahead."""
+    g = copy.deepcopy(g)
+    g["dims"]["ubatch"] = {"from": "per_device_batch_size", "div": "batch_split_factor",
+                           "axis": "activation_batch"}
+    g["dims"]["expert_shards"] = {"from": "expert_shards"}
+    t, ops = mla_attention()
+    attn_end = len(ops)
+    y = batch_split_moe(t, ops, "hn")
+    shared = dense_mlp(t, ops, "hn", "shared_mlp", "shared_")
+    t["ffn_out"] = T(["batch", "seq", "embed"])
+    ops.append(O("shared_add", "add", [y, shared], ["ffn_out"]))
+    t["y"] = T(["batch", "seq", "embed"])
+    ops.append(O("mlp_residual", "add", ["h1", "ffn_out"], ["y"]))
+    del t["x"]
+    t["x"] = T(["batch", "seq", "embed"])
+    blk_t = {"x": {"shape": ["batch", "seq", "embed"], "dtype": A, "kept": "offload"}}
+    halves = []
+    for h in ("a_", "b_"):
+        ht, ho = halve(t, ops, h, ())
+        for n, place in BATCH_SPLIT_KEPT.items():
+            ht[h + n]["kept"] = place
+        halves.append((ht, ho))
+        blk_t.update(ht)
+    # the second half's choices: unroute_ubatch_fn's residual (the first
+    # half's unroute keeps none; the backward routes again from mla_out)
+    blk_t["b_experts_ag"]["kept"] = "device"
+    blk_t["y"] = T(["batch", "seq", "embed"])
+    (at, ao), (bt, bo) = halves
+    # staggered as the schedule runs them: each half's MLA, each half's
+    # shared expert and routing, each half's grouped matmuls, each half's
+    # unroute (the second half's finishes in the next layer's scan step)
+    def phase(o, names):
+        return [op for op in o[attn_end:] if op["name"].split("_", 1)[1] in names]
+    route = {"gate", "router_sigmoid", "top_k", "router_scale", "token_all_gather",
+             "choice_all_gather", "route", "shared_wi_0", "shared_wi_1", "shared_silu",
+             "shared_gated", "shared_wo"}
+    compute = {"moe_wi_0", "moe_wi_1", "moe_silu", "moe_gated", "moe_wo"}
+    unroute = {"unroute", "unroute_sum", "expert_reduce_scatter", "shared_add", "mlp_residual"}
+    assert len(ops) - attn_end == len(route) + len(compute) + len(unroute)
+    blk_ops = [O("batch_split", "split", ["x"], ["a_x", "b_x"])]
+    blk_ops += ao[:attn_end] + bo[:attn_end]
+    for names in (route, compute, unroute):
+        blk_ops += phase(ao, names) + phase(bo, names)
+    blk_ops.append(O("batch_merge", "concat", ["a_y", "b_y"], ["y"]))
+    g["blocks"]["moe"] = {"inputs": ["x"], "outputs": ["y"], "tensors": blk_t, "ops": blk_ops}
+    for k in g["stack"]:
+        if k["block"] == "moe":
+            k["own_residuals"] = True
+            k["gathers_ahead"] = True
+    g["description"] += (
+        "; with the MoE layers on MaxText's batch-split schedule (use_batch_split_schedule, "
+        "batch_split_factor 2): each layer on two halves of the batch, staggered; tokens and "
+        "choices all-gathered over the expert axis and sorted by expert, the grouped matmuls on "
+        "this shard's experts, the output sorted back, summed over k and reduce-scattered; the "
+        "residuals the schedule's custom_vjp keeps whatever the policy (the layer input and the "
+        "attention output offloaded to host, the logsumexp and the attention block's output on "
+        "the device, the gating matmuls' outputs offloaded, the second half's choices); every "
+        "weight of the layer gathered at once, the next layer's during this one")
+    return g
+
+
 def write(name, g, variant="flash"):
     with open(os.path.join(HERE, "..", f"{name}.{variant}.json"), "w") as f:
         json.dump(g, f, indent=2)
@@ -509,3 +662,4 @@ if __name__ == "__main__":
     write("deepseek", with_mtp(deepseek()), "flash.mtp")
     write("deepseek", with_indexer(deepseek()), "flash.indexer")
     write("deepseek", with_indexer(deepseek(), runs=False), "flash.indexer_skipped")
+    write("deepseek", batch_split(deepseek()), "flash.batchsplit")

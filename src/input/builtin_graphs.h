@@ -66,7 +66,7 @@ typedef struct remat_i_static_dim {
 typedef struct remat_i_static_kind {
     remat_i_str_t name, block_name, first, every, window;
     uint64_t first_n, every_n;
-    bool keeps_offloads;
+    bool keeps_offloads, own_residuals, gathers_ahead;
     remat_i_static_block_t block;
 } remat_i_static_kind_t;
 

@@ -259,6 +259,13 @@ static const key_t_ keys[] = {
     {"nope_layer_interval", K_I64, F(nope_layer_interval),
      "layer i is a global (NoPE) attention layer when (i + 1) is a multiple of it (Llama 4); "
      "<= 0: none"},
+    {"use_batch_split_schedule", K_BOOL, F(use_batch_split_schedule),
+     "DeepSeek-V3: the MoE layers on MaxText's batch-split schedule (the deepseek graph's "
+     ".batchsplit variant: two halves of the batch, the schedule's own residuals, each layer's "
+     "weights gathered a layer ahead)"},
+    {"batch_split_factor", K_U64, F(batch_split_factor),
+     "the parts the batch-split schedule splits the batch into (MaxText's default 1; the "
+     "schedule runs with 2 only)"},
     {"mtp_num_layers", K_COUNT, F(mtp_num_layers),
      "multi-token prediction layers (DeepSeek-V3): 1 selects the graph's .mtp variant; above 1 is "
      "refused"},
@@ -316,6 +323,7 @@ static const struct {
     {"num_experts_per_tok", SIZE_FIELD(num_experts_per_tok)},
     {"base_moe_mlp_dim", SIZE_FIELD(base_moe_mlp_dim)},
     {"first_num_dense_layers", SIZE_FIELD(first_num_dense_layers)},
+    {"batch_split_factor", SIZE_FIELD(batch_split_factor)},
     {"interleave_moe_layer_step", SIZE_FIELD(interleave_moe_layer_step)},
     {"q_lora_rank", SIZE_FIELD(q_lora_rank)},
     {"kv_lora_rank", SIZE_FIELD(kv_lora_rank)},
@@ -356,6 +364,7 @@ static const struct {
     {"kv_a_dim", 0},
     {"kv_up_dim", 0},
     {"moe_buffer_factor", 0},
+    {"expert_shards", 0},
     {"expert_capacity", 0},
     {"global_head_dim", 0},
     {"global_num_kv_heads", 0},
@@ -499,6 +508,7 @@ void remat_config_defaults(remat_config_t *c) {
     c->indexer_n_heads = 64; /* base.yml's indexer: 64 heads of 128, top 2048 */
     c->indexer_head_dim = 128;
     c->indexer_topk = 2048;
+    c->batch_split_factor = 1;
     c->capacity_factor = -1.0;
     c->ragged_buffer_factor = -1.0;
     c->wi_tile_fwd_batch_seq = 512;
@@ -1416,8 +1426,8 @@ static bool audio_size(const remat_config_t *c, const char *key, uint64_t *out) 
 /* The sizes derived from other keys (docs/config.md): the shared experts'
    MLP width, MLA's query/key head and its two key/value projections, and
    num_experts (a signed MaxText key, at least 1 once checked). The
-   expert-parallel buffer factor needs the mesh: the binder sets it, and
-   here it is 1. */
+   expert-parallel buffer factor and the expert axis's shards need the
+   mesh: the binder sets them, and here they are 1. */
 static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out) {
     /* A sum or product past 64 bits saturates: binding then fails on the
        bytes it would take, as for any other oversized dim. */
@@ -1434,7 +1444,7 @@ static bool derived_size(const remat_config_t *c, const char *key, uint64_t *out
         *out = remat_i_add(c->kv_lora_rank, c->qk_rope_head_dim, out) ? *out : UINT64_MAX;
     } else if (strcmp(key, "kv_up_dim") == 0) {
         *out = remat_i_add(c->qk_nope_head_dim, c->v_head_dim, out) ? *out : UINT64_MAX;
-    } else if (strcmp(key, "moe_buffer_factor") == 0) {
+    } else if (strcmp(key, "moe_buffer_factor") == 0 || strcmp(key, "expert_shards") == 0) {
         *out = 1;
     } else if (strcmp(key, "expert_capacity") == 0) {
         *out = expert_capacity(c);
@@ -1460,6 +1470,7 @@ const char *remat_i_config_size_formula(const char *key) {
     } derived[] = {{"shared_mlp_dim", "shared_experts x base_moe_mlp_dim"},
                    {"qk_head_dim", "qk_nope_head_dim + qk_rope_head_dim"},
                    {"kv_a_dim", "kv_lora_rank + qk_rope_head_dim"},
+                   {"expert_shards", "the expert mesh axis's shards"},
                    {"trainable_position_size", "MaxText's -1, no table, reads as 0"},
                    {"global_head_dim", "global_head_dim, or head_dim when 0"},
                    {"global_num_kv_heads", "global_num_kv_heads, or base_num_kv_heads when 0"},

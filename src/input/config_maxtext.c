@@ -126,11 +126,10 @@ static const struct {
      "remat's mesh has no context_autoregressive axis: its devices would land on another axis"},
     {"pipeline_parallel_layers", "-1",
      "it pipelines only some of the layers; remat pipelines all of them (-1, MaxText's default)"},
+    {"shard_exp_on_fsdp", "false",
+     "it shards the expert weights' embed dim where their experts dim would be (moe.py), a "
+     "sharding remat's MoE graphs do not have"},
     /* Blocks remat's graphs do not have: the step is another one. */
-    {"use_batch_split_schedule", "false",
-     "its MoE layers run in a hand-written scan that splits the batch, gathers the weights "
-     "ahead and keeps its own residuals whatever remat_policy says: a schedule remat's graphs "
-     "do not have yet"},
     {"attention_for_vit", "dot_product",
      "the vision graphs' encoders (Qwen3-VL's, Gemma 3's, Llama 4's) run MaxText's default "
      "dot-product "
@@ -600,6 +599,41 @@ static remat_status_t check_indexer(const remat_config_t *c, const graph_feature
                : REMAT_OK;
 }
 
+/* DeepSeek-V3's batch-split schedule as MaxText e591f30 runs it
+   (models/deepseek_batchsplit.py, the bf16 path, from the scanned branch
+   of layers/nnx_decoders.py): the deepseek graph's MoE layers, scanned,
+   in two halves (its MoE shard_map's out_specs are written for two), at
+   least 4 of them (its scan's prologue and epilogue), on its own splash
+   kernel and ragged matmuls; what it runs otherwise is refused. */
+static const char *batch_split_refusal(const remat_config_t *c, const graph_features_t *f) {
+    const bool pipeline = c->ici[REMAT_AXIS_STAGE] > 1 || c->dcn[REMAT_AXIS_STAGE] > 1;
+    if (!f || strcmp(f->graph, "deepseek") != 0) {
+        return "the schedule is DeepSeek-V3's MoE layer scan (decoder_block deepseek, the "
+               "deepseek graph)";
+    }
+    if (c->batch_split_factor != 2) {
+        return "batch_split_factor must be 2: the schedule's MoE shard_map is written for two "
+               "halves of the batch (MaxText's default 1 does not run)";
+    }
+    if (!c->scan_layers || pipeline) {
+        return "MaxText runs the schedule in its scanned, unpipelined decoder (scan_layers=true, "
+               "no pipeline axis)";
+    }
+    if (c->base_num_decoder_layers < c->first_num_dense_layers + 4) {
+        return "MaxText's schedule needs at least 4 MoE layers (base_num_decoder_layers - "
+               "first_num_dense_layers)";
+    }
+    if (c->quantization[0] || c->mtp_num_layers > 0 || c->use_indexer) {
+        return "its fp8 path (quantization), its multi-token prediction layer (mtp_num_layers) "
+               "and the sparse-attention indexer (use_indexer) are not modelled";
+    }
+    if (strcmp(c->attention, "flash") != 0 || !c->sparse_matmul) {
+        return "the schedule runs its own splash kernel and ragged matmuls (attention=flash, "
+               "sparse_matmul=true)";
+    }
+    return NULL;
+}
+
 /* The gated DeltaNet as the qwen3_next graph runs it: its q and k heads
    repeated to the value heads (models/qwen3.py at e591f30 repeats them
    when the value heads are a multiple; other counts do not run), and the
@@ -935,6 +969,11 @@ static remat_status_t check_layer_keys(remat_config_t *c, remat_error_t *err) {
     remat_status_t st = f ? keys_fit(c, f, err) : REMAT_OK; /* a graph file: its own structure */
     if (st == REMAT_OK && c->use_indexer) {
         st = check_indexer(c, f, err);
+    }
+    const char *split = c->use_batch_split_schedule ? batch_split_refusal(c, f) : NULL;
+    if (st == REMAT_OK && split) {
+        st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "use_batch_split_schedule=true: %s",
+                             split);
     }
     if (st == REMAT_OK && f &&
         (strcmp(f->graph, "qwen3_next") == 0 || strcmp(f->graph, "qwen3_5_vision") == 0)) {

@@ -334,9 +334,26 @@ static remat_status_t load_flags(loader_t *L, json_t *t, remat_tensor_t *out) {
     return REMAT_OK;
 }
 
+/* A tensor's `kept`: where a kind with its own residuals saves it, device
+   or offload; not on a param (params are always there). */
+static remat_status_t load_kept(loader_t *L, json_t *t, remat_tensor_t *out) {
+    const char *kept;
+    remat_status_t st = get_string(L, t, "kept", false, &kept);
+    if (st || !kept) {
+        return st;
+    }
+    const bool device = strcmp(kept, "device") == 0, offload = strcmp(kept, "offload") == 0;
+    if (out->param || (!device && !offload)) {
+        remat_i_jpath_key(&L->path, "kept");
+        return fail(L, REMAT_E_SCHEMA, "'kept' is device or offload, and not on a param");
+    }
+    out->kept = device ? REMAT_KEPT_DEVICE : REMAT_KEPT_OFFLOAD;
+    return REMAT_OK;
+}
+
 static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, remat_tensor_t *out) {
-    static const char *const allowed[] = {"shape", "dtype",        "param",  "checkpoint",
-                                          "axes",  "gather_group", "frozen", NULL};
+    static const char *const allowed[] = {"shape",        "dtype",  "param", "checkpoint", "axes",
+                                          "gather_group", "frozen", "kept",  NULL};
     remat_status_t st;
     out->producer = REMAT_NONE;
     out->last_use = REMAT_NONE;
@@ -378,6 +395,9 @@ static remat_status_t load_tensor(loader_t *L, const char *name, json_t *t, rema
                     "'gather_group' belongs on a param and is a name " NAME_RULE);
     }
     if (group && (st = dup(L, group, &out->gather_group))) {
+        return st;
+    }
+    if ((st = load_kept(L, t, out))) {
         return st;
     }
     return load_tags(L, t, out);
@@ -714,11 +734,23 @@ static remat_status_t load_rule_key(loader_t *L, json_t *e, const char *key, cha
     return dup(L, v, out);
 }
 
+/* A stack entry's optional boolean @p key into *@p out (false when absent). */
+static remat_status_t load_kind_flag(loader_t *L, json_t *e, const char *key, bool *out) {
+    json_t *v = json_object_get(e, key);
+    if (v && !json_is_boolean(v)) {
+        remat_i_jpath_key(&L->path, key);
+        return fail(L, REMAT_E_SCHEMA, "'%s' must be true or false", key);
+    }
+    *out = json_is_true(v);
+    return REMAT_OK;
+}
+
 /* Stack entry @p e: a kind named `name` running block `block` of @p blocks
    under its rule. */
 static remat_status_t load_kind(loader_t *L, json_t *blocks, json_t *e, remat_kind_t *k) {
-    static const char *const allowed[] = {"name",   "block",          "first", "every",
-                                          "window", "keeps_offloads", NULL};
+    static const char *const allowed[] = {"name",           "block",         "first",
+                                          "every",          "window",        "keeps_offloads",
+                                          "own_residuals",  "gathers_ahead", NULL};
     const char *name, *block;
     remat_status_t st;
     if (!json_is_object(e)) {
@@ -743,12 +775,11 @@ static remat_status_t load_kind(loader_t *L, json_t *blocks, json_t *e, remat_ki
         (st = load_rule_key(L, e, "window", &k->window, NULL))) {
         return st;
     }
-    json_t *keeps = json_object_get(e, "keeps_offloads");
-    if (keeps && !json_is_boolean(keeps)) {
-        remat_i_jpath_key(&L->path, "keeps_offloads");
-        return fail(L, REMAT_E_SCHEMA, "'keeps_offloads' must be true or false");
+    if ((st = load_kind_flag(L, e, "keeps_offloads", &k->keeps_offloads)) ||
+        (st = load_kind_flag(L, e, "own_residuals", &k->own_residuals)) ||
+        (st = load_kind_flag(L, e, "gathers_ahead", &k->gathers_ahead))) {
+        return st;
     }
-    k->keeps_offloads = json_is_true(keeps);
     remat_jpath_t at = L->path;
     remat_i_jpath_init(&L->path);
     remat_i_jpath_key(&L->path, "blocks");

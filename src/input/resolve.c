@@ -307,6 +307,8 @@ static void carve_kinds(carver_t *c, remat_graph_t *d, const remat_i_static_grap
         b->first_n = a->first_n;
         b->every_n = a->every_n;
         b->keeps_offloads = a->keeps_offloads;
+        b->own_residuals = a->own_residuals;
+        b->gathers_ahead = a->gathers_ahead;
         carve_block(c, &b->block, &a->block);
     }
 }
@@ -632,11 +634,14 @@ static size_t builtin_variant(const remat_config_t *cfg, char *name, size_t size
     const char *indexer = !v.indexer                                      ? ""
                           : cfg->max_target_length > cfg->indexer_topk ? ".indexer"
                                                                         : ".indexer_skipped";
-    int n = snprintf(name, size, "%s.%s%s%s%s%s", cfg->graph, cfg->attention, indexer,
+    int n = snprintf(name, size, "%s.%s%s%s%s%s%s", cfg->graph, cfg->attention, indexer,
                      v.dropout ? ".dropout" : "",
-                     v.dense_moe ? ".dense_moe" : "", v.mtp ? ".mtp" : "");
+                     v.dense_moe ? ".dense_moe" : "", v.mtp ? ".mtp" : "",
+                     cfg->use_batch_split_schedule ? ".batchsplit" : "");
     assert(n > 0 && (size_t)n < size);
-    if (!v.dense_moe && expert_sharded(cfg) && (size_t)n + sizeof ".ep" <= size) {
+    /* the batch-split schedule has its own expert-parallel path (tokens
+       all-gathered over the expert axis): one variant either way */
+    if (!v.dense_moe && !cfg->use_batch_split_schedule && expert_sharded(cfg) && (size_t)n + sizeof ".ep" <= size) {
         memcpy(name + n, ".ep", sizeof ".ep");
         const size_t ep = remat_i_builtin_index(REMAT_BUILTIN_GRAPH, name);
         if (ep != REMAT_NONE) {
@@ -653,7 +658,8 @@ static remat_status_t no_variant(const remat_config_t *cfg, remat_error_t *err) 
     remat_builtin_list(REMAT_BUILTIN_GRAPH, list, sizeof list);
     return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
                            "no built-in graph '%s' with attention=%s%s%s%s%s (built-in "
-                           "graph.attention[.indexer|.indexer_skipped][.dropout][.dense_moe][.mtp][.ep]: %s; or "
+                           "graph.attention[.indexer|.indexer_skipped][.dropout][.dense_moe][.mtp]"
+                           "[.batchsplit|.ep]: %s; or "
                            "a graph .json file)",
                            cfg->graph, cfg->attention,
                            v.indexer ? " and the sparse-attention indexer (use_indexer)" : "",

@@ -452,6 +452,7 @@ static void number_shapes(const remat_graph_t *g, remat_i_size_field_fn field,
         f[2] = !from                                          ? REMAT_I_DIM_PLAIN
                : strcmp(from, "moe_buffer_factor") == 0     ? REMAT_I_DIM_MOE_BUFFER
                : strcmp(from, "per_device_batch_size") == 0 ? REMAT_I_DIM_BATCH
+               : strcmp(from, "expert_shards") == 0         ? REMAT_I_DIM_EXPERT_SHARDS
                                                             : REMAT_I_DIM_PLAIN;
     }
     for (size_t k = 0; k < g->nkinds + g->has_head; k++) {

@@ -130,7 +130,8 @@ typedef struct remat_graph_index {
 enum {
     REMAT_I_DIM_PLAIN = 0,
     REMAT_I_DIM_MOE_BUFFER, /* moe_buffer_factor: the expert-parallel receive buffer's */
-    REMAT_I_DIM_BATCH       /* per_device_batch_size: divided over the pipeline's micro-batches */
+    REMAT_I_DIM_BATCH,      /* per_device_batch_size: divided over the pipeline's micro-batches */
+    REMAT_I_DIM_EXPERT_SHARDS /* expert_shards: the expert mesh axis's size */
 };
 
 /* The words per logical id of the index's logical_rules. */

@@ -613,6 +613,21 @@ static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p
     return best;
 }
 
+/* The placement of tensor @p i in a kind that saves its own residuals
+   (own_residuals): its `kept` one, no policy's; the layer input, the
+   carry, is kept on the device when it says nothing (*@p chosen stays
+   false: no name asked for it). */
+static remat_place_t own_place(const remat_block_t *b, size_t i, bool *chosen) {
+    static const remat_place_t of_kept[] = {REMAT_PLACE_REMAT, REMAT_PLACE_DEVICE,
+                                            REMAT_PLACE_OFFLOAD};
+    const unsigned char kept = b->tensors[i].kept;
+    *chosen = false;
+    if (i == b->inputs[0] && kept == REMAT_KEPT_NONE) {
+        return REMAT_PLACE_DEVICE;
+    }
+    return of_kept[kept < 3 ? kept : 0];
+}
+
 /* Marks tensor @p t needed: its fate follows from its placement, and a
    needed tensor's placement is never unused (*@p nunused counts those
    left). */
@@ -630,8 +645,9 @@ static inline void mark_needed(remat_plan_t *plan, size_t t, size_t *nunused) {
    predicate placed it saveable; and the needed set's start: a residual, or
    the scan carry, that is saveable is kept; a residual that is not starts
    the walk (pushed on the stack, whose height it returns). */
-static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t layer,
-                         bool keeps_offloads, remat_plan_t *plan, size_t *nunused) {
+static size_t plan_asked(const remat_kind_t *kind, const remat_policy_t *p, size_t layer,
+                         remat_plan_t *plan, size_t *nunused) {
+    const remat_block_t *b = &kind->block;
     const size_t nt = b->ntensors, x = b->inputs[0];
     size_t top = 0;
     memset(plan->needed, 0, (nt + b->nops) * sizeof *plan->needed);
@@ -645,8 +661,9 @@ static size_t plan_asked(const remat_block_t *b, const remat_policy_t *p, size_t
             continue;
         }
         bool chosen;
-        remat_place_t place = asked_place(b, p, layer, i, &chosen);
-        if (keeps_offloads && place == REMAT_PLACE_OFFLOAD && !by_predicate(b, p, i)) {
+        remat_place_t place = kind->own_residuals ? own_place(b, i, &chosen)
+                                                  : asked_place(b, p, layer, i, &chosen);
+        if (kind->keeps_offloads && place == REMAT_PLACE_OFFLOAD && !by_predicate(b, p, i)) {
             place = REMAT_PLACE_DEVICE; /* the kind's own policy saves the offloaded names */
         }
         if (t->producer != REMAT_NONE && b->ops[t->producer].outside) {
@@ -743,8 +760,7 @@ remat_status_t remat_plan_layer(const remat_graph_t *g, size_t kind, const remat
     /* `none` (p->none_policy) needs nothing here: it asks nothing, as
        `full` does, because MaxText checkpoints it so (remat_policy_t). */
     size_t nunused = 0;
-    plan_walk(b, plan, plan_asked(b, p, layer, g->kinds[kind].keeps_offloads, plan, &nunused),
-              &nunused);
+    plan_walk(b, plan, plan_asked(&g->kinds[kind], p, layer, plan, &nunused), &nunused);
     if (nunused) {
         unused_views(b, plan);
     }

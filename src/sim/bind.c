@@ -225,7 +225,10 @@ static const name_info_t *logical(bind_ctx_t *x, size_t id, const char *name) {
     } else {
         out->axes = remat_mesh_name_rules(x->mesh, name, h, out->rules);
     }
-    out->exp = h == EXP_HASH && strcmp(name, "exp") == 0;
+    /* the experts dim of the expert weights stays sharded when they are
+       gathered: MaxText's `exp`, and `expert_only`, the batch-split
+       schedule's (moe.py get_batchsplit_init_kernel_axes) */
+    out->exp = (h == EXP_HASH && strcmp(name, "exp") == 0) || strcmp(name, "expert_only") == 0;
     out->shards = shards_of(x, out->axes);
     out->kept = kept_of(x, out->axes, out->exp);
     x->ldone[id] = 1;
@@ -323,7 +326,10 @@ static remat_status_t no_divide(const bind_ctx_t *x, const remat_tensor_t *t, si
     const char *logical = dim_logical(g, t, j);
     sharding_text(x->mesh, axes, mesh, sizeof mesh);
     if (dim->from) {
-        snprintf(size, sizeof size, "%s=%llu (dim '%s' of tensor '%s')", dim->from,
+        /* a divided dim names its divisor: the batch-split half is
+           the batch / batch_split_factor */
+        snprintf(size, sizeof size, "%s%s%s=%llu (dim '%s' of tensor '%s')", dim->from,
+                 dim->div ? " / " : "", dim->div ? dim->div : "",
                  (unsigned long long)x->dimsize[t->dim[j]], dim->name, t->name);
     } else {
         snprintf(size, sizeof size, "tensor '%s' dim '%s' of %llu", t->name, dim->name,
@@ -590,8 +596,13 @@ static bool reads_group(const remat_block_t *b, size_t j, const char *group) {
    copies are made before the first op that reads one and held to the last
    (forward; backward the span in reverse). Every op of the span holds them
    all instead of its own members', and prefetches nothing within the span:
-   the group is already there. */
-static void gather_group(const remat_block_t *b, size_t first, bound_t *out) {
+   the group is already there. Gathered a layer @p ahead (gathers_ahead),
+   the span is the whole layer (the scan gathers before the layer starts
+   and frees after it ends), and every op of it also holds the
+   neighbouring layer's copies, the next one's forward and the previous
+   one's backward: the kind's layers are alike, so those are as large as
+   this layer's. */
+static void gather_group(const remat_block_t *b, size_t first, bool ahead, bound_t *out) {
     const char *group = b->tensors[first].gather_group;
     uint64_t all = 0;
     for (size_t i = 0; i < b->ntensors; i++) {
@@ -604,6 +615,10 @@ static void gather_group(const remat_block_t *b, size_t first, bound_t *out) {
             lo = lo == REMAT_NONE ? p : lo;
             hi = p;
         }
+    }
+    if (ahead && lo != REMAT_NONE) {
+        lo = 0;
+        hi = b->nops - 1;
     }
     for (size_t p = lo; lo != REMAT_NONE && p <= hi; p++) {
         const size_t j = b->order[p];
@@ -619,8 +634,8 @@ static void gather_group(const remat_block_t *b, size_t first, bound_t *out) {
         out->group_ahead[j] += all - own;
         out->grouped[j] = 1;
         out->group_mem += p == lo ? all : 0;
-        out->gather_next[j] = p < hi ? 0 : out->gather_next[j];
-        out->gather_prev[j] = p > lo ? 0 : out->gather_prev[j];
+        out->gather_next[j] = ahead ? all : p < hi ? 0 : out->gather_next[j];
+        out->gather_prev[j] = ahead ? all : p > lo ? 0 : out->gather_prev[j];
     }
 }
 
@@ -629,7 +644,7 @@ static void gather_group(const remat_block_t *b, size_t first, bound_t *out) {
    the earlier tensors are searched. */
 #define GROUPS_LISTED 16
 
-static void gather_groups(const remat_block_t *b, bound_t *out) {
+static void gather_groups(const remat_block_t *b, bool ahead, bound_t *out) {
     const char *met[GROUPS_LISTED];
     size_t nmet = 0;
     for (size_t i = 0; i < b->ntensors; i++) {
@@ -642,7 +657,7 @@ static void gather_groups(const remat_block_t *b, bound_t *out) {
             seen = b->tensors[k].gather_group && strcmp(b->tensors[k].gather_group, gg) == 0;
         }
         if (gg && !seen) {
-            gather_group(b, i, out);
+            gather_group(b, i, ahead, out);
             if (nmet < GROUPS_LISTED) {
                 met[nmet++] = gg;
             }
@@ -769,7 +784,7 @@ static remat_status_t bind_block(bind_ctx_t *x, size_t k, bound_t *out, remat_er
     }
     out->group_mem = 0;
     if (x->grouped) {
-        gather_groups(b, out);
+        gather_groups(b, !head && x->g->kinds[k].gathers_ahead, out);
     }
     return REMAT_OK;
 }
@@ -826,6 +841,9 @@ static remat_status_t bind_dim_sizes(remat_analyzer_t *an, remat_error_t *err) {
         }
         if (f[2] == REMAT_I_DIM_MOE_BUFFER) {
             an->dim_size[d] = moe_buffer_factor(an);
+        } else if (f[2] == REMAT_I_DIM_EXPERT_SHARDS) {
+            /* the batch-split MoE all-gathers its tokens over the expert axis */
+            an->dim_size[d] = an->mesh.shards[REMAT_AXIS_EXPERT];
         }
         if (an->dim_size[d] == 0) {
             /* a built-in graph's JSON path is no place the user can go: the

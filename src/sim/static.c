@@ -60,11 +60,12 @@ static uint64_t global_numel(const remat_analyzer_t *an, const remat_tensor_t *t
 }
 
 /* Whether param @p t is a routed expert's weight: one of its dims is on
-   the `exp` logical axis (its own `axes`, else its dim's weight axis). */
+   the `exp` logical axis (its own `axes`, else its dim's weight axis), or
+   on `expert_only`, the batch-split schedule's name for it. */
 static bool routed_param(const remat_graph_t *g, const remat_tensor_t *t) {
     for (size_t j = 0; j < t->rank; j++) {
         const char *axis = t->has_axes ? t->axes[j] : g->dims[t->dim[j]].weight_axis;
-        if (axis && strcmp(axis, "exp") == 0) {
+        if (axis && (strcmp(axis, "exp") == 0 || strcmp(axis, "expert_only") == 0)) {
             return true;
         }
     }

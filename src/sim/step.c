@@ -449,11 +449,20 @@ static uint64_t range_key(const remat_policy_t *policy, size_t l) {
 /* Where @p policy puts decoder_layer_input at layer @p l: by name where
    the layer's kind tags its input so (MaxText's policy matches the
    checkpoint name; qwen3_next's layers do not tag it), or by a default
-   that saves everything (on the device), else re-run. */
+   that saves everything (on the device), else re-run. A kind that saves
+   its own residuals places it by its `kept` (the batch-split scan offloads
+   its layers' inputs), no policy. */
 static remat_place_t input_place(const remat_analyzer_t *an, const remat_policy_t *policy,
                                  size_t l) {
-    const remat_block_t *b = &an->g->kinds[an->kind_of[l]].block;
+    const remat_kind_t *kind = &an->g->kinds[an->kind_of[l]];
+    const remat_block_t *b = &kind->block;
     remat_place_t place;
+    if (kind->own_residuals) {
+        const unsigned char kept = b->tensors[b->inputs[0]].kept;
+        return kept == REMAT_KEPT_OFFLOAD  ? REMAT_PLACE_OFFLOAD
+               : kept == REMAT_KEPT_DEVICE ? REMAT_PLACE_DEVICE
+                                           : REMAT_PLACE_REMAT;
+    }
     if (remat_tensor_has_tag(&b->tensors[b->inputs[0]], "decoder_layer_input") &&
         remat_policy_lookup(policy, "decoder_layer_input", l, &place)) {
         return place;

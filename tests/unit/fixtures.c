@@ -230,6 +230,7 @@ static void tensors_equal(const remat_tensor_t *a, const remat_tensor_t *b) {
         same_str(a->tags[k], b->tags[k]);
     }
     same_str(a->gather_group, b->gather_group);
+    assert_int_equal(a->kept, b->kept);
     for (size_t k = 0; k < REMAT_MAX_RANK; k++) {
         same_str(a->axes[k], b->axes[k]);
     }
@@ -278,6 +279,8 @@ static void kinds_equal(const remat_kind_t *a, const remat_kind_t *b) {
     same_str(a->every, b->every);
     same_str(a->window, b->window);
     assert_true(a->first_n == b->first_n && a->every_n == b->every_n);
+    assert_true(a->keeps_offloads == b->keeps_offloads && a->own_residuals == b->own_residuals &&
+                a->gathers_ahead == b->gathers_ahead);
     blocks_equal(&a->block, &b->block);
 }
 

@@ -107,7 +107,7 @@ static void test_static_graphs_equal_a_load(void **state) {
 }
 
 /* The config that selects built-in graph @p name
-   (graph.attention[.indexer|.indexer_skipped][.dropout][.dense_moe][.mtp][.ep],
+   (graph.attention[.indexer|.indexer_skipped][.dropout][.dense_moe][.mtp][.batchsplit|.ep],
    resolve.c). */
 static void config_for(const char *name, remat_config_t *cfg) {
     remat_config_defaults(cfg);
@@ -127,6 +127,9 @@ static void config_for(const char *name, remat_config_t *cfg) {
             /* the indexer runs past indexer_topk keys (2048) only */
             cfg->use_indexer = true;
             cfg->max_target_length = strcmp(p, "indexer") == 0 ? 4096 : 2048;
+        } else if (strcmp(p, "batchsplit") == 0) {
+            cfg->use_batch_split_schedule = true;
+            cfg->batch_split_factor = 2;
         } else if (strcmp(p, "ep") == 0) { /* the expert axis sharded */
             cfg->num_devices = 4;
             cfg->ici[REMAT_AXIS_EXPERT] = 4;

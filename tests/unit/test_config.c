@@ -270,18 +270,23 @@ static void test_builtin_descriptions(void **state) {
     assert_true(described > 20);
 }
 
-/* Every model of the zoo either analyzes, on one device at batch 1, or is
-   refused with the block it needs named (its preset's "requires"). */
+/* Every model of the zoo either analyzes, on one device at batch 1 (at
+   its batch_split_factor, whose parts the batch-split schedule splits the
+   device's batch into), or is refused with the block it needs named (its
+   preset's "requires"). */
 static void test_every_model_analyzes_or_names_its_block(void **state) {
     (void)state;
     size_t analyzed = 0, refused = 0;
     for (size_t i = 0; i < remat_builtin_count(REMAT_BUILTIN_MODEL); i++) {
         const char *name = remat_builtin_name(REMAT_BUILTIN_MODEL, i);
-        char model[128];
-        snprintf(model, sizeof model, "model_name=%s", name);
-        const char *args[] = {model, "per_device_batch_size=1", "max_target_length=1024", NULL};
-        fx_run_t *f = fx_analyze(NULL, args);
+        char model[128], batch[64];
         json_t *root = json_loads(remat_builtin_find(REMAT_BUILTIN_MODEL, name), 0, NULL);
+        json_t *parts = json_object_get(json_object_get(root, "config"), "batch_split_factor");
+        snprintf(model, sizeof model, "model_name=%s", name);
+        snprintf(batch, sizeof batch, "per_device_batch_size=%lld",
+                 json_is_integer(parts) ? (long long)json_integer_value(parts) : 1LL);
+        const char *args[] = {model, batch, "max_target_length=1024", NULL};
+        fx_run_t *f = fx_analyze(NULL, args);
         json_t *req = json_object_get(root, "requires");
         assert_int_equal(remat_builtin_refused(REMAT_BUILTIN_MODEL, i), req != NULL);
         if (req) {

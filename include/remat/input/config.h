@@ -114,6 +114,12 @@ typedef struct remat_config {
        the splash kernel that takes its mask (use_tokamax_splash). The
        deepseek graph's .indexer variant binds them (docs/config.md). */
     bool use_indexer, indexer_sparse_training, use_tokamax_splash;
+    /* DeepSeek-V3's batch-split schedule (use_batch_split_schedule): the
+       MoE layers in MaxText's own scan on batch_split_factor parts of the
+       batch (2 is the value it runs); the deepseek graph's .batchsplit
+       variant */
+    bool use_batch_split_schedule;
+    uint64_t batch_split_factor;
     uint64_t indexer_n_heads, indexer_head_dim, indexer_topk;
     double indexer_loss_scaling_factor;
     /* Qwen3-Next and Qwen3.5 (decoder_block qwen3_next, qwen3_5): the gated

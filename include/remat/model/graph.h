@@ -75,6 +75,9 @@ typedef struct remat_dim {
     char *weight_axis; /* logical axis of params along this dim ("embed"), or NULL */
 } remat_dim_t;
 
+/* A tensor's `kept` placement (remat_tensor_t.kept). */
+enum { REMAT_KEPT_NONE = 0, REMAT_KEPT_DEVICE, REMAT_KEPT_OFFLOAD };
+
 typedef struct remat_tensor {
     char *name;
     size_t rank;
@@ -94,6 +97,11 @@ typedef struct remat_tensor {
        until the last has run (MaxText's MoE shard_map takes the expert
        weights as inputs); NULL: gathered by each op that reads it. */
     char *gather_group;
+    /* Where a kind with its own residuals (`own_residuals`) keeps it
+       (`kept`): REMAT_KEPT_NONE, rebuilt in backward whatever the policy;
+       DEVICE or OFFLOAD, saved there (MaxText's batch-split schedule,
+       whose custom_vjp returns its residuals itself). Ignored elsewhere. */
+    unsigned char kept;
     bool has_axes;                /* `axes` given: it overrides the dims' axes */
     char *axes[REMAT_MAX_RANK];   /* logical axis per dim (NULL: replicated) */
     /* Derived at load time. */
@@ -173,6 +181,16 @@ typedef struct remat_kind {
        clears it under scan_layers=false, where every layer runs the
        config's policy */
     bool keeps_offloads;
+    /* The kind saves its own residuals (`own_residuals`): its tensors'
+       `kept` placements, whatever the policy (MaxText's batch-split MoE
+       scan: a custom_vjp over the layers); the policy still places the
+       other kinds' names */
+    bool own_residuals;
+    /* The kind's gather group is gathered one layer ahead (`gathers_ahead`):
+       the next layer's copies (the previous one's in backward) are live
+       through every op of the group's span, not only at its last (the
+       batch-split scan gathers layer i + 1's weights while layer i runs) */
+    bool gathers_ahead;
 } remat_kind_t;
 
 struct remat_graph_index; /* opaque: the simulator's index of a graph */
