@@ -88,6 +88,8 @@ _PLAIN_KEYS = (
     # DeepSeek-V3.2's sparse-attention indexer, its stage and its kernel
     "use_indexer", "indexer_n_heads", "indexer_head_dim", "indexer_topk",
     "indexer_sparse_training", "indexer_loss_scaling_factor", "use_tokamax_splash",
+    # DeepSeek-V3's batch-split schedule
+    "use_batch_split_schedule", "batch_split_factor",
     # pipeline
     "num_layers_per_pipeline_stage", "pipeline_delay_activation_forwarding",
     "override_logical_axis_rules",
