@@ -376,8 +376,14 @@ def test_ctrl_c_stops_a_long_sweep() -> None:
     within a chunk of them, not at its end (about half a minute)."""
     import _thread
 
+    import signal
+
     grid = {"per_device_batch_size": list(range(1, 101)), "max_target_length":
             list(range(1024, 1024 + 100 * 128, 128)), "ici_tensor_parallelism": [1] * 100}
+    # A process started in the background of a shell without job control
+    # inherits SIGINT ignored, and interrupt_main then does nothing: the
+    # handler a terminal's Ctrl-C reaches is Python's own, so install it.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
     t0 = time.perf_counter()
@@ -386,4 +392,5 @@ def test_ctrl_c_stops_a_long_sweep() -> None:
             remat.sweep(model_name="llama3-8b", topology="v6e-8", grid=grid)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, old)
     assert time.perf_counter() - t0 < 5
