@@ -1353,7 +1353,7 @@ static bool llama4_vit_size(const remat_config_t *c, const char *key, uint64_t *
     } else if (strcmp(key, "vit_tokens") == 0) {
         *out = remat_i_config_vit_tokens(c);
     } else if (strcmp(key, "vit_tile_tokens") == 0) {
-        *out = m ? sat_mul(side / m, side / m) : 0;
+        *out = remat_i_config_vit_tokens(c) / REMAT_LLAMA4_TILES;
     } else if (strcmp(key, "vit_merged_dim") == 0) {
         *out = sat_mul(c->hidden_size_for_vit, sat_mul(m, m));
     } else if (strcmp(key, "vit_images") == 0) {

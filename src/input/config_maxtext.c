@@ -456,7 +456,7 @@ static const graph_features_t *features_of(const char *graph) {
     return NULL;
 }
 
-/* The vision encoder of built-in graph @p graph; NULL when it has none. */
+/* The vision encoder of built-in graph @p graph; REMAT_NONE when it has none. */
 static size_t vision_of(const char *graph) {
     for (size_t i = 0; i < sizeof vision_graphs / sizeof vision_graphs[0]; i++) {
         if (strcmp(vision_graphs[i].graph, graph) == 0) {
@@ -464,6 +464,14 @@ static size_t vision_of(const char *graph) {
         }
     }
     return REMAT_NONE;
+}
+
+/* The text graph built-in graph @p graph is the multimodal variant of
+   (vision_graphs' text column), else @p graph itself: the variant's
+   layers are the text graph's, and so are their checks. */
+static const char *text_graph_of(const char *graph) {
+    const size_t v = vision_of(graph);
+    return v != REMAT_NONE && vision_graphs[v].text ? vision_graphs[v].text : graph;
 }
 
 /* The audio encoder of built-in graph @p graph; REMAT_NONE when it has
@@ -542,6 +550,11 @@ static remat_status_t keys_fit(const remat_config_t *c, const graph_features_t *
     return REMAT_OK;
 }
 
+/* Whether the mesh has a pipeline axis (ici or dcn stage parallelism). */
+static bool pipelined(const remat_config_t *c) {
+    return c->ici[REMAT_AXIS_STAGE] > 1 || c->dcn[REMAT_AXIS_STAGE] > 1;
+}
+
 /* MaxText builds decoder_block gemma4_small's layers one by one and
    refuses scan_layers and pipeline parallelism for it (nnx_decoders.py at
    e591f30: each layer's attention kind and key/value donor is its own).
@@ -549,7 +562,7 @@ static remat_status_t keys_fit(const remat_config_t *c, const graph_features_t *
    holds, which remat models with the whole sequence on each device: no
    context parallelism. */
 static remat_status_t check_unscanned(const remat_config_t *c, remat_error_t *err) {
-    const bool pipeline = c->ici[REMAT_AXIS_STAGE] > 1 || c->dcn[REMAT_AXIS_STAGE] > 1;
+    const bool pipeline = pipelined(c);
     const bool context = c->ici[REMAT_AXIS_CONTEXT] != 1 || c->dcn[REMAT_AXIS_CONTEXT] != 1;
     if (c->scan_layers || pipeline) {
         return remat_error_set(err, REMAT_E_CONFIG, NULL, NULL,
@@ -606,7 +619,6 @@ static remat_status_t check_indexer(const remat_config_t *c, const graph_feature
    least 4 of them (its scan's prologue and epilogue), on its own splash
    kernel and ragged matmuls; what it runs otherwise is refused. */
 static const char *batch_split_refusal(const remat_config_t *c, const graph_features_t *f) {
-    const bool pipeline = c->ici[REMAT_AXIS_STAGE] > 1 || c->dcn[REMAT_AXIS_STAGE] > 1;
     if (!f || strcmp(f->graph, "deepseek") != 0) {
         return "the schedule is DeepSeek-V3's MoE layer scan (decoder_block deepseek, the "
                "deepseek graph)";
@@ -615,7 +627,7 @@ static const char *batch_split_refusal(const remat_config_t *c, const graph_feat
         return "batch_split_factor must be 2: the schedule's MoE shard_map is written for two "
                "halves of the batch (MaxText's default 1 does not run)";
     }
-    if (!c->scan_layers || pipeline) {
+    if (!c->scan_layers || pipelined(c)) {
         return "MaxText runs the schedule in its scanned, unpipelined decoder (scan_layers=true, "
                "no pipeline axis)";
     }
@@ -975,8 +987,7 @@ static remat_status_t check_layer_keys(remat_config_t *c, remat_error_t *err) {
         st = remat_error_set(err, REMAT_E_CONFIG, NULL, NULL, "use_batch_split_schedule=true: %s",
                              split);
     }
-    if (st == REMAT_OK && f &&
-        (strcmp(f->graph, "qwen3_next") == 0 || strcmp(f->graph, "qwen3_5_vision") == 0)) {
+    if (st == REMAT_OK && f && strcmp(text_graph_of(f->graph), "qwen3_next") == 0) {
         st = check_gdn(c, err);
     }
     if (st == REMAT_OK && f && vision_of(f->graph) != REMAT_NONE) {

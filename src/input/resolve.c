@@ -641,7 +641,8 @@ static size_t builtin_variant(const remat_config_t *cfg, char *name, size_t size
     assert(n > 0 && (size_t)n < size);
     /* the batch-split schedule has its own expert-parallel path (tokens
        all-gathered over the expert axis): one variant either way */
-    if (!v.dense_moe && !cfg->use_batch_split_schedule && expert_sharded(cfg) && (size_t)n + sizeof ".ep" <= size) {
+    if (!v.dense_moe && !cfg->use_batch_split_schedule && expert_sharded(cfg) &&
+        (size_t)n + sizeof ".ep" <= size) {
         memcpy(name + n, ".ep", sizeof ".ep");
         const size_t ep = remat_i_builtin_index(REMAT_BUILTIN_GRAPH, name);
         if (ep != REMAT_NONE) {

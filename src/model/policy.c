@@ -617,15 +617,19 @@ static remat_place_t asked_place(const remat_block_t *b, const remat_policy_t *p
    (own_residuals): its `kept` one, no policy's; the layer input, the
    carry, is kept on the device when it says nothing (*@p chosen stays
    false: no name asked for it). */
+remat_place_t remat_kept_place(unsigned char kept) {
+    return kept == REMAT_KEPT_OFFLOAD  ? REMAT_PLACE_OFFLOAD
+           : kept == REMAT_KEPT_DEVICE ? REMAT_PLACE_DEVICE
+                                       : REMAT_PLACE_REMAT;
+}
+
 static remat_place_t own_place(const remat_block_t *b, size_t i, bool *chosen) {
-    static const remat_place_t of_kept[] = {REMAT_PLACE_REMAT, REMAT_PLACE_DEVICE,
-                                            REMAT_PLACE_OFFLOAD};
     const unsigned char kept = b->tensors[i].kept;
     *chosen = false;
     if (i == b->inputs[0] && kept == REMAT_KEPT_NONE) {
         return REMAT_PLACE_DEVICE;
     }
-    return of_kept[kept < 3 ? kept : 0];
+    return remat_kept_place(kept);
 }
 
 /* Marks tensor @p t needed: its fate follows from its placement, and a

@@ -195,10 +195,6 @@ static inline uint64_t kept_of(const bind_ctx_t *x, unsigned axes, bool exp) {
     return shards_of(x, exp ? axes : axes & ~GATHER_AXES);
 }
 
-/* remat_mesh_name_hash("exp"): most names are told apart from it by
-   their hash alone. */
-#define EXP_HASH 0x72a68728u
-
 /* Logical id @p id, of text @p name, bound once per bind. REMAT_NONE is
    no name. */
 static const name_info_t *logical(bind_ctx_t *x, size_t id, const char *name) {
@@ -210,7 +206,7 @@ static const name_info_t *logical(bind_ctx_t *x, size_t id, const char *name) {
         return out;
     }
     const uint32_t h = (uint32_t)x->logical_hash[id];
-    assert(h == remat_mesh_name_hash(name) && remat_mesh_name_hash("exp") == EXP_HASH);
+    assert(h == remat_mesh_name_hash(name));
     if (x->default_rules) { /* what remat_mesh_name_rules would find, found at load */
         const size_t *r = &x->default_rules[id * REMAT_I_RULE_STRIDE];
         for (size_t w = 0; w < REMAT_RULE_WORDS; w++) {
@@ -225,10 +221,7 @@ static const name_info_t *logical(bind_ctx_t *x, size_t id, const char *name) {
     } else {
         out->axes = remat_mesh_name_rules(x->mesh, name, h, out->rules);
     }
-    /* the experts dim of the expert weights stays sharded when they are
-       gathered: MaxText's `exp`, and `expert_only`, the batch-split
-       schedule's (moe.py get_batchsplit_init_kernel_axes) */
-    out->exp = (h == EXP_HASH && strcmp(name, "exp") == 0) || strcmp(name, "expert_only") == 0;
+    out->exp = remat_i_expert_axis(name);
     out->shards = shards_of(x, out->axes);
     out->kept = kept_of(x, out->axes, out->exp);
     x->ldone[id] = 1;

@@ -382,6 +382,15 @@ struct remat_analyzer {
    its limit); nothing read yet tells the two apart, so remat counts the
    held buffer, the safe side (docs/validation.md). The stage's static
    gradients (static.c) and the step (step.c) both read it. */
+/* Whether logical axis @p name is the experts' dim of the routed expert
+   weights, which stays sharded when they are gathered: MaxText's `exp`,
+   and `expert_only`, the batch-split schedule's (moe.py
+   get_batchsplit_init_kernel_axes). bind.c's rules and static.c's routed
+   params read it. */
+static inline bool remat_i_expert_axis(const char *name) {
+    return strcmp(name, "exp") == 0 || strcmp(name, "expert_only") == 0;
+}
+
 static inline bool remat_i_loss_grads_deferred(const remat_analyzer_t *an) {
     return an->cfg->num_vocab_tiling <= 1;
 }

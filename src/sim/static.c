@@ -65,7 +65,7 @@ static uint64_t global_numel(const remat_analyzer_t *an, const remat_tensor_t *t
 static bool routed_param(const remat_graph_t *g, const remat_tensor_t *t) {
     for (size_t j = 0; j < t->rank; j++) {
         const char *axis = t->has_axes ? t->axes[j] : g->dims[t->dim[j]].weight_axis;
-        if (axis && (strcmp(axis, "exp") == 0 || strcmp(axis, "expert_only") == 0)) {
+        if (axis && remat_i_expert_axis(axis)) {
             return true;
         }
     }

@@ -458,10 +458,7 @@ static remat_place_t input_place(const remat_analyzer_t *an, const remat_policy_
     const remat_block_t *b = &kind->block;
     remat_place_t place;
     if (kind->own_residuals) {
-        const unsigned char kept = b->tensors[b->inputs[0]].kept;
-        return kept == REMAT_KEPT_OFFLOAD  ? REMAT_PLACE_OFFLOAD
-               : kept == REMAT_KEPT_DEVICE ? REMAT_PLACE_DEVICE
-                                           : REMAT_PLACE_REMAT;
+        return remat_kept_place(b->tensors[b->inputs[0]].kept);
     }
     if (remat_tensor_has_tag(&b->tensors[b->inputs[0]], "decoder_layer_input") &&
         remat_policy_lookup(policy, "decoder_layer_input", l, &place)) {

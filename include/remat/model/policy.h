@@ -78,6 +78,10 @@ void remat_policy_set(remat_policy_t *p, const char *name, remat_place_t place);
 bool remat_policy_lookup(const remat_policy_t *p, const char *name, size_t layer,
                          remat_place_t *out);
 
+/* Where a kind that saves its own residuals (own_residuals) places a
+   tensor of `kept` @p kept (REMAT_KEPT_*): none re-runs it. */
+remat_place_t remat_kept_place(unsigned char kept);
+
 /** Parses "remat" | "device" | "offload". */
 bool remat_place_parse(const char *s, remat_place_t *out);
 const char *remat_place_name(remat_place_t p);
