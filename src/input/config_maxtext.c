@@ -214,7 +214,7 @@ remat_other_key_t remat_i_config_other_key(remat_config_t *c, const char *key,
     if (remat_i_is_maxtext_key(key)) {
         if (strcmp(key, "matmul_precision") == 0) {
             /* kept for the Llama 4 encoder's check (llama4_mismatch) */
-            snprintf(c->matmul_precision, sizeof c->matmul_precision, "%.15s", value);
+            snprintf(c->matmul_precision, sizeof c->matmul_precision, "%s", value);
         }
         record_unused(c, key);
         return REMAT_OTHER_UNUSED;

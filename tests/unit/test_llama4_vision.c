@@ -208,6 +208,8 @@ static void test_encoder_checks(void **state) {
         "intermediate_size_for_vit=4096", "vision_output_dim_for_vit=2048",
         "num_attention_heads_for_vit=7", "num_attention_heads_for_vit=128", "attention_for_vit",
         "matmul_precision=highest",
+        /* the refusal names the value whole, however long */
+        "matmul_precision=bfloat16_3x_and_more_than_sixteen",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char arg[96];

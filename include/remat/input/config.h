@@ -153,7 +153,7 @@ typedef struct remat_config {
        reads it, but the Llama 4 encoder graphs hold its fp32 matmuls'
        operands in bf16 as XLA:TPU does at DEFAULT precision, and refuse
        another */
-    char matmul_precision[16];
+    char matmul_precision[64]; /* MaxText's values are under 20 characters */
     char deepstack_visual_indexes_for_vit[64]; /* MaxText's list, as flow text */
     double image_token_share;
     /* Qwen3-Omni's audio encoder (use_audio; the qwen3_omni graph):
